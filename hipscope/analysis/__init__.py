@@ -1,0 +1,1 @@
+"""Analyses of a Trace: pure functions returning data (Qt-free)."""

@@ -1,0 +1,158 @@
+"""The trace report: the figures `hipscope report` prints (JSON or text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..model import Trace
+from . import queue_delay as qd
+from .stats import busy_fraction_per_device, kernel_stats
+
+
+def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
+    """One JSON-serialisable dict; keys documented in README (`hipscope report`)."""
+    tr = trace.time_range()
+    busy = busy_fraction_per_device(trace)
+    ks = kernel_stats(trace)
+    order = np.argsort(-ks.total, kind="stable")[:top]
+    gpu_time = float(ks.total.sum()) if len(ks.total) else 0.0
+    delays = qd.queue_delays(trace)
+    qdelay: dict[str, Any] | None = None
+    if delays.linked:
+        qdelay = {
+            "from_api_start": qd.summary(delays.from_api_start),
+            "from_api_end": qd.summary(delays.from_api_end),
+        }
+        if delays.from_dispatch is not None:
+            qdelay["from_dispatch"] = qd.summary(delays.from_dispatch)
+        qdelay["graph_launch_kernels"] = int(len(delays.graph_rows))
+    return {
+        "format": trace.format,
+        "sources": [str(s) for s in trace.meta.get("sources", [])],
+        "kernel_count": int(len(trace.kernels)),
+        "api_call_count": int(len(trace.api)),
+        "marker_count": int(len(trace.markers)),
+        "counter_count": int(len(trace.counters)),
+        "devices": _devices(trace, busy),
+        "span_ns": None if tr is None else int(tr[1] - tr[0]),
+        "gpu_busy_fraction": (float(np.mean(list(busy.values()))) if busy else None),
+        "gpu_busy_fraction_per_device": {str(d): v for d, v in sorted(busy.items())},
+        "top_kernels": [
+            {
+                "name": ks.names[i], "count": int(ks.count[i]),
+                "total_ns": int(round(ks.total[i])), "mean_ns": int(round(ks.mean[i])),
+                "p50_ns": int(round(ks.p50[i])), "p95_ns": int(round(ks.p95[i])),
+                "fraction_of_gpu_time": (float(ks.total[i] / gpu_time) if gpu_time else None),
+            }
+            for i in order
+        ],
+        "queue_delay_ns": qdelay,
+        "copies": _copies(trace),
+        "metadata": _meta(trace),
+        "warnings": trace.warnings,
+    }
+
+
+def _devices(trace: Trace, busy: dict[int, float]) -> list[dict[str, Any]]:
+    d = trace.devices
+    out = []
+    for i in range(len(d)):
+        row = d.row(i)
+        out.append({"index": int(row["index"]), "name": row["name"],
+                    "vendor": row.get("vendor"), "arch": row.get("arch"),
+                    "busy_fraction": busy.get(int(row["index"]))})
+    return out
+
+
+def _copies(trace: Trace) -> list[dict[str, Any]]:
+    c = trace.copies
+    if len(c) == 0:
+        return []
+    codes, cats = c.codes("direction")
+    dur = c.numpy("end") - c.numpy("start")
+    nbytes = c.numpy("bytes", fill=0).astype(np.int64)
+    has_bytes = c.valid("bytes")
+    out = []
+    for code in np.unique(codes):
+        m = codes == code
+        known = has_bytes[m]
+        out.append({
+            "direction": cats[code], "count": int(m.sum()),
+            "bytes": int(nbytes[m][known].sum()) if known.any() else None,
+            "total_ns": int(dur[m].sum()),
+        })
+    out.sort(key=lambda r: -r["total_ns"])
+    return out
+
+
+_META_KEYS = ("tool", "tool_version", "command", "host", "pids", "clock", "rocm_version",
+              "hip_version", "cuda_version", "driver_version")
+
+
+def _meta(trace: Trace) -> dict[str, Any]:
+    return {k: trace.meta[k] for k in _META_KEYS if trace.meta.get(k) not in (None, [], "")}
+
+
+def format_text(rep: dict[str, Any]) -> str:
+    """The human-readable report."""
+    lines = [f"Format:   {rep['format']}"]
+    for s in rep["sources"][:4]:
+        lines.append(f"Source:   {s}")
+    if len(rep["sources"]) > 4:
+        lines.append(f"          ... and {len(rep['sources']) - 4} more files")
+    for k, v in rep["metadata"].items():
+        lines.append(f"{k.replace('_', ' ').capitalize() + ':':<10}{v}")
+    lines.append(f"Span:     {_ns(rep['span_ns'])}")
+    lines.append(f"Kernels:  {rep['kernel_count']:,}   API calls: {rep['api_call_count']:,}   "
+                 f"markers: {rep['marker_count']:,}   counter values: {rep['counter_count']:,}")
+    for d in rep["devices"]:
+        busy = d["busy_fraction"]
+        b = f"  busy {busy:.1%}" if busy is not None else ""
+        lines.append(f"Device {d['index']}: {d['name']}{' (' + d['arch'] + ')' if d['arch'] else ''}{b}")
+    q = rep["queue_delay_ns"]
+    if q:
+        for key in ("from_api_start", "from_api_end", "from_dispatch"):
+            s = q.get(key)
+            if s and s["count"]:
+                lines.append(f"Queue delay {key.replace('_', ' ')}: p50 {_ns(s['p50'])}, "
+                             f"p95 {_ns(s['p95'])}, max {_ns(s['max'])} over {s['count']:,} kernels")
+        if q.get("graph_launch_kernels"):
+            lines.append(f"  ({q['graph_launch_kernels']:,} kernels launched by graph launches "
+                         "are counted separately)")
+    else:
+        lines.append("Queue delay: not available (the trace does not link kernels to launches)")
+    if rep["top_kernels"]:
+        lines.append("")
+        lines.append(f"{'Total':>12} {'%':>6} {'Count':>8} {'Mean':>10} {'p95':>10}  Kernel")
+        for t in rep["top_kernels"]:
+            frac = t["fraction_of_gpu_time"]
+            lines.append(f"{_ns(t['total_ns']):>12} {frac * 100 if frac else 0:>5.1f}% "
+                         f"{t['count']:>8,} {_ns(t['mean_ns']):>10} {_ns(t['p95_ns']):>10}  "
+                         f"{_short(t['name'])}")
+    if rep["copies"]:
+        lines.append("")
+        for c in rep["copies"]:
+            b = f"{c['bytes']:,} B" if c["bytes"] is not None else "bytes unknown"
+            lines.append(f"Copies {c['direction']:<7} {c['count']:>7,}  {_ns(c['total_ns']):>10}  {b}")
+    for w in rep["warnings"]:
+        lines.append(f"Warning: {w}")
+    return "\n".join(lines)
+
+
+def _short(name: str, n: int = 100) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+def _ns(v: float | int | None) -> str:
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1e9:
+        return f"{v / 1e9:.3f} s"
+    if a >= 1e6:
+        return f"{v / 1e6:.3f} ms"
+    if a >= 1e3:
+        return f"{v / 1e3:.2f} us"
+    return f"{int(v)} ns"

@@ -1,0 +1,95 @@
+"""Vectorised statistics over trace columns (no Qt, no pandas in the hot path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Trace
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Total length of the union of intervals [start, end)."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    cm = np.maximum.accumulate(e)
+    gaps = np.maximum(0, s[1:] - cm[:-1])
+    return int(cm[-1] - s[0] - gaps.sum())
+
+
+def busy_fraction_per_device(trace: Trace) -> dict[int, float]:
+    """Per device: union of its kernel intervals over (last kernel end - first start)."""
+    k = trace.kernels
+    if len(k) == 0:
+        return {}
+    dev = k.numpy("device")
+    s, e = k.numpy("start"), k.numpy("end")
+    out = {}
+    for d in np.unique(dev):
+        m = dev == d
+        window = int(e[m].max() - s[m].min())
+        out[int(d)] = (union_length(s[m], e[m]) / window) if window > 0 else 1.0
+    return out
+
+
+def quantiles(values: np.ndarray, qs=(0.5, 0.95)) -> list[float]:
+    if len(values) == 0:
+        return [float("nan")] * len(qs)
+    return [float(x) for x in np.quantile(values, qs)]
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Per-category statistics, arrays aligned with ``names``."""
+
+    names: list[str]
+    count: np.ndarray
+    total: np.ndarray
+    mean: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    p50: np.ndarray
+    p95: np.ndarray
+
+
+def group_stats(codes: np.ndarray, categories: list[str], values: np.ndarray) -> GroupStats:
+    """count, total, mean, min, max, p50, p95 of ``values`` per category code.
+
+    Categories with no rows are left out. One lexsort; percentiles interpolate
+    linearly like ``numpy.quantile``.
+    """
+    ok = codes >= 0
+    codes, values = codes[ok], values[ok]
+    if len(codes) == 0:
+        z = np.zeros(0)
+        return GroupStats([], z.astype(np.int64), z, z, z, z, z, z)
+    order = np.lexsort((values, codes))
+    c, v = codes[order], values[order].astype(np.float64)
+    bounds = np.flatnonzero(np.diff(c)) + 1
+    lo = np.concatenate(([0], bounds))
+    hi = np.concatenate((bounds, [len(c)]))
+    n = hi - lo
+    total = np.add.reduceat(v, lo)
+
+    def pct(q: float) -> np.ndarray:
+        pos = lo + q * (n - 1)
+        f = np.floor(pos).astype(np.int64)
+        cpos = np.minimum(f + 1, hi - 1)
+        frac = pos - f
+        return v[f] + (v[cpos] - v[f]) * frac
+
+    return GroupStats(
+        names=[categories[i] for i in c[lo]],
+        count=n.astype(np.int64), total=total, mean=total / n,
+        min=v[lo], max=v[hi - 1], p50=pct(0.5), p95=pct(0.95),
+    )
+
+
+def kernel_stats(trace: Trace) -> GroupStats:
+    k = trace.kernels
+    codes, cats = k.codes("name")
+    dur = (k.numpy("end") - k.numpy("start")).astype(np.int64)
+    return group_stats(codes, cats, dur)

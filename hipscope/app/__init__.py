@@ -1,0 +1,1 @@
+"""The Qt application: main window, documents, workers, settings."""

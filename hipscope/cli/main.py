@@ -1,0 +1,97 @@
+"""`hipscope` command line: the GUI by default, subcommands for scripting."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .. import __version__
+
+log = logging.getLogger("hipscope")
+
+SUBCOMMANDS = ("report",)
+
+
+def demo_trace_path() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("hipscope.resources") / "samples" / "mi300x_bert_small_kineto.json.gz"))
+
+
+def _report(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="hipscope report",
+                                description="Summarise a trace: kernels, devices, queue delay.")
+    p.add_argument("paths", nargs="+", type=Path,
+                   help="trace file or folder; several files of one run are merged")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--top", type=int, default=20, help="kernels to list (default 20)")
+    p.add_argument("--reader", help="force a reader by name (see --list-readers)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
+    args = p.parse_args(argv)
+    from ..analysis.report import build_report, format_text
+    from ..parsers import Cancelled, TraceFormatError, open_trace
+
+    try:
+        trace = open_trace(args.paths, reader=args.reader, use_cache=not args.no_cache)
+    except TraceFormatError as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return 2
+    except Cancelled:
+        return 130
+    except (KeyError, OSError) as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return 2
+    rep = build_report(trace, top=args.top)
+    if args.json:
+        json.dump(rep, sys.stdout, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(format_text(rep))
+    return 0
+
+
+def _list_readers() -> int:
+    from ..parsers import readers
+
+    for r in readers():
+        print(f"{r.name:<18} {r.description}  [{' '.join(r.patterns)}]")
+    return 0
+
+
+def _gui(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="hipscope",
+        description="GPU trace viewer and tuner. Subcommands: " + ", ".join(SUBCOMMANDS),
+    )
+    p.add_argument("paths", nargs="*", type=Path, help="traces to open")
+    p.add_argument("--demo", action="store_true", help="open the bundled sample trace")
+    p.add_argument("--screenshot", type=Path, metavar="OUT.png",
+                   help="open, wait until drawn, save the window to OUT.png and exit")
+    p.add_argument("--list-readers", action="store_true", help="list the trace readers")
+    p.add_argument("--version", action="version", version=f"hipscope {__version__}")
+    args = p.parse_args(argv)
+    if args.list_readers:
+        return _list_readers()
+    paths = list(args.paths)
+    if args.demo:
+        paths.append(demo_trace_path())
+    try:
+        from ..app.main import run_app
+    except ImportError:  # the GUI is not there yet: print the report instead
+        return _report([str(x) for x in paths]) if paths else 0
+    return run_app(paths, screenshot=args.screenshot)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if argv and argv[0] == "report":
+        return _report(argv[1:])
+    return _gui(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

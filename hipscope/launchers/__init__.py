@@ -1,0 +1,1 @@
+"""Launching profiled runs locally, over SSH and through Slurm (Qt-free)."""

@@ -1,0 +1,246 @@
+"""Reader protocol, errors and the registry of readers.
+
+A reader is registered once (``@register``) with a name, the file patterns it
+claims for the Open dialog, a priority and a ``sniff(path)`` that looks at the
+first bytes of a file (or the members of a directory) and returns a confidence in
+[0, 1]. :func:`open_trace` picks the reader with the best (confidence, priority);
+the app never chooses a reader by extension.
+
+Readers take plain callables: ``progress(fraction)`` and ``cancelled() -> bool``;
+they raise :class:`TraceFormatError` for bad input (one sentence naming the file,
+the place and what was expected) and :class:`Cancelled` when asked to stop.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..model import Trace
+
+ProgressFn = Callable[[float], None]
+CancelledFn = Callable[[], bool]
+
+
+def no_progress(_fraction: float) -> None:
+    return None
+
+
+def never_cancelled() -> bool:
+    return False
+
+
+class TraceFormatError(Exception):
+    """The input is not a readable trace. ``str()`` is one sentence for people."""
+
+    def __init__(self, path: str | os.PathLike, where: str | None, expected: str,
+                 found: str | None = None):
+        self.path = str(path)
+        self.where = where
+        self.expected = expected
+        self.found = found
+        place = f" at {where}" if where else ""
+        got = f", found {found}" if found else ""
+        super().__init__(f"{self.path}{place}: expected {expected}{got}.")
+
+
+class Cancelled(Exception):
+    """Reading was cancelled by the user."""
+
+
+class Reader(Protocol):
+    name: str            # short id, e.g. "rocprofv3-csv"
+    description: str     # for people, e.g. "rocprofv3 CSV set"
+    patterns: tuple[str, ...]   # glob patterns for the Open dialog
+    priority: int        # tie-break between equally confident sniffs
+    directories: bool    # whether it can open a directory
+
+    def sniff(self, path: Path) -> float: ...
+
+    def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    reader: Reader
+    confidence: float
+
+
+_REGISTRY: dict[str, Reader] = {}
+
+
+def register(cls):
+    """Class decorator: instantiate and register a reader."""
+    inst = cls()
+    _REGISTRY[inst.name] = inst
+    return cls
+
+
+def readers() -> list[Reader]:
+    _load_builtin()
+    return sorted(_REGISTRY.values(), key=lambda r: (-r.priority, r.name))
+
+
+def get_reader(name: str) -> Reader:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no reader named {name!r}; known: {sorted(_REGISTRY)}") from None
+
+
+def file_filters() -> list[str]:
+    """Qt-style name filters for the Open dialog, one per reader plus 'all traces'."""
+    rs = readers()
+    out = [f"{r.description} ({' '.join(r.patterns)})" for r in rs if r.patterns]
+    pats = sorted({p for r in rs for p in r.patterns})
+    return [f"All traces ({' '.join(pats)})", *out, "All files (*)"]
+
+
+def candidates(path: Path) -> list[Candidate]:
+    _load_builtin()
+    out = []
+    for r in _REGISTRY.values():
+        if path.is_dir() and not r.directories:
+            continue
+        try:
+            conf = float(r.sniff(path))
+        except (OSError, ValueError, EOFError):
+            conf = 0.0
+        if conf > 0:
+            out.append(Candidate(r, conf))
+    out.sort(key=lambda c: (-c.confidence, -c.reader.priority, c.reader.name))
+    return out
+
+
+def find_reader(path: str | os.PathLike) -> Reader:
+    p = Path(path)
+    if not p.exists():
+        raise TraceFormatError(p, None, "an existing file or folder", "nothing at that path")
+    cands = candidates(p)
+    if not cands:
+        what = "folder" if p.is_dir() else "file"
+        raise TraceFormatError(
+            p, None,
+            "a trace hipscope can read (rocprofv3 CSV/JSON/rocpd/pftrace, legacy rocprof, "
+            "PyTorch profiler JSON, rocprof-compute workload, Nsight Compute CSV)",
+            f"a {what} no reader recognises")
+    return cands[0].reader
+
+
+def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
+               progress: ProgressFn = no_progress,
+               cancelled: CancelledFn = never_cancelled,
+               reader: str | None = None,
+               use_cache: bool = False) -> Trace:
+    """Read one trace from a file, a folder, or several files of one run (merged).
+
+    Several paths are read one by one and merged (one process/rank each). With
+    ``use_cache`` the parsed tables are kept in hipscope's on-disk cache.
+    """
+    from ..model import merge_traces
+    from . import _validate
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("no path given")
+    traces = []
+    for i, p in enumerate(paths):
+        r = get_reader(reader) if reader else find_reader(p)
+
+        def sub(f: float, i=i) -> None:
+            progress((i + max(0.0, min(1.0, f))) / len(paths))
+
+        if use_cache:
+            from . import cache
+
+            tr = cache.load_or_read(r, p, sub, cancelled)
+        else:
+            tr = r.read(p, sub, cancelled)
+        traces.append(tr)
+    trace = merge_traces(traces) if len(traces) > 1 else traces[0]
+    _validate.validate(trace)
+    progress(1.0)
+    return trace
+
+
+# --------------------------------------------------------------------------- I/O helpers
+
+def head_bytes(path: Path, n: int = 4096) -> bytes:
+    """The first ``n`` bytes of a file, transparently un-gzipped."""
+    with open(path, "rb") as fh:
+        raw = fh.read(n)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(n)
+        except (OSError, EOFError):
+            return b""
+    return raw
+
+
+def head_text(path: Path, n: int = 4096) -> str:
+    return head_bytes(path, n).decode("utf-8", errors="replace")
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
+    """Whole file as bytes (un-gzipped). A gzip stream cut short returns what was
+    whole plus a warning instead of failing; any other gzip error is a
+    :class:`TraceFormatError`."""
+    if not is_gzip(path):
+        return path.read_bytes(), None
+    out = io.BytesIO()
+    warning = None
+    with gzip.open(path, "rb") as gz:
+        try:
+            while True:
+                chunk = gz.read(1 << 22)
+                if not chunk:
+                    break
+                out.write(chunk)
+        except EOFError:
+            warning = (f"{path}: the gzip stream ends early (truncated file); "
+                       f"read the first {out.tell():,} bytes")
+        except (OSError, gzip.BadGzipFile) as exc:
+            if out.tell() == 0:
+                raise TraceFormatError(path, "byte 0", "a gzip stream", str(exc)) from None
+            warning = f"{path}: gzip data is corrupt after {out.tell():,} bytes ({exc})"
+    return out.getvalue(), warning
+
+
+def check_cancel(cancelled: CancelledFn) -> None:
+    if cancelled():
+        raise Cancelled()
+
+
+def _load_builtin() -> None:
+    """Import the built-in reader modules (each registers itself)."""
+    if getattr(_load_builtin, "done", False):
+        return
+    _load_builtin.done = True  # type: ignore[attr-defined]
+    import importlib
+
+    for mod in BUILTIN_MODULES:
+        try:
+            importlib.import_module(f"{__package__}.{mod}")
+        except ModuleNotFoundError as exc:  # TODO(lead): make strict once all exist
+            if exc.name != f"{__package__}.{mod}":
+                raise
+
+
+BUILTIN_MODULES: Iterable[str] = (
+    "rocprofv3_csv", "rocprofv3_json", "rocpd", "pftrace", "legacy_rocprof",
+    "kineto", "rocprof_compute", "ncu_csv",
+)

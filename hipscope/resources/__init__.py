@@ -1,0 +1,1 @@
+"""Bundled resources: sample traces, styles."""

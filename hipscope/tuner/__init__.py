@@ -1,0 +1,1 @@
+"""Optimisation proposals and experiments (Qt-free)."""

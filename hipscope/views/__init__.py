@@ -1,0 +1,1 @@
+"""Qt + pyqtgraph views: timeline, tables, heatmaps, comparison, panels."""
