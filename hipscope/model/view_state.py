@@ -1,0 +1,95 @@
+"""ViewState: what the user looks at (time window, selection, filters), Qt-free.
+
+One shared, observable object per open trace. Views never call each other: they
+change the ViewState and follow its notifications (the Qt document turns them into
+signals). Times are int64 ns on the trace's clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+Listener = Callable[[str, Any], None]
+
+COLOR_MODES = ("name", "duration", "queue_delay")
+GROUPINGS = ("queue", "stream")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One selected event: ``table`` is 'kernels', 'api', 'copies' or 'markers'."""
+
+    table: str
+    row: int
+
+
+@dataclass(frozen=True)
+class Filters:
+    name_regex: str = ""
+    devices: frozenset[int] | None = None     # None = all
+    streams: frozenset[int] | None = None
+    min_duration_ns: int | None = None
+    max_duration_ns: int | None = None
+
+
+@dataclass
+class ViewState:
+    window: tuple[int, int] = (0, 1)        # visible time range [t0, t1), ns
+    selection: Selection | None = None
+    filters: Filters = field(default_factory=Filters)
+    find_text: str = ""
+    find_regex: bool = False
+    color_mode: str = "name"
+    grouping: str = "queue"                  # GPU -> queue -> stream, or by stream
+    _listeners: list[Listener] = field(default_factory=list, repr=False)
+
+    def subscribe(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def unsubscribe(self, fn: Listener) -> None:
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
+    def _emit(self, what: str, value: Any) -> None:
+        for fn in list(self._listeners):
+            fn(what, value)
+
+    def set_window(self, t0: int, t1: int) -> None:
+        t0, t1 = int(t0), int(t1)
+        if t1 <= t0:
+            t1 = t0 + 1
+        if (t0, t1) != self.window:
+            self.window = (t0, t1)
+            self._emit("window", self.window)
+
+    def select(self, selection: Selection | None) -> None:
+        if selection != self.selection:
+            self.selection = selection
+            self._emit("selection", selection)
+
+    def set_filters(self, **changes: Any) -> None:
+        new = replace(self.filters, **changes)
+        if new != self.filters:
+            self.filters = new
+            self._emit("filters", new)
+
+    def set_find(self, text: str, regex: bool = False) -> None:
+        if (text, regex) != (self.find_text, self.find_regex):
+            self.find_text, self.find_regex = text, regex
+            self._emit("find", (text, regex))
+
+    def set_color_mode(self, mode: str) -> None:
+        if mode not in COLOR_MODES:
+            raise ValueError(f"colour mode {mode!r} not in {COLOR_MODES}")
+        if mode != self.color_mode:
+            self.color_mode = mode
+            self._emit("color_mode", mode)
+
+    def set_grouping(self, grouping: str) -> None:
+        if grouping not in GROUPINGS:
+            raise ValueError(f"grouping {grouping!r} not in {GROUPINGS}")
+        if grouping != self.grouping:
+            self.grouping = grouping
+            self._emit("grouping", grouping)

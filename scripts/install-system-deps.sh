@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages hipscope's app and tests need: Qt's runtime libraries and fonts
+# (the GUI, also offscreen) and OpenSSH's server (the SSH launcher tests start a
+# real sshd on 127.0.0.1). Installs only what is missing; needs root or sudo.
+set -euo pipefail
+PKGS=(libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0 fonts-dejavu-core
+      openssh-server openssh-client)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "Installing Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
