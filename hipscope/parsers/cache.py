@@ -42,7 +42,8 @@ def _members(path: Path) -> list[Path]:
 def cache_key(reader: Reader, path: Path) -> str:
     h = hashlib.sha256()
     h.update(f"{reader.name}\0{SCHEMA_VERSION}\0{path.resolve()}\0".encode())
-    for m in _members(path):
+    members = getattr(reader, "members", None)   # readers that open a set of files
+    for m in (members(path) if members else _members(path)):
         st = m.stat()
         h.update(f"{m.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()[:32]

@@ -1,0 +1,112 @@
+"""Load budgets: `python -m benchmarks.load [--json] [--small]`.
+
+Generates realistic synthetic inputs once (in ./bench-data, reused while present):
+a 5,000,000-kernel rocprofv3 kernel_trace.csv and a 1,000,000-event Kineto JSON,
+then measures, each in a fresh subprocess (so peak RSS is the load's own):
+
+* ``rocprofv3_csv_s`` / ``rocprofv3_csv_peak_rss_mb``: open into the full model
+  (budget 2.5 s, 1.5 GB);
+* ``kineto_json_s`` / ``kineto_json_peak_rss_mb`` (budget 4 s);
+* ``*_cached_s``: reopen from hipscope's on-disk cache (budget 0.3 s);
+* ``kernels_bytes_per_kernel``: resident size of the kernels table.
+
+Figures are medians of ``--repeat`` runs (default 3). ``--small`` uses 1/50 of the
+sizes (a smoke run for CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGETS = {"rocprofv3_csv_s": 2.5, "rocprofv3_csv_peak_rss_mb": 1536, "kineto_json_s": 4.0,
+           "rocprofv3_csv_cached_s": 0.3, "kineto_json_cached_s": 0.3,
+           "kernels_bytes_per_kernel": 100}
+
+_CHILD = r"""
+import gc, json, resource, sys, time
+from hipscope.parsers import open_trace
+path, use_cache = sys.argv[1], sys.argv[2] == "1"
+t0 = time.perf_counter()
+tr = open_trace(path, use_cache=use_cache)
+dt = time.perf_counter() - t0
+k = tr.kernels
+names = sum(len(s.encode()) for s in k.column("name").dictionary.to_pylist())
+print(json.dumps({"s": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "kernels": len(k), "kernel_bytes": k.nbytes(), "name_bytes": names,
+                  "cached": bool(tr.meta.get("cached"))}))
+"""
+
+
+def _measure(path: Path, use_cache: bool, cache_dir: str) -> dict:
+    env = {**os.environ, "HIPSCOPE_CACHE_DIR": cache_dir}
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), "1" if use_cache else "0"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def bench(name: str, path: Path, repeat: int) -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        cold = [_measure(path, False, cache) for _ in range(repeat)]
+        _measure(path, True, cache)  # fill the cache
+        warm = [_measure(path, True, cache) for _ in range(repeat)]
+    assert all(w["cached"] for w in warm), "cache was not used"
+    r = cold[0]
+    return {
+        f"{name}_s": round(_median(cold, "s"), 3),
+        f"{name}_peak_rss_mb": round(_median(cold, "rss_mb")),
+        f"{name}_cached_s": round(_median(warm, "s"), 3),
+        f"{name}_kernels": r["kernels"],
+        f"{name}_kernel_bytes_per_kernel": round((r["kernel_bytes"] - r["name_bytes"])
+                                                 / max(1, r["kernels"]), 1),
+        f"{name}_file_mb": round(path.stat().st_size / 1e6),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--small", action="store_true", help="1/50 sizes (smoke run)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--data", type=Path, default=ROOT / "bench-data")
+    args = p.parse_args(argv)
+    from benchmarks.gen_kineto import write_kineto_json
+    from benchmarks.gen_rocprofv3_csv import write_kernel_trace
+
+    scale = 50 if args.small else 1
+    n_csv, n_kin = 5_000_000 // scale, 1_000_000 // scale
+    args.data.mkdir(parents=True, exist_ok=True)
+    csv_path = args.data / f"k{n_csv}" / "1234_kernel_trace.csv"
+    kin_path = args.data / f"kineto_{n_kin}.json"
+    if not csv_path.exists():
+        csv_path.parent.mkdir(parents=True, exist_ok=True)
+        write_kernel_trace(csv_path, n_csv, seed=0)
+    if not kin_path.exists():
+        write_kineto_json(kin_path, n_kin, seed=0)
+    res = {"rocprofv3_csv_rows": n_csv, "kineto_events": n_kin}
+    res.update(bench("rocprofv3_csv", csv_path, args.repeat))
+    res.update(bench("kineto_json", kin_path, args.repeat))
+    res["kernels_bytes_per_kernel"] = res["rocprofv3_csv_kernel_bytes_per_kernel"]
+    if not args.small:
+        res["within_budget"] = {k: res[k] <= v for k, v in BUDGETS.items() if k in res}
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for k, v in res.items():
+            print(f"{k:<40} {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

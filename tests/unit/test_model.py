@@ -1,0 +1,151 @@
+"""The canonical model: tables, nulls, links, merging, validation, report figures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hipscope.analysis.queue_delay import queue_delays
+from hipscope.analysis.report import build_report
+from hipscope.analysis.stats import group_stats, union_length
+from hipscope.model import (
+    SchemaError,
+    Trace,
+    build_table,
+    link_by_correlation,
+    merge_traces,
+    nullable,
+)
+from hipscope.parsers._validate import validate
+
+META = {"format": "test", "sources": ["mem"], "clock": "test clock"}
+
+
+def small_trace(pid: int = 7, host: str = "h") -> Trace:
+    api = build_table("api", {
+        "name": ["hipLaunchKernel", "hipGraphLaunch", "hipLaunchKernel", "hipMemcpy"],
+        "domain": ["HIP_RUNTIME_API"] * 4,
+        "start": np.array([0, 100, 200, 300]), "end": np.array([10, 110, 210, 390]),
+        "correlation_id": np.array([1, 2, 3, 4]), "pid": np.full(4, pid),
+        "tid": np.full(4, 11),
+    })
+    kc = np.array([1, 2, 2, 3, 99])
+    link = link_by_correlation(kc, np.full(5, pid), api.numpy("correlation_id"),
+                               api.numpy("pid"))
+    kernels = build_table("kernels", {
+        "name": ["a", "b", "b", "a", "orphan"], "device": np.zeros(5, dtype=np.int16),
+        "start": np.array([20, 120, 130, 205, 400]), "end": np.array([30, 125, 140, 300, 410]),
+        "correlation_id": kc, "pid": np.full(5, pid), "api_index": nullable(link),
+    })
+    copies = build_table("copies", {
+        "direction": ["HtoD", "DtoH"], "start": np.array([310, 350]),
+        "end": np.array([340, 380]), "bytes": [4096, None], "device": np.zeros(2, np.int16),
+    })
+    devices = build_table("devices", {"index": [0], "name": ["AMD Instinct MI300X"],
+                                      "raw_id": ["Agent 2"], "host": [host]})
+    return Trace(kernels=kernels, api=api, copies=copies, devices=devices,
+                 meta={**META, "pids": [pid]})
+
+
+def test_optional_columns_absent_are_null_not_stored():
+    t = small_trace()
+    assert "grid_x" not in t.kernels.present
+    assert not t.kernels.has("grid_x")
+    assert t.kernels.column("grid_x").null_count == len(t.kernels)
+    assert np.isnan(t.kernels.numpy("grid_x")).all()
+
+
+def test_names_are_categoricals():
+    t = small_trace()
+    assert pa.types.is_dictionary(t.kernels.data.schema.field("name").type)
+    codes, cats = t.kernels.codes("name")
+    assert sorted(cats) == ["a", "b", "orphan"]
+    assert [cats[c] for c in codes] == ["a", "b", "b", "a", "orphan"]
+
+
+def test_link_by_correlation_is_per_pid():
+    api_corr, api_pid = np.array([5, 5, 6]), np.array([1, 2, 2])
+    got = link_by_correlation(np.array([5, 5, 6, 7]), np.array([2, 1, 1, 2]), api_corr, api_pid)
+    assert got.tolist() == [1, 0, -1, -1]
+
+
+def test_unknown_and_missing_columns_rejected():
+    with pytest.raises(SchemaError):
+        build_table("kernels", {"name": ["a"], "device": [0], "start": [0], "end": [1],
+                                "bogus": [1]})
+    with pytest.raises(SchemaError):
+        build_table("kernels", {"name": ["a"], "device": [0], "start": [0]})
+
+
+def test_validate_catches_broken_links_and_devices():
+    t = small_trace()
+    validate(t)
+    bad = Trace(**{**t.tables(), "meta": t.meta,
+                   "kernels": build_table("kernels", {
+                       "name": ["a"], "device": [3], "start": [0], "end": [1]})})
+    with pytest.raises(SchemaError, match="devices"):
+        validate(bad)
+    bad_end = build_table("kernels", {"name": ["a"], "device": [0], "start": [5], "end": [1]})
+    with pytest.raises(SchemaError, match="ends before"):
+        validate(Trace(**{**t.tables(), "meta": t.meta, "kernels": bad_end}))
+
+
+def test_merge_renumbers_links_and_devices():
+    a, b = small_trace(pid=7, host="n1"), small_trace(pid=8, host="n2")
+    m = merge_traces([a, b])
+    validate(m)
+    assert len(m.kernels) == 10 and len(m.api) == 8 and len(m.devices) == 2
+    api_idx = m.kernels.numpy("api_index")
+    # second trace's links point into the second half of the api table, same pid
+    linked = ~np.isnan(api_idx)
+    k_pid = m.kernels.numpy("pid")
+    a_pid = m.api.numpy("pid")
+    assert (a_pid[api_idx[linked].astype(int)] == k_pid[linked]).all()
+    assert sorted(set(m.kernels.numpy("device").tolist())) == [0, 1]
+
+
+def test_queue_delay_excludes_graph_launch_kernels():
+    t = small_trace()
+    d = queue_delays(t)
+    # kernels 0 and 3 launched by hipLaunchKernel; 1, 2 by hipGraphLaunch; 4 unlinked
+    assert d.kernel_rows.tolist() == [0, 3]
+    assert d.graph_rows.tolist() == [1, 2]
+    assert d.from_api_start.tolist() == [20, 5]
+    assert d.from_api_end.tolist() == [10, -5]   # kernel 3 began before its call returned
+
+
+def test_report_figures_by_hand():
+    t = small_trace()
+    rep = build_report(t)
+    json.dumps(rep, allow_nan=False)
+    assert rep["kernel_count"] == 5
+    assert rep["span_ns"] == 410 - 0
+    # device 0 kernels: [20,30] [120,125] [130,140] [205,300] [400,410] -> 10+5+10+95+10
+    assert rep["gpu_busy_fraction"] == pytest.approx(130 / (410 - 20))
+    top = rep["top_kernels"][0]
+    assert (top["name"], top["count"], top["total_ns"]) == ("a", 2, 105)
+    assert rep["queue_delay_ns"]["from_api_end"] == {"p50": 2, "p95": 9, "max": 10, "count": 2}
+    assert rep["queue_delay_ns"]["graph_launch_kernels"] == 2
+    hto = {c["direction"]: c for c in rep["copies"]}
+    assert hto["HtoD"]["bytes"] == 4096 and hto["DtoH"]["bytes"] is None
+
+
+def test_group_stats_matches_numpy():
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 5, 1000).astype(np.int32)
+    vals = rng.integers(1, 10_000, 1000)
+    gs = group_stats(codes, list("abcde"), vals)
+    for i, name in enumerate(gs.names):
+        v = vals[codes == "abcde".index(name)]
+        assert gs.count[i] == len(v) and gs.total[i] == v.sum()
+        assert gs.p95[i] == pytest.approx(np.quantile(v, 0.95))
+        assert gs.p50[i] == pytest.approx(np.median(v))
+
+
+def test_union_length_overlaps_and_nesting():
+    s = np.array([0, 5, 20, 21, 40])
+    e = np.array([10, 8, 30, 25, 41])
+    assert union_length(s, e) == 10 + 10 + 1
