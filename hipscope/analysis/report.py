@@ -8,6 +8,9 @@ import numpy as np
 
 from ..model import Trace
 from . import queue_delay as qd
+from .concurrency import concurrency, launch_stats
+from .idle import idle_breakdown
+from .sanity import sanity_warnings
 from .stats import busy_fraction_per_device, kernel_stats
 
 
@@ -50,8 +53,11 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
         ],
         "queue_delay_ns": qdelay,
         "copies": _copies(trace),
+        "idle_breakdown_ns": idle_breakdown(trace).to_json() if len(trace.kernels) else None,
+        "concurrency": concurrency(trace),
+        "launch_stats": launch_stats(trace),
         "metadata": _meta(trace),
-        "warnings": trace.warnings,
+        "warnings": trace.warnings + sanity_warnings(trace),
     }
 
 
@@ -123,6 +129,14 @@ def format_text(rep: dict[str, Any]) -> str:
                          "are counted separately)")
     else:
         lines.append("Queue delay: not available (the trace does not link kernels to launches)")
+    idle = rep.get("idle_breakdown_ns")
+    if idle:
+        tot = idle["total"]
+        all_idle = sum(tot.values())
+        if all_idle:
+            parts = ", ".join(f"{k.replace('_', ' ')} {_ns(v)} ({v / all_idle:.0%})"
+                              for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if v)
+            lines.append(f"GPU idle: {_ns(all_idle)}: {parts}")
     if rep["top_kernels"]:
         lines.append("")
         lines.append(f"{'Total':>12} {'%':>6} {'Count':>8} {'Mean':>10} {'p95':>10}  Kernel")

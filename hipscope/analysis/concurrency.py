@@ -1,0 +1,125 @@
+"""Concurrency and launch statistics (definitions in docs/analysis.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Trace
+from .stats import union_length
+
+LAUNCH_RE = re.compile(r"(launchkernel|launchcooperativekernel|modulelaunch|graphlaunch|"
+                       r"cudalaunch|culaunch|hiplaunch)", re.IGNORECASE)
+
+
+def time_at_least(starts: np.ndarray, ends: np.ndarray, k: int = 2) -> int:
+    """Total time during which at least ``k`` of the intervals run at once."""
+    if len(starts) < k:
+        return 0
+    t = np.concatenate((starts, ends))
+    delta = np.concatenate((np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)))
+    order = np.lexsort((delta, t))          # at equal times, ends (-1) before starts
+    t, delta = t[order], delta[order]
+    level = np.cumsum(delta)
+    dur = np.diff(t)
+    return int(dur[level[:-1] >= k].sum())
+
+
+@dataclass(frozen=True)
+class StreamPair:
+    device: int
+    stream_a: int
+    stream_b: int
+    interleavings: int          # times execution switched between the two streams
+    shared_queue: bool | None   # both streams on one hardware queue (None: unknown)
+
+
+def concurrency(trace: Trace) -> dict:
+    """Per device: busy time, time with 2+ kernels running, and stream pairs that
+    never overlap although their work interleaves in time."""
+    k = trace.kernels
+    out: dict = {"per_device": {}, "serialized_stream_pairs": []}
+    if len(k) == 0:
+        return out
+    dev = k.numpy("device")
+    s, e = k.numpy("start"), k.numpy("end")
+    stream = k.numpy("stream", fill=-1).astype(np.int64)
+    queue = k.numpy("queue", fill=-1).astype(np.int64)
+    for d in np.unique(dev):
+        m = dev == d
+        busy = union_length(s[m], e[m])
+        two = time_at_least(s[m], e[m], 2)
+        out["per_device"][str(int(d))] = {
+            "busy_ns": busy, "concurrent_ns": two,
+            "concurrent_fraction_of_busy": (two / busy) if busy else 0.0,
+            "streams": int(len(np.unique(stream[m][stream[m] >= 0]))),
+        }
+        for pair in _serialized_pairs(int(d), s[m], e[m], stream[m], queue[m]):
+            out["serialized_stream_pairs"].append(pair.__dict__)
+    return out
+
+
+def _serialized_pairs(device, s, e, stream, queue, min_switches: int = 4) -> list[StreamPair]:
+    ids = [x for x in np.unique(stream) if x >= 0]
+    if len(ids) < 2 or len(ids) > 64:
+        return []
+    out = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            ma, mb = stream == a, stream == b
+            sa, ea, sb, eb = s[ma], e[ma], s[mb], e[mb]
+            if time_at_least(np.concatenate((sa, sb)), np.concatenate((ea, eb)), 2) > (
+                    time_at_least(sa, ea, 2) + time_at_least(sb, eb, 2)):
+                continue                   # they do overlap somewhere
+            both = np.concatenate((sa, sb))
+            who = np.concatenate((np.zeros(len(sa), np.int8), np.ones(len(sb), np.int8)))
+            who = who[np.argsort(both, kind="stable")]
+            switches = int(np.count_nonzero(np.diff(who)))
+            if switches < min_switches:
+                continue
+            qa, qb = set(queue[ma].tolist()) - {-1}, set(queue[mb].tolist()) - {-1}
+            shared = (bool(qa & qb) if qa and qb else None)
+            out.append(StreamPair(device, int(a), int(b), switches, shared))
+    return out
+
+
+def launch_stats(trace: Trace, top: int = 10) -> dict:
+    """Kernels per second, share of kernels shorter than the launch overhead (median
+    duration of launch calls), and the longest gaps between consecutive launches."""
+    k, api = trace.kernels, trace.api
+    out: dict = {"kernels_per_second": None, "launch_overhead_ns": None,
+                 "kernels_shorter_than_launch_fraction": None, "longest_launch_gaps": []}
+    if len(k) == 0:
+        return out
+    s, e = k.numpy("start"), k.numpy("end")
+    span = int(e.max() - s.min())
+    out["kernels_per_second"] = (len(k) / (span / 1e9)) if span > 0 else None
+    if len(api) == 0:
+        return out
+    codes, names = api.codes("name")
+    is_launch = np.array([bool(LAUNCH_RE.search(n)) for n in names] + [False])[codes]
+    if not is_launch.any():
+        return out
+    a_s, a_e = api.numpy("start")[is_launch], api.numpy("end")[is_launch]
+    overhead = float(np.median(a_e - a_s))
+    out["launch_overhead_ns"] = int(round(overhead))
+    out["kernels_shorter_than_launch_fraction"] = float(np.mean((e - s) < overhead))
+    tid = api.numpy("tid", fill=-1)[is_launch]
+    rows = np.flatnonzero(is_launch)
+    gaps = []
+    for t in np.unique(tid):
+        m = tid == t
+        order = np.argsort(a_s[m], kind="stable")
+        st, en, r = a_s[m][order], a_e[m][order], rows[m][order]
+        if len(st) < 2:
+            continue
+        g = st[1:] - en[:-1]
+        best = np.argsort(-g, kind="stable")[:top]
+        gaps.extend((int(g[i]), int(r[i]), int(r[i + 1]), int(t)) for i in best)
+    gaps.sort(reverse=True)
+    out["longest_launch_gaps"] = [
+        {"gap_ns": g, "after_api_row": a, "before_api_row": b, "tid": t, "start": int(
+            api.numpy("end")[a])} for g, a, b, t in gaps[:top]]
+    return out

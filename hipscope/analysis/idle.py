@@ -1,0 +1,216 @@
+"""Why the GPU waits: idle-time breakdown per device (definitions in docs/analysis.md).
+
+A device is *idle* when none of its kernels runs, between its first kernel start and
+its last kernel end. Each idle gap ``[g0, g1)`` ends when kernel N starts; N was
+launched by host call L (``api_index``). The gap is split, in this order:
+
+* ``sync``: the part of ``[g0, submitted)`` (``submitted = L.end``, the moment N was
+  queued) during which N's launching thread (its process, when the thread is
+  unknown) was inside a blocking call: device / stream / event / context synchronize,
+  a synchronous copy (``cudaMemcpy``, ``hipMemcpy`` without Async, or any copy call
+  that returned only after its copy had finished, e.g. from pageable memory), or any
+  API of a ``cuda_sync`` domain. Once N is queued, a sync call no longer delays it.
+* ``host_wait``: the rest of ``[g0, submitted)``: the host had not launched N yet
+  and was not blocked on the GPU (Python, CPU work, other API calls).
+* ``launch_overhead``: the rest of ``[max(g0, submitted), g1)`` (N was queued, the
+  GPU had not started it) when that piece is at most ``threshold_ns`` (default 30 µs,
+  the scale of launch latency); longer, it is ``other`` (N waited for something
+  else: an event, a copy, another stream).
+* Kernels with no linked launch call: gap (less sync) <= threshold -> launch_overhead,
+  else ``other``. Kernels of one graph launch are all queued when the graph launch
+  returns, so gaps between graph nodes fall into launch_overhead / other.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import Trace
+
+DEFAULT_THRESHOLD_NS = 30_000
+CATEGORIES = ("host_wait", "launch_overhead", "sync", "other")
+
+_SYNC_RE = re.compile(
+    r"(synchronize|^(cuda|hip|cu)memcpy(?!.*async)(htod|dtoh|dtod|2d|3d|peer|toarray|fromarray)?"
+    r"(_v2)?$|^(cuda|hip)memset(?!.*async)|^cudaeventquery$|^cuda(stream|event)wait$)",
+    re.IGNORECASE)
+
+
+def is_sync_call(name: str, domain: str = "") -> bool:
+    """True for calls during which the host thread blocks until the GPU is done."""
+    if domain == "cuda_sync":
+        return True
+    return bool(_SYNC_RE.search(name.replace(" ", "")))
+
+
+@dataclass
+class DeviceIdle:
+    device: int
+    window_ns: int
+    busy_ns: int
+    breakdown: dict[str, int]
+    gap_start: np.ndarray = field(repr=False)     # int64
+    gap_end: np.ndarray = field(repr=False)
+    gap_category: np.ndarray = field(repr=False)  # index into CATEGORIES: dominant part
+    gap_next_kernel: np.ndarray = field(repr=False)  # row in trace.kernels
+
+    @property
+    def idle_ns(self) -> int:
+        return sum(self.breakdown.values())
+
+
+@dataclass
+class IdleBreakdown:
+    threshold_ns: int
+    devices: dict[int, DeviceIdle]
+
+    def total(self) -> dict[str, int]:
+        out = dict.fromkeys(CATEGORIES, 0)
+        for d in self.devices.values():
+            for k, v in d.breakdown.items():
+                out[k] += v
+        return out
+
+    def to_json(self) -> dict:
+        per = {str(d): dict(v.breakdown) for d, v in sorted(self.devices.items())}
+        return {"threshold_ns": self.threshold_ns, "per_device": per, "total": self.total()}
+
+
+class _Coverage:
+    """Union of intervals with O(log n) 'covered length inside [a, b)' queries."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray):
+        if len(starts) == 0:
+            self.s = self.e = self.before = np.zeros(0, dtype=np.int64)
+            return
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
+        cm = np.maximum.accumulate(e)
+        new = np.ones(len(s), dtype=bool)
+        new[1:] = s[1:] > cm[:-1]
+        grp = np.cumsum(new) - 1
+        self.s = s[new]
+        self.e = np.zeros(len(self.s), dtype=np.int64)
+        np.maximum.at(self.e, grp, cm)
+        lengths = self.e - self.s
+        self.before = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+
+    def upto(self, t: np.ndarray) -> np.ndarray:
+        """Covered length in (-inf, t)."""
+        if len(self.s) == 0:
+            return np.zeros(len(t), dtype=np.int64)
+        i = np.searchsorted(self.s, t, side="right") - 1
+        ic = np.maximum(i, 0)
+        part = np.clip(t - self.s[ic], 0, self.e[ic] - self.s[ic])
+        return np.where(i >= 0, self.before[ic] + part, 0)
+
+    def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self.upto(b) - self.upto(a)
+
+
+def _sync_coverage(trace: Trace) -> tuple[dict, _Coverage]:
+    """Sync-call coverage per (pid, tid), per pid, and overall."""
+    api = trace.api
+    if len(api) == 0:
+        return {}, _Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    codes, names = api.codes("name")
+    dcodes, domains = api.codes("domain")
+    sync_name = np.array([is_sync_call(n) for n in names] + [False])
+    sync_dom = np.array([d == "cuda_sync" for d in domains] + [False])
+    m = sync_name[codes] | sync_dom[dcodes]
+    m |= _blocking_copy_calls(trace)
+    s, e = api.numpy("start")[m], api.numpy("end")[m]
+    pid = api.numpy("pid", fill=-1)[m].astype(np.int64)
+    tid = api.numpy("tid", fill=-1)[m].astype(np.int64)
+    per: dict = {}
+    for key in set(zip(pid.tolist(), tid.tolist())):
+        sel = (pid == key[0]) & (tid == key[1])
+        per[key] = _Coverage(s[sel], e[sel])
+    for p in set(pid.tolist()):
+        sel = pid == p
+        per[(p, None)] = _Coverage(s[sel], e[sel])
+    return per, _Coverage(s, e)
+
+
+def _blocking_copy_calls(trace: Trace) -> np.ndarray:
+    """API rows that stayed inside the call for most (>= half) of the copy they issued:
+    copies that were synchronous for the host whatever the call's name (e.g.
+    cudaMemcpyAsync from pageable memory, whose last staged chunk may still land a few
+    µs after the call returns)."""
+    out = np.zeros(len(trace.api), dtype=bool)
+    c = trace.copies
+    if len(c) == 0 or not c.has("api_index"):
+        return out
+    ai = c.numpy("api_index", fill=-1).astype(np.int64)
+    ok = ai >= 0
+    a = ai[ok]
+    cs, ce = c.numpy("start")[ok], c.numpy("end")[ok]
+    overlap = (np.minimum(trace.api.numpy("end")[a], ce)
+               - np.maximum(trace.api.numpy("start")[a], cs))
+    blocking = (ce > cs) & (2 * overlap >= ce - cs)
+    out[ai[ok][blocking]] = True
+    return out
+
+
+def _thread_coverage(per_thread: dict, overall: _Coverage, pid: int, tid: int) -> _Coverage:
+    cov = per_thread.get((pid, tid)) if tid != -1 else None
+    if cov is None:
+        cov = per_thread.get((pid, None), overall) if pid != -1 else overall
+    return cov
+
+
+def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> IdleBreakdown:
+    k = trace.kernels
+    out: dict[int, DeviceIdle] = {}
+    if len(k) == 0:
+        return IdleBreakdown(threshold_ns, out)
+    per_thread, overall = _sync_coverage(trace)
+    dev = k.numpy("device")
+    starts, ends = k.numpy("start"), k.numpy("end")
+    api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
+    api_end = trace.api.numpy("end") if len(trace.api) else np.zeros(0, np.int64)
+    api_pid = trace.api.numpy("pid", fill=-1).astype(np.int64) if len(trace.api) else None
+    api_tid = trace.api.numpy("tid", fill=-1).astype(np.int64) if len(trace.api) else None
+    k_pid = k.numpy("pid", fill=-1).astype(np.int64)
+    k_tid = k.numpy("tid", fill=-1).astype(np.int64)
+    for d in np.unique(dev):
+        rows = np.flatnonzero(dev == d)
+        rows = rows[np.argsort(starts[rows], kind="stable")]
+        s, e = starts[rows], ends[rows]
+        cm = np.maximum.accumulate(e)
+        gi = np.flatnonzero(s[1:] > cm[:-1]) + 1          # kernel that ends each gap
+        g0, g1 = cm[gi - 1], s[gi]
+        nxt = rows[gi]
+        window = int(cm[-1] - s[0])
+        gap_len = g1 - g0
+        # launching thread of each next kernel: the API call's, else the kernel's own
+        ai = api_idx[nxt]
+        linked = ai >= 0
+        aic = np.maximum(ai, 0)
+        pid = np.where(linked, api_pid[aic], k_pid[nxt]) if api_pid is not None else k_pid[nxt]
+        tid = np.where(linked, api_tid[aic], k_tid[nxt]) if api_tid is not None else k_tid[nxt]
+        submitted = np.where(linked, api_end[aic], g0) if len(api_end) else g0
+        sub_c = np.clip(submitted, g0, g1)
+        # Blocked time only matters before N was queued: once queued, the host's
+        # being in a sync call does not keep the GPU from starting N.
+        until = np.where(linked, sub_c, g1)
+        sync = np.zeros(len(gi), dtype=np.int64)
+        for key in set(zip(pid.tolist(), tid.tolist())):
+            sel = (pid == key[0]) & (tid == key[1])
+            sync[sel] = _thread_coverage(per_thread, overall, *key).within(g0[sel], until[sel])
+        host_wait = np.where(linked, sub_c - g0 - sync, 0)
+        rest = gap_len - sync - host_wait
+        small = np.where(linked, g1 - sub_c, gap_len - sync) <= threshold_ns
+        launch = np.where(small, rest, 0)
+        other = rest - launch
+        parts = np.stack([host_wait, launch, sync, other])
+        out[int(d)] = DeviceIdle(
+            device=int(d), window_ns=window, busy_ns=window - int(gap_len.sum()),
+            breakdown={c: int(parts[i].sum()) for i, c in enumerate(CATEGORIES)},
+            gap_start=g0, gap_end=g1, gap_category=np.argmax(parts, axis=0).astype(np.int8),
+            gap_next_kernel=nxt,
+        )
+    return IdleBreakdown(threshold_ns, out)

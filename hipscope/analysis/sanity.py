@@ -1,0 +1,52 @@
+"""Trace sanity checks, shown to the user as warnings."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import Trace
+from .queue_delay import is_graph_launch
+
+
+def sanity_warnings(trace: Trace) -> list[str]:
+    k, api = trace.kernels, trace.api
+    out: list[str] = []
+    if len(k) == 0:
+        return out
+    if k.has("correlation_id"):
+        corr = k.numpy("correlation_id", fill=-1).astype(np.int64)
+        zero = int(np.count_nonzero(corr == 0))
+        if zero:
+            out.append(f"{zero:,} kernels have correlation id 0 (not linkable to a launch)")
+        api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
+        graph = np.zeros(len(k), dtype=bool)
+        if len(api):
+            codes, names = api.codes("name")
+            gcode = np.array([is_graph_launch(n) for n in names] + [False])
+            graph = (api_idx >= 0) & gcode[np.where(api_idx >= 0, codes[np.maximum(api_idx, 0)],
+                                                    len(names))]
+        pid = k.numpy("pid", fill=-1).astype(np.int64)
+        key = (pid << 40) ^ corr
+        key = key[(corr > 0) & ~graph]
+        uniq, counts = np.unique(key, return_counts=True)
+        dup = int(np.count_nonzero(counts > 1))
+        if dup:
+            out.append(f"{dup:,} correlation ids are shared by several kernels outside graph "
+                       "launches")
+    if k.has("api_index") and len(api):
+        api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
+        linked = api_idx >= 0
+        a = api_idx[linked]
+        early = int(np.count_nonzero(k.numpy("start")[linked] < api.numpy("start")[a]))
+        if early:
+            out.append(f"{early:,} kernels start before their launch call began "
+                       "(host/GPU clock skew)")
+        if k.has("stream") and api.has("stream"):
+            ks = k.numpy("stream", fill=-1)[linked]
+            as_ = api.numpy("stream", fill=-1)[a]
+            both = (ks >= 0) & (as_ >= 0)
+            differ = int(np.count_nonzero(ks[both] != as_[both]))
+            if differ:
+                out.append(f"{differ:,} kernels ran on a stream other than their launch "
+                           "call's stream")
+    return out
