@@ -35,7 +35,7 @@ CATEGORIES = ("host_wait", "launch_overhead", "sync", "other")
 
 _SYNC_RE = re.compile(
     r"(synchronize|^(cuda|hip|cu)memcpy(?!.*async)(htod|dtoh|dtod|2d|3d|peer|toarray|fromarray)?"
-    r"(_v2)?$|^(cuda|hip)memset(?!.*async)|^cudaeventquery$|^cuda(stream|event)wait$)",
+    r"(_v2)?$|^(cuda|hip)memset(?!.*async)(d8|d16|d32)?$)",
     re.IGNORECASE)
 
 
