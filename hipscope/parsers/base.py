@@ -14,8 +14,8 @@ the place and what was expected) and :class:`Cancelled` when asked to stop.
 from __future__ import annotations
 
 import gzip
-import io
 import os
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,28 +196,38 @@ def is_gzip(path: Path) -> bool:
 
 
 def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
-    """Whole file as bytes (un-gzipped). A gzip stream cut short returns what was
-    whole plus a warning instead of failing; any other gzip error is a
-    :class:`TraceFormatError`."""
-    if not is_gzip(path):
-        return path.read_bytes(), None
-    out = io.BytesIO()
-    warning = None
-    with gzip.open(path, "rb") as gz:
+    """Whole file as bytes (un-gzipped). A gzip stream cut short or corrupt part-way
+    returns everything that decompressed before the damage plus a warning; a file that
+    yields nothing is a :class:`TraceFormatError`."""
+    raw = path.read_bytes()
+    if raw[:2] != b"\x1f\x8b":
+        return raw, None
+    out = bytearray()
+    pos, warning = 0, None
+    step = 1 << 14   # small input steps: corruption loses at most one step's output
+    while pos < len(raw):            # members of a multi-member gzip, one by one
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
-            while True:
-                chunk = gz.read(1 << 22)
-                if not chunk:
-                    break
-                out.write(chunk)
-        except EOFError:
-            warning = (f"{path}: the gzip stream ends early (truncated file); "
-                       f"read the first {out.tell():,} bytes")
-        except (OSError, gzip.BadGzipFile) as exc:
-            if out.tell() == 0:
+            while pos < len(raw) and not d.eof:
+                out += d.decompress(raw[pos:pos + step])
+                pos = min(pos + step, len(raw))
+        except zlib.error as exc:
+            if not out:
                 raise TraceFormatError(path, "byte 0", "a gzip stream", str(exc)) from None
-            warning = f"{path}: gzip data is corrupt after {out.tell():,} bytes ({exc})"
-    return out.getvalue(), warning
+            warning = (f"{path}: gzip data is corrupt after {len(out):,} uncompressed bytes "
+                       f"({exc}); read what came before")
+            break
+        if not d.eof:
+            warning = (f"{path}: the gzip stream ends early (truncated file); read the first "
+                       f"{len(out):,} uncompressed bytes")
+            out += d.flush()
+            break
+        pos -= len(d.unused_data)
+        if not d.unused_data.strip(b"\x00"):
+            break
+    if not out and warning:
+        raise TraceFormatError(path, "byte 0", "a complete gzip stream", "no whole data")
+    return bytes(out), warning
 
 
 def check_cancel(cancelled: CancelledFn) -> None:
