@@ -54,7 +54,10 @@ def _is_sqlite(path: Path) -> bool:
 
 def _connect(path: Path) -> sqlite3.Connection:
     uri = "file:" + str(Path(path).resolve()).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    return sqlite3.connect(uri, uri=True)
+    conn = sqlite3.connect(uri, uri=True)
+    # a damaged file must not raise UnicodeDecodeError from deep inside a fetch
+    conn.text_factory = lambda b: b.decode("utf-8", "replace")
+    return conn
 
 
 def _table_names(path: Path) -> set[str]:
@@ -72,7 +75,7 @@ def is_rocpd(path: Path) -> bool:
         return False
     try:
         names = _table_names(path)
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):
         return False
     return "rocpd_metadata" in names or any(n.startswith("rocpd_") for n in names)
 
@@ -90,7 +93,7 @@ class _Db:
             self.conn = _connect(path)
             self.names = {r[0] for r in self.conn.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise TraceFormatError(path, "sqlite_master", "a readable SQLite database",
                                    str(exc)) from None
         self._cols: dict[str, list[str]] = {}
@@ -106,7 +109,7 @@ class _Db:
             try:
                 self._cols[view] = [r[1] for r in self.conn.execute(
                     f'PRAGMA table_info("{view}")')]
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
                 raise TraceFormatError(self.path, f"table {view}", "a readable rocpd view",
                                        str(exc)) from None
         return self._cols[view]
@@ -133,7 +136,7 @@ class _Db:
         sql = f'SELECT {", ".join(exprs)} FROM "{view}" {where}'
         try:
             rows = self.conn.execute(sql).fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise TraceFormatError(self.path, f"table {view}",
                                    "rows readable with the rocpd schema", str(exc)) from None
         if not rows:
@@ -213,7 +216,7 @@ class RocpdReader:
             return 0.0
         try:
             names = _table_names(path)
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):
             return 0.0
         if "rocpd_metadata" in names:
             return 1.0
@@ -254,7 +257,7 @@ class RocpdReader:
         db = _Db(path)
         try:
             return self._read_db(db, progress, cancelled)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise TraceFormatError(path, None, "a readable rocpd database", str(exc)) from None
         except (ValueError, TypeError, KeyError, IndexError, OverflowError,
                 pa.ArrowException) as exc:
