@@ -33,10 +33,12 @@ def _to_arrow(values: Any, type_: pa.DataType, n: int, col: str) -> pa.Array:
         arr = pa.array(values)
     else:
         # list / object array: may contain None
+        # from_pandas (NaN -> null) only for object arrays: on lists it imports pandas
+        nan_is_null = isinstance(values, np.ndarray)
         if pa.types.is_dictionary(type_):
-            arr = pa.array(values, type=pa.string())
+            arr = pa.array(values, type=pa.string(), from_pandas=nan_is_null)
         else:
-            arr = pa.array(values, type=type_, from_pandas=True)
+            arr = pa.array(values, type=type_, from_pandas=nan_is_null)
     if len(arr) != n:
         raise SchemaError(f"column {col!r} has {len(arr)} rows, expected {n}")
     if pa.types.is_dictionary(type_):

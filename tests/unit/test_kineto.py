@@ -1,0 +1,329 @@
+"""The PyTorch profiler (Kineto) reader over every real sample, plus bad input.
+
+Expected figures come from the raw JSON (gzip + json, decimals kept exact), never
+from the reader.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hipscope.parsers import TraceFormatError, get_reader
+from hipscope.parsers._validate import validate
+from hipscope.parsers.base import candidates
+from tests.conftest import SAMPLES, ids, sample_dirs
+
+DIRS = sample_dirs("kineto")
+YEAR_2020_NS = 1_577_836_800 * 10**9
+YEAR_2030_NS = 1_893_456_000 * 10**9
+
+
+def _file(d: Path) -> Path:
+    files = sorted(d.glob("*.json.gz")) + sorted(d.glob("*.json"))
+    assert files, f"no trace in {d}"
+    return files[0]
+
+
+def _raw(path: Path) -> dict:
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return json.loads(data, parse_float=Decimal)
+
+
+def _read(path: Path):
+    return get_reader("kineto").read(path, lambda f: None, lambda: False)
+
+
+def _ns(us) -> int:
+    return int(Decimal(us) * 1000)
+
+
+def _x(events: list, *cats: str) -> list:
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") in cats]
+
+
+def _is_amd(raw: dict) -> bool:
+    props = raw.get("deviceProperties") or []
+    return ("hip_runtime_version" in raw or "roctracer_version" in raw
+            or any(p.get("warpSize") == 64 for p in props))
+
+
+@pytest.fixture(scope="module", params=DIRS, ids=ids(DIRS))
+def sample(request):
+    path = _file(request.param)
+    return path, _raw(path), _read(path)
+
+
+def test_counts(sample):
+    path, raw, tr = sample
+    ev = raw["traceEvents"]
+    assert len(tr.kernels) == len(_x(ev, "kernel"))
+    assert len(tr.api) == len(_x(ev, "cuda_runtime", "cuda_driver", "cuda_sync"))
+    assert len(tr.copies) == len(_x(ev, "gpu_memcpy", "gpu_memset"))
+    dirs, cats = tr.copies.codes("direction")
+    n_memset = sum(1 for c in dirs if cats[c] == "memset")
+    assert n_memset == len(_x(ev, "gpu_memset"))
+    assert len(tr.markers) == len(_x(ev, "user_annotation", "gpu_user_annotation", "cpu_op",
+                                     "python_function"))
+    assert len(tr.devices) == len(raw.get("deviceProperties") or [])
+    assert tr.meta["format"] == "kineto"
+    assert tr.meta["clock"] == "unix epoch (Kineto)"
+    assert tr.meta["sources"] == [str(path)]
+    json.dumps(tr.meta)
+    validate(tr)
+
+
+def test_named_kernel_times(sample):
+    _path, raw, tr = sample
+    base = raw.get("baseTimeNanoseconds", 0)
+    kernels = _x(raw["traceEvents"], "kernel")
+    names = tr.kernels.strings("name")
+    start = tr.kernels.numpy("start")
+    end = tr.kernels.numpy("end")
+    for e in (kernels[0], kernels[len(kernels) // 2], kernels[-1]):
+        want_start = base + _ns(e["ts"])
+        hit = [i for i in range(len(names)) if names[i] == e["name"] and start[i] == want_start]
+        assert hit, f"kernel {e['name'][:60]} at {want_start} not found"
+        assert end[hit[0]] - start[hit[0]] == _ns(e["dur"])
+    # epoch ns, old (absolute µs) and new (baseTimeNanoseconds) files alike
+    assert YEAR_2020_NS < start.min() and end.max() < YEAR_2030_NS
+    api_start = tr.api.numpy("start")
+    assert YEAR_2020_NS < api_start.min() and api_start.max() < YEAR_2030_NS
+    validate(tr)
+
+
+def test_correlation_links(sample):
+    _path, raw, tr = sample
+    ev = raw["traceEvents"]
+    runtime = {e["args"]["correlation"]: e for e in _x(ev, "cuda_runtime", "cuda_driver")
+               if "correlation" in e.get("args", {})}
+    kernels = _x(ev, "kernel")
+    want = sum(1 for k in kernels if k.get("args", {}).get("correlation") in runtime)
+    api_index = tr.kernels.numpy("api_index", fill=-1)
+    assert int((api_index >= 0).sum()) == want
+    # the linked call is the one with that correlation id and name
+    corr = tr.kernels.numpy("correlation_id", fill=-1)
+    api_names = tr.api.strings("name")
+    for i in np.flatnonzero(api_index >= 0)[:50]:
+        assert api_names[api_index[i]] == runtime[int(corr[i])]["name"]
+    copies = _x(ev, "gpu_memcpy", "gpu_memset")
+    want_c = sum(1 for c in copies if c.get("args", {}).get("correlation") in runtime)
+    assert int((tr.copies.numpy("api_index", fill=-1) >= 0).sum()) == want_c
+    validate(tr)
+
+
+def test_devices_and_grid(sample):
+    _path, raw, tr = sample
+    props = raw.get("deviceProperties") or []
+    prop_ids = sorted(p["id"] for p in props)
+    kernels = _x(raw["traceEvents"], "kernel")
+    raw_dev = sorted({k["args"].get("device", k["pid"]) for k in kernels})
+    used = sorted(set(tr.kernels.numpy("device").tolist()))
+    if _is_amd(raw) and (min(raw_dev) > min(prop_ids) or set(raw_dev) - set(prop_ids)):
+        # roctracer counts CPU agents: ids are mapped in sorted order onto deviceProperties
+        assert used == prop_ids[:len(raw_dev)]
+        raw_ids = tr.devices.strings("raw_id")
+        index = tr.devices.numpy("index").tolist()
+        for r, d in zip(raw_dev, used):
+            assert raw_ids[index.index(d)] == str(r)
+        assert "device" in tr.meta["provenance"]
+    else:
+        assert used == raw_dev
+    assert set(used) <= set(tr.devices.numpy("index").tolist())
+    names = tr.devices.strings("name")
+    assert names == [p["name"] for p in sorted(props, key=lambda p: p["id"])]
+    vendor = "AMD" if _is_amd(raw) else "NVIDIA"
+    assert set(tr.devices.strings("vendor")) == {vendor}
+    # NVIDIA grid counts blocks: hipscope stores work-items
+    if vendor == "NVIDIA":
+        k = kernels[0]
+        row = tr.kernels.row(0)
+        assert row["grid_x"] == k["args"]["grid"][0] * k["args"]["block"][0]
+        assert row["block_x"] == k["args"]["block"][0]
+        assert row["registers"] == k["args"]["registers per thread"]
+    validate(tr)
+
+
+def _ref_depths(events: list, base: int, key) -> dict:
+    """Depth by a plain stack walk: ranges still open (end > start) when one starts."""
+    groups: dict = {}
+    for e in events:
+        s = base + _ns(e["ts"])
+        groups.setdefault(key(e), []).append((s, s + _ns(e.get("dur", 0)), e["name"]))
+    out = {}
+    for items in groups.values():
+        items.sort(key=lambda x: (x[0], -x[1]))
+        open_: list = []
+        for s, end, name in items:
+            open_ = [o for o in open_ if o > s]
+            out[(name, s, end)] = len(open_)
+            if end > s:
+                open_.append(end)
+    return out
+
+
+def test_markers_depth(sample):
+    _path, raw, tr = sample
+    base = raw.get("baseTimeNanoseconds", 0)
+    ev = raw["traceEvents"]
+    want = _ref_depths(_x(ev, "user_annotation", "cpu_op", "python_function"), base,
+                       lambda e: (e["pid"], e["tid"]))
+    want.update(_ref_depths(_x(ev, "gpu_user_annotation"), base,
+                            lambda e: ("gpu", e["pid"], e["tid"])))
+    names = tr.markers.strings("name")
+    start = tr.markers.numpy("start").tolist()
+    end = tr.markers.numpy("end").tolist()
+    depth = tr.markers.numpy("depth").tolist()
+    got = {(n, s, e): d for n, s, e, d in zip(names, start, end, depth)}
+    assert got == want
+    validate(tr)
+
+
+def test_versions_meta():
+    by_name = {d.name: _file(d) for d in DIRS}
+    tr = _read(by_name["amd-mi300x-rocm7.2-triton-tracelens"])
+    assert tr.meta["hip_runtime_version"] == 70226015 and tr.meta["hip_version"] == "7.2"
+    tr = _read(by_name["nvidia-h100-bert-tracelens"])
+    assert tr.meta["cuda_version"] == "12.4" and tr.meta["cupti_version"] == 22
+    tr = _read(by_name["nvidia-a100-simple-add-hta"])
+    assert tr.meta["rank"] == 0 and "baseTimeNanoseconds" not in tr.meta
+
+
+def test_sniff_claims_kineto_only():
+    r = get_reader("kineto")
+    for d in DIRS:
+        p = _file(d)
+        assert r.sniff(p) >= 0.8, p
+        assert candidates(p)[0].reader.name == "kineto"
+    for p in sorted((SAMPLES / "legacy-rocprof").glob("*/results.json")):
+        assert r.sniff(p) <= 0.2, p
+    for p in sorted((SAMPLES / "rocprofv3-json").glob("*/*.json*")):
+        assert r.sniff(p) == 0.0, p
+
+
+# --------------------------------------------------------------------------- torn input
+
+
+def _h200() -> Path:
+    return _file(next(d for d in DIRS if d.name == "nvidia-h200-generated"))
+
+
+def _whole_events_before(text: bytes) -> list:
+    """Complete traceEvents elements in a cut Kineto text (its own layout: one
+    element closes with a line '  },')."""
+    cut = text.rfind(b"\n  },")
+    return json.loads(text[:cut + 4] + b"]}")["traceEvents"]
+
+
+def test_truncated_gzip_loads_whole_events(tmp_path):
+    full = gzip.decompress(_h200().read_bytes())
+    packed = gzip.compress(full)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(packed[: len(packed) * 9 // 10])
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    prefix = d.decompress(cut.read_bytes())
+    want = _whole_events_before(prefix)
+    tr = _read(cut)
+    assert len(tr.kernels) == len(_x(want, "kernel"))
+    assert len(tr.api) == len(_x(want, "cuda_runtime", "cuda_driver", "cuda_sync"))
+    assert len(tr.kernels) > 0
+    assert any("ends early" in w for w in tr.warnings)
+    assert tr.meta["dropped"]["bytes"] > 0
+    validate(tr)
+
+
+def test_truncated_plain_json(tmp_path):
+    full = gzip.decompress(_h200().read_bytes())
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(full[: len(full) // 2])
+    want = _whole_events_before(full[: len(full) // 2])
+    tr = _read(cut)
+    assert len(tr.kernels) == len(_x(want, "kernel"))
+    assert len(tr.markers) == len(_x(want, "user_annotation", "gpu_user_annotation", "cpu_op",
+                                     "python_function"))
+    assert tr.meta["dropped"]["bytes"] > 0
+    validate(tr)
+
+
+@pytest.mark.parametrize("content", [
+    b"",
+    b"   \n",
+    b"\x00\x01\x02garbage\xff\xfe" * 50,
+    b"not json at all",
+    b"[1, 2, 3]",
+    b'{"foo": 1}',
+    b'{"traceEvents": 5}',
+    b'{"traceEvents": [1, 2]',
+    b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1}, oops]}',
+    b"\x1f\x8b\x08\x00garbage-after-gzip-magic",
+], ids=["empty", "blank", "binary", "text", "array", "no-events", "events-not-list",
+        "truncated-no-objects", "bad-token", "bad-gzip"])
+def test_bad_input_raises_format_error(tmp_path, content):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(TraceFormatError) as exc:
+        _read(p)
+    assert str(p) in str(exc.value)
+
+
+def test_odd_values_are_coerced(tmp_path):
+    """Strings where numbers are expected, events that are not objects, missing args."""
+    doc = {"schemaVersion": 1, "baseTimeNanoseconds": 1790857026000000000,
+           "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "warpSize": 32}],
+           "traceEvents": [
+               7,
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "12",
+                "tid": 12, "ts": 10.5, "dur": 2, "args": {"correlation": "5"}},
+               {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream 7",
+                "ts": "15.25", "dur": 1.0, "args": {"correlation": 5, "device": 0}},
+               {"ph": "X", "cat": "kernel", "name": "no-args", "pid": 0, "tid": 7,
+                "ts": 20, "dur": 1},
+           ]}
+    p = tmp_path / "odd.json"
+    p.write_text(json.dumps(doc))
+    tr = _read(p)
+    assert len(tr.kernels) == 2
+    assert tr.kernels.numpy("start")[0] == 1790857026000000000 + 15250
+    assert tr.kernels.row(0)["api_index"] == 0
+    assert tr.meta["dropped"]["records that are not objects"] == 1
+    validate(tr)
+
+
+def test_flows_link_without_correlation_args(tmp_path):
+    doc = {"schemaVersion": 1, "baseTimeNanoseconds": 1790857026000000000,
+           "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "warpSize": 32}],
+           "traceEvents": [
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9,
+                "tid": 9, "ts": 10.5, "dur": 2},
+               {"ph": "s", "id": 77, "pid": 9, "tid": 9, "ts": 10.5, "cat": "ac2g",
+                "name": "ac2g"},
+               {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                "ts": 15.25, "dur": 1.0},
+               {"ph": "f", "id": 77, "pid": 0, "tid": 7, "ts": 15.25, "cat": "ac2g",
+                "name": "ac2g", "bp": "e"},
+           ]}
+    p = tmp_path / "flows.json"
+    p.write_text(json.dumps(doc))
+    tr = _read(p)
+    assert tr.kernels.row(0)["api_index"] == 0
+    assert tr.kernels.row(0)["correlation_id"] == 77
+    validate(tr)
+
+
+def test_cli_report_json(capsys):
+    from hipscope.cli.main import main
+
+    path = _h200()
+    assert main(["report", "--json", "--no-cache", str(path)]) == 0
+    out = capsys.readouterr().out
+    rep = json.loads(out)
+    assert rep["format"] == "kineto"
+    assert rep["kernel_count"] == len(_x(_raw(path)["traceEvents"], "kernel"))
+    assert rep["queue_delay_ns"] is not None
+    assert rep["queue_delay_ns"]["from_api_end"]["count"] > 0
