@@ -1,0 +1,571 @@
+"""The main window: a thin shell of tabs (one per trace), docks, menus and actions.
+
+Every panel belongs to a tab (:class:`TraceTab`); the docks hold one stacked page per
+tab and show the current tab's. Actions act on the current tab's document.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QStackedWidget,
+    QTabWidget,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..model.view_state import COLOR_MODES, GROUPINGS
+from .settings import Settings
+from .tasks import TaskHandle, TaskRunner
+from .trace_tab import Loader, TraceTab, default_loader
+
+log = logging.getLogger(__name__)
+
+EMPTY_TEXT = "Open a trace (File > Open or drop a file here)"
+COLOR_LABELS = {"name": "Name", "duration": "Duration", "queue_delay": "Queue delay"}
+GROUP_LABELS = {"queue": "Queue", "stream": "Stream"}
+
+
+def pftrace_writer_available() -> bool:
+    try:
+        return importlib.util.find_spec("hipscope.export.pftrace_writer") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class MainWindow(QMainWindow):
+    """Signals: ``loads_settled`` when no tab is loading any more."""
+
+    loads_settled = Signal()
+    export_finished = Signal(str)        # path written, or "" on failure
+
+    def __init__(self, settings: Settings | None = None, loader: Loader | None = None,
+                 persist: bool = True, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("hipscope")
+        self.setObjectName("hipscope_main_window")
+        self.setAcceptDrops(True)
+        self.settings = settings or Settings()
+        self.persist = persist
+        self.loader = loader or default_loader
+        self.runner = TaskRunner(self)
+        self.last_error = ""
+        self._build_central()
+        self._build_docks()
+        self._build_toolbar()
+        self._build_status()
+        self._build_menus()
+        self.resize(1500, 950)
+        if persist:
+            geo, state = self.settings.geometry(), self.settings.window_state()
+            if geo is not None:
+                self.restoreGeometry(geo)
+            if state is not None:
+                self.restoreState(state)
+        self._on_tabs_current_changed(-1)
+
+    # ---- construction ------------------------------------------------------------------
+    def _build_central(self) -> None:
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.tabCloseRequested.connect(lambda i: self.close_tab(self.tabs.widget(i)))
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
+        self.empty_label = QLabel(EMPTY_TEXT, self)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        f = self.empty_label.font()
+        f.setPointSizeF(f.pointSizeF() * 1.4)
+        self.empty_label.setFont(f)
+        self.empty_label.setEnabled(False)
+        self._central_stack = QStackedWidget(self)
+        self._central_stack.addWidget(self.empty_label)
+        self._central_stack.addWidget(self.tabs)
+        self.find_bar = self._build_find_bar()
+        central = QWidget(self)
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self._central_stack, 1)
+        lay.addWidget(self.find_bar)
+        self.setCentralWidget(central)
+
+    def _build_find_bar(self) -> QWidget:
+        bar = QWidget(self)
+        h = QHBoxLayout(bar)
+        h.setContentsMargins(6, 3, 6, 3)
+        h.addWidget(QLabel("Find:", bar))
+        self.find_edit = QLineEdit(bar)
+        self.find_edit.setPlaceholderText("kernel or event name")
+        self.find_edit.setClearButtonEnabled(True)
+        self.find_regex = QCheckBox("Regex", bar)
+        prev_b, next_b, close_b = QToolButton(bar), QToolButton(bar), QToolButton(bar)
+        prev_b.setText("◀")
+        prev_b.setToolTip("Previous match (Shift+F3)")
+        next_b.setText("▶")
+        next_b.setToolTip("Next match (F3)")
+        close_b.setText("✕")
+        close_b.setToolTip("Close the find bar (Esc)")
+        prev_b.clicked.connect(self.find_prev)
+        next_b.clicked.connect(self.find_next)
+        close_b.clicked.connect(lambda: self.find_bar.hide())
+        self.find_edit.textChanged.connect(self._apply_find)
+        self.find_edit.returnPressed.connect(self.find_next)
+        self.find_regex.toggled.connect(self._apply_find)
+        for w in (self.find_edit, self.find_regex, prev_b, next_b, close_b):
+            h.addWidget(w)
+        h.setStretch(1, 1)
+        esc = QAction(bar)
+        esc.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        esc.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        esc.triggered.connect(bar.hide)
+        bar.addAction(esc)
+        bar.hide()
+        return bar
+
+    def _build_docks(self) -> None:
+        self.docks: dict[str, QDockWidget] = {}
+        self._dock_stacks: dict[str, QStackedWidget] = {}
+        spec = (("details", "Details", Qt.DockWidgetArea.RightDockWidgetArea),
+                ("summary", "Kernel summary", Qt.DockWidgetArea.BottomDockWidgetArea),
+                ("kernels", "All kernels", Qt.DockWidgetArea.BottomDockWidgetArea))
+        for key, title, area in spec:
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"dock_{key}")
+            stack = QStackedWidget(dock)
+            empty = QLabel("No trace open.", stack)
+            empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            empty.setEnabled(False)
+            stack.addWidget(empty)
+            dock.setWidget(stack)
+            self.addDockWidget(area, dock)
+            self.docks[key], self._dock_stacks[key] = dock, stack
+        self.tabifyDockWidget(self.docks["summary"], self.docks["kernels"])
+        self.docks["summary"].raise_()
+        self.resizeDocks([self.docks["details"]], [380], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["summary"]], [300], Qt.Orientation.Vertical)
+
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("View", self)
+        tb.setObjectName("toolbar_view")
+        tb.setMovable(False)
+        tb.setIconSize(QSize(16, 16))
+        self.addToolBar(tb)
+        self.fit_action = QAction("Fit", self)
+        self.fit_action.setShortcut(QKeySequence("F"))
+        self.fit_action.setToolTip("Show the whole trace (F)")
+        self.fit_action.triggered.connect(self.fit)
+        tb.addAction(self.fit_action)
+        tb.addSeparator()
+        tb.addWidget(QLabel(" Colour by ", tb))
+        self.color_combo = QComboBox(tb)
+        for m in COLOR_MODES:
+            self.color_combo.addItem(COLOR_LABELS.get(m, m), m)
+        self.color_combo.activated.connect(self._on_color_combo_activated)
+        tb.addWidget(self.color_combo)
+        tb.addWidget(QLabel("  Group by ", tb))
+        self.group_combo = QComboBox(tb)
+        for g in GROUPINGS:
+            self.group_combo.addItem(GROUP_LABELS.get(g, g), g)
+        self.group_combo.activated.connect(self._on_group_combo_activated)
+        tb.addWidget(self.group_combo)
+        self.view_toolbar = tb
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.format_label = QLabel(sb)
+        self.kernels_label = QLabel(sb)
+        self.range_label = QLabel(sb)
+        sb.addPermanentWidget(self.range_label)
+        sb.addPermanentWidget(self.kernels_label)
+        sb.addPermanentWidget(self.format_label)
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self._action(m, "Open &Folder…", self.open_folder_dialog, "Ctrl+Shift+O")
+        self.recent_menu = m.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.reload_action = self._action(m, "&Reload", self.reload_current, "F5")
+        self.close_tab_action = self._action(m, "&Close Tab", self.close_current_tab,
+                                             QKeySequence.StandardKey.Close)
+        m.addSeparator()
+        ex = m.addMenu("&Export")
+        ex.setToolTipsVisible(True)
+        self.export_menu = ex
+        self.export_png_action = self._action(ex, "Timeline as &PNG…",
+                                              lambda: self.export_timeline("png"))
+        self.export_svg_action = self._action(ex, "Timeline as &SVG…",
+                                              lambda: self.export_timeline("svg"))
+        self.export_pftrace_action = self._action(ex, "Trace as P&erfetto (.pftrace)…",
+                                                  self.export_pftrace)
+        ex.addSeparator()
+        self.export_summary_action = self._action(ex, "Kernel &summary as CSV…",
+                                                  lambda: self.export_table_csv("summary"))
+        self.export_kernels_action = self._action(ex, "All &kernels as CSV…",
+                                                  lambda: self.export_table_csv("kernels"))
+        ex.aboutToShow.connect(self._update_actions)
+        m.addSeparator()
+        self._action(m, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        v = mb.addMenu("&View")
+        v.addAction(self.fit_action)
+        self.find_action = self._action(v, "&Find…", self.show_find_bar, QKeySequence.StandardKey.Find)
+        self.find_next_action = self._action(v, "Find &Next", self.find_next, "F3")
+        self.find_prev_action = self._action(v, "Find &Previous", self.find_prev, "Shift+F3")
+        v.addSeparator()
+        for dock in self.docks.values():
+            v.addAction(dock.toggleViewAction())
+        h = mb.addMenu("&Help")
+        self._action(h, "&About hipscope", self._about)
+
+    def _action(self, menu, text, slot, shortcut=None) -> QAction:
+        a = QAction(text, self)
+        if shortcut is not None:
+            a.setShortcut(QKeySequence(shortcut) if isinstance(shortcut, str) else shortcut)
+        a.triggered.connect(lambda _checked=False: slot())
+        menu.addAction(a)
+        self.addAction(a)       # shortcuts work while the menu bar is hidden (offscreen)
+        return a
+
+    # ---- tabs --------------------------------------------------------------------------
+    def tab_list(self) -> list[TraceTab]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+
+    def current_tab(self) -> TraceTab | None:
+        w = self.tabs.currentWidget()
+        return w if isinstance(w, TraceTab) else None
+
+    def open_paths(self, paths) -> list[TraceTab]:
+        """Open each path in its own tab (an already open one is brought to front)."""
+        out = []
+        for p in paths:
+            p = Path(p)
+            existing = next((t for t in self.tab_list()
+                             if [x.resolve() for x in t.paths] == [p.resolve()]), None)
+            if existing is not None and existing.state in ("loading", "loaded"):
+                self.tabs.setCurrentWidget(existing)
+                out.append(existing)
+                continue
+            out.append(self._add_tab([p]))
+        return out
+
+    def _add_tab(self, paths: list[Path]) -> TraceTab:
+        tab = TraceTab(paths, self.tabs)
+        for key, view in (("summary", tab.summary_view), ("kernels", tab.kernels_view),
+                          ("details", tab.details_view)):
+            self._dock_stacks[key].addWidget(view)
+        tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
+        tab.close_requested.connect(lambda t=tab: self.close_tab(t))
+        tab.range_text_changed.connect(lambda s, t=tab: self._on_tab_range_text_changed(t, s))
+        d = tab.document
+        d.color_mode_changed.connect(lambda _m, t=tab: self._sync_toolbar(t))
+        d.grouping_changed.connect(lambda _g, t=tab: self._sync_toolbar(t))
+        i = self.tabs.addTab(tab, d.title)
+        self.tabs.setTabToolTip(i, "\n".join(str(p) for p in paths))
+        self.tabs.setCurrentIndex(i)
+        self._central_stack.setCurrentWidget(self.tabs)
+        tab.start_load(self.runner, self.loader)
+        return tab
+
+    def close_tab(self, tab: TraceTab | None) -> None:
+        if tab is None or self.tabs.indexOf(tab) < 0:
+            return
+        tab.dispose()
+        for view in (tab.summary_view, tab.kernels_view, tab.details_view):
+            view.setParent(None)
+            view.deleteLater()
+        self.tabs.removeTab(self.tabs.indexOf(tab))
+        tab.deleteLater()
+        if self.tabs.count() == 0:
+            self._central_stack.setCurrentWidget(self.empty_label)
+        self._check_settled()
+
+    def close_current_tab(self) -> None:
+        self.close_tab(self.current_tab())
+
+    def reload_current(self) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.start_load(self.runner, self.loader)
+
+    def is_loading(self) -> bool:
+        return any(t.state == "loading" for t in self.tab_list())
+
+    def _on_tab_state_changed(self, tab: TraceTab, state: str) -> None:
+        i = self.tabs.indexOf(tab)
+        if state == "loaded":
+            if self.persist:
+                for p in tab.paths:
+                    self.settings.add_recent(p)
+            if i >= 0:
+                self.tabs.setTabText(i, tab.document.title)
+        elif state == "failed":
+            self.last_error = tab.error
+            if i >= 0:
+                self.tabs.setTabText(i, f"⚠ {tab.document.title}")
+            self.statusBar().showMessage(tab.error, 15000)
+        elif state == "cancelled":
+            self.statusBar().showMessage(f"Cancelled loading {tab.document.title}.", 5000)
+            QTimer.singleShot(0, lambda: self.close_tab(tab))
+        if tab is self.current_tab():
+            self._on_tabs_current_changed(self.tabs.currentIndex())
+        self._check_settled()
+
+    def _check_settled(self) -> None:
+        if not self.is_loading():
+            self.loads_settled.emit()
+
+    def _on_tabs_current_changed(self, _index: int) -> None:
+        tab = self.current_tab()
+        state = tab.state if tab is not None else "none"
+        empty_text = {"none": "No trace open.", "loading": "Loading…",
+                      "failed": "The trace could not be opened."}.get(state, "")
+        for key, stack in self._dock_stacks.items():
+            if state == "loaded":
+                stack.setCurrentWidget({"summary": tab.summary_view, "kernels": tab.kernels_view,
+                                        "details": tab.details_view}[key])
+            else:
+                stack.widget(0).setText(empty_text)
+                stack.setCurrentIndex(0)
+        fmt, kernels = tab.status_texts() if tab is not None else ("", "")
+        self.format_label.setText(fmt)
+        self.kernels_label.setText(kernels)
+        self.range_label.setText(tab.range_text if tab is not None else "")
+        title = "hipscope" if tab is None else f"{tab.document.title} — hipscope"
+        self.setWindowTitle(title)
+        if tab is not None:
+            self._sync_toolbar(tab)
+            vs = tab.document.view_state
+            self.find_edit.blockSignals(True)
+            self.find_regex.blockSignals(True)
+            self.find_edit.setText(vs.find_text)
+            self.find_regex.setChecked(vs.find_regex)
+            self.find_edit.blockSignals(False)
+            self.find_regex.blockSignals(False)
+        self._update_actions()
+
+    def _on_tab_range_text_changed(self, tab: TraceTab, text: str) -> None:
+        if tab is self.current_tab():
+            self.range_label.setText(text)
+
+    def _sync_toolbar(self, tab: TraceTab) -> None:
+        if tab is not self.current_tab():
+            return
+        vs = tab.document.view_state
+        self.color_combo.setCurrentIndex(max(0, self.color_combo.findData(vs.color_mode)))
+        self.group_combo.setCurrentIndex(max(0, self.group_combo.findData(vs.grouping)))
+
+    def _update_actions(self) -> None:
+        tab = self.current_tab()
+        loaded = tab is not None and tab.state == "loaded"
+        timeline = loaded and tab.has_timeline
+        for a in (self.export_png_action, self.export_svg_action):
+            a.setEnabled(timeline)
+            a.setToolTip("" if timeline else "needs a loaded trace and the timeline view")
+        have_pf = pftrace_writer_available()
+        self.export_pftrace_action.setEnabled(loaded and have_pf)
+        self.export_pftrace_action.setToolTip(
+            "" if have_pf else "the Perfetto writer (hipscope.export) is not installed")
+        for a in (self.export_summary_action, self.export_kernels_action, self.fit_action,
+                  self.reload_action):
+            a.setEnabled(loaded or (a is self.reload_action and tab is not None))
+        self.close_tab_action.setEnabled(tab is not None)
+        for w in (self.color_combo, self.group_combo):
+            w.setEnabled(loaded)
+
+    # ---- view actions ------------------------------------------------------------------
+    def _on_color_combo_activated(self, _i: int) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.document.view_state.set_color_mode(self.color_combo.currentData())
+
+    def _on_group_combo_activated(self, _i: int) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.document.view_state.set_grouping(self.group_combo.currentData())
+
+    def fit(self) -> None:
+        tab = self.current_tab()
+        if tab is not None and hasattr(tab.timeline, "fit"):
+            tab.timeline.fit()
+
+    def show_find_bar(self) -> None:
+        self.find_bar.show()
+        self.find_edit.setFocus()
+        self.find_edit.selectAll()
+
+    def _apply_find(self) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            tab.document.view_state.set_find(self.find_edit.text(), self.find_regex.isChecked())
+
+    def find_next(self) -> None:
+        self._apply_find()
+        tab = self.current_tab()
+        if tab is not None and hasattr(tab.timeline, "find_next"):
+            tab.timeline.find_next()
+
+    def find_prev(self) -> None:
+        self._apply_find()
+        tab = self.current_tab()
+        if tab is not None and hasattr(tab.timeline, "find_prev"):
+            tab.timeline.find_prev()
+
+    # ---- files -------------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        from ..parsers import file_filters
+
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open trace", self.settings.last_dir(),
+                                                ";;".join(file_filters()))
+        if paths:
+            self.settings.set_last_dir(Path(paths[0]).parent)
+            self.open_paths([Path(p) for p in paths])
+
+    def open_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open trace folder",
+                                                self.settings.last_dir())
+        if path:
+            self.settings.set_last_dir(Path(path).parent)
+            self.open_paths([Path(path)])
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self.settings.recent_files()
+        for p in recent:
+            a = self.recent_menu.addAction(str(p))
+            a.setEnabled(p.exists())
+            a.triggered.connect(lambda _c=False, p=p: self.open_paths([p]))
+        if not recent:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+        self.recent_menu.addSeparator()
+        self.recent_menu.addAction("Clear list", self.settings.clear_recent)
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        if _local_paths(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        paths = _local_paths(event.mimeData())
+        if paths:
+            event.acceptProposedAction()
+            self.open_paths(paths)
+
+    # ---- export --------------------------------------------------------------------------
+    def _ask_save(self, title: str, suggested: str, filt: str) -> Path | None:
+        start = str(Path(self.settings.last_dir() or ".") / suggested)
+        path, _ = QFileDialog.getSaveFileName(self, title, start, filt)
+        return Path(path) if path else None
+
+    def export_timeline(self, kind: str, path: Path | None = None) -> bool:
+        tab = self.current_tab()
+        if tab is None or not tab.has_timeline:
+            return False
+        stem = Path(tab.document.title).name.split(".")[0] or "timeline"
+        path = path or self._ask_save(f"Export timeline as {kind.upper()}", f"{stem}.{kind}",
+                                      f"{kind.upper()} image (*.{kind})")
+        if path is None:
+            return False
+        try:
+            getattr(tab.timeline, f"export_{kind}")(str(path))
+        except Exception as exc:  # noqa: BLE001 - shown to people, traceback logged
+            log.exception("timeline export failed")
+            self._report_export(str(path), f"Could not write {path}: {exc}")
+            return False
+        self._report_export(str(path), "")
+        return True
+
+    def export_pftrace(self, path: Path | None = None) -> TaskHandle | None:
+        tab = self.current_tab()
+        if tab is None or tab.document.trace is None or not pftrace_writer_available():
+            return None
+        path = path or self._ask_save("Export as Perfetto trace",
+                                      f"{Path(tab.document.title).name.split('.')[0]}.pftrace",
+                                      "Perfetto trace (*.pftrace)")
+        if path is None:
+            return None
+        trace = tab.document.trace
+
+        def work(progress, cancelled):
+            from ..export.pftrace_writer import write_pftrace
+
+            write_pftrace(trace, path)
+            return str(path)
+
+        return self._run_export(work, str(path))
+
+    def export_table_csv(self, which: str, path: Path | None = None) -> TaskHandle | None:
+        """Write the summary or the (filtered, sorted) kernels table as CSV in a worker."""
+        tab = self.current_tab()
+        if tab is None or tab.document.trace is None:
+            return None
+        view = tab.summary_view if which == "summary" else tab.kernels_view
+        path = path or self._ask_save("Export table as CSV",
+                                      f"{which}.csv", "CSV (*.csv)")
+        if path is None:
+            return None
+        table = view.model.to_arrow()        # a snapshot: the model may change meanwhile
+
+        def work(progress, cancelled):
+            import pyarrow.csv as pacsv
+
+            pacsv.write_csv(table, str(path), pacsv.WriteOptions(quoting_style="needed"))
+            return str(path)
+
+        return self._run_export(work, str(path))
+
+    def _run_export(self, work, path: str) -> TaskHandle:
+        self.statusBar().showMessage(f"Writing {path}…")
+        h = self.runner.submit(f"export:{path}", work)
+        h.succeeded.connect(lambda p: self._report_export(p, ""))
+        h.failed.connect(lambda msg: self._report_export(path, msg))
+        return h
+
+    def _report_export(self, path: str, error: str) -> None:
+        if error:
+            self.statusBar().showMessage(error, 15000)
+            if self.isVisible() and self.persist:
+                QMessageBox.warning(self, "Export failed", error)
+            self.export_finished.emit("")
+        else:
+            self.statusBar().showMessage(f"Wrote {path}", 8000)
+            self.export_finished.emit(path)
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def _about(self) -> None:
+        from .. import __version__
+
+        QMessageBox.about(self, "About hipscope",
+                          f"hipscope {__version__}\nGPU trace viewer for ROCm and CUDA.")
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        if self.persist:
+            self.settings.save_window(self.saveGeometry(), self.saveState())
+        for tab in self.tab_list():
+            tab.dispose()
+        self.runner.shutdown()
+        super().closeEvent(event)
+
+
+def _local_paths(mime) -> list[Path]:
+    if not mime.hasUrls():
+        return []
+    return [Path(u.toLocalFile()) for u in mime.urls() if u.isLocalFile()]

@@ -1,0 +1,255 @@
+"""One tab of the main window: a Document, its loading/error/content pages and the
+panels (summary, all kernels, details) that the window shows in its docks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..views.details import DetailsView
+from ..views.tables import KernelSummaryView, KernelsTableView
+from ..views.tables.format import fmt_duration
+from .document import Document
+from .tasks import TaskHandle, TaskRunner
+
+log = logging.getLogger(__name__)
+
+Loader = Callable[[list[Path], Callable[[float], None], Callable[[], bool]], object]
+
+
+def default_loader(paths, progress, cancelled):
+    from ..parsers import open_trace
+
+    return open_trace(paths, progress, cancelled, use_cache=True)
+
+
+def make_timeline(document: Document, parent: QWidget) -> QWidget:
+    """The TimelineView, imported lazily; a placeholder while it is not there."""
+    try:
+        from ..views.timeline import TimelineView
+    except ImportError as exc:
+        log.info("timeline view not available: %s", exc)
+        return _placeholder("The timeline view is not available in this build.", parent)
+    try:
+        return TimelineView(document, parent)
+    except Exception as exc:  # noqa: BLE001 - keep the tables usable; log the traceback
+        log.exception("the timeline view failed to start")
+        return _placeholder(f"The timeline view failed to start: {exc}", parent)
+
+
+def _placeholder(text: str, parent: QWidget) -> QLabel:
+    lab = QLabel(text, parent)
+    lab.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    lab.setEnabled(False)
+    lab.setObjectName("timeline_placeholder")
+    return lab
+
+
+def format_range(obj) -> str:
+    """The timeline's ``range_measured`` payload as status-bar text."""
+    if obj is None:
+        return ""
+    if isinstance(obj, str):
+        return obj
+    get = obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
+    t0 = get("t0", get("start"))
+    t1 = get("t1", get("end"))
+    parts = []
+    if t0 is not None and t1 is not None:
+        parts.append(f"measured {fmt_duration(t1 - t0)}")
+    for key, label in (("kernels", "kernels"), ("kernel_count", "kernels"),
+                       ("api_calls", "API calls"), ("copies", "copies"), ("count", "events")):
+        v = get(key)
+        if isinstance(v, (int, float)) and (v or key == "kernels"):
+            parts.append(f"{int(v):,} {label}")
+    for key in ("busy", "busy_fraction", "utilisation", "utilization"):
+        v = get(key)
+        if isinstance(v, float):
+            parts.append(f"busy {100 * v:.1f} %")
+            break
+    for key in ("busy_ns", "kernel_time_ns", "kernel_ns"):
+        v = get(key)
+        if isinstance(v, (int, float)):
+            parts.append(f"kernel time {fmt_duration(v)}")
+            break
+    return ", ".join(parts) if parts else str(obj)
+
+
+class TraceTab(QWidget):
+    """Loading page -> content page (timeline) or error page."""
+
+    state_changed = Signal(str)          # "loading" | "loaded" | "failed" | "cancelled"
+    close_requested = Signal()
+    range_text_changed = Signal(str)
+
+    def __init__(self, paths: list[Path], parent=None):
+        super().__init__(parent)
+        self.paths = [Path(p) for p in paths]
+        self.document = Document(self.paths, self)
+        self.state = "new"
+        self.error = ""
+        self.range_text = ""
+        self._handle: TaskHandle | None = None
+        self._stack = QStackedWidget(self)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self._stack)
+        self._stack.addWidget(self._build_loading_page())
+        self._stack.addWidget(self._build_error_page())
+        self.timeline = make_timeline(self.document, self)
+        self._stack.addWidget(self.timeline)
+        sig = getattr(self.timeline, "range_measured", None)
+        if sig is not None:
+            sig.connect(self._on_timeline_range_measured)
+        # panels shown by the window's docks (the window re-parents them)
+        self.summary_view = KernelSummaryView(self.document)
+        self.kernels_view = KernelsTableView(self.document)
+        self.details_view = DetailsView(self.document)
+
+    @property
+    def has_timeline(self) -> bool:
+        return self.timeline.objectName() != "timeline_placeholder"
+
+    # ---- pages -------------------------------------------------------------------------
+    def _build_loading_page(self) -> QWidget:
+        page = QWidget(self)
+        v = QVBoxLayout(page)
+        v.addStretch(1)
+        self.loading_label = QLabel(f"Loading {self.document.title}…", page)
+        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.progress_bar = QProgressBar(page)
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setFormat("%p%")
+        self.progress_bar.setFixedWidth(360)
+        self.cancel_button = QPushButton("Cancel", page)
+        self.cancel_button.clicked.connect(self.cancel_load)
+        v.addWidget(self.loading_label)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.progress_bar)
+        row.addWidget(self.cancel_button)
+        row.addStretch(1)
+        v.addLayout(row)
+        v.addStretch(2)
+        return page
+
+    def _build_error_page(self) -> QWidget:
+        page = QWidget(self)
+        v = QVBoxLayout(page)
+        v.addStretch(1)
+        title = QLabel("<b>This trace could not be opened</b>", page)
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.error_label = QLabel("", page)
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.error_label.setWordWrap(True)
+        self.error_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setMaximumWidth(900)
+        retry = QPushButton("Retry", page)
+        retry.clicked.connect(lambda: self.start_load(self._runner, self._loader))
+        close = QPushButton("Close tab", page)
+        close.clicked.connect(self.close_requested)
+        v.addWidget(title)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.error_label, 4)
+        row.addStretch(1)
+        v.addLayout(row)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(retry)
+        buttons.addWidget(close)
+        buttons.addStretch(1)
+        v.addLayout(buttons)
+        v.addStretch(2)
+        return page
+
+    # ---- loading -----------------------------------------------------------------------
+    def start_load(self, runner: TaskRunner, loader: Loader = default_loader) -> TaskHandle:
+        """Read the trace in a worker; a second call cancels the first (latest wins)."""
+        self._runner, self._loader = runner, loader
+        paths = list(self.paths)
+        self._set_state("loading")
+        self.progress_bar.setValue(0)
+        self._stack.setCurrentIndex(0)
+        h = runner.submit(f"load:{id(self)}",
+                          lambda progress, cancelled: loader(paths, progress, cancelled))
+        h.progressed.connect(self._on_load_progressed)
+        h.succeeded.connect(lambda trace, h=h: self._on_load_succeeded(h, trace))
+        h.failed.connect(lambda msg, h=h: self._on_load_failed(h, msg))
+        h.cancelled.connect(lambda h=h: self._on_load_cancelled(h))
+        self._handle = h
+        return h
+
+    def cancel_load(self) -> None:
+        if self._handle is not None and self.state == "loading":
+            self._handle.cancel()
+            self._handle = None          # its late result is ignored
+            self._set_state("cancelled")
+
+    def dispose(self) -> None:
+        """Stop this tab's work: its load and the timeline's own workers."""
+        self.blockSignals(True)           # closing is not a 'cancelled' to react to
+        self.cancel_load()
+        self.timeline.close()             # TimelineView.closeEvent shuts its workers down
+        self.summary_view.close()
+
+    def _on_load_progressed(self, fraction: float) -> None:
+        self.progress_bar.setValue(int(round(1000 * fraction)))
+
+    def _on_load_succeeded(self, h: TaskHandle, trace) -> None:
+        if h is not self._handle:
+            return
+        self._handle = None
+        self._stack.setCurrentWidget(self.timeline)
+        self.document.set_trace(trace)
+        self._set_state("loaded")
+
+    def _on_load_failed(self, h: TaskHandle, message: str) -> None:
+        if h is not self._handle:
+            return
+        self._handle = None
+        self.error = message
+        self.error_label.setText(message)
+        self._stack.setCurrentIndex(1)
+        self._set_state("failed")
+
+    def _on_load_cancelled(self, h: TaskHandle) -> None:
+        if h is self._handle:
+            self._handle = None
+            self._set_state("cancelled")
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.state_changed.emit(state)
+
+    # ---- status ------------------------------------------------------------------------
+    def status_texts(self) -> tuple[str, str]:
+        """(format, kernel count) for the status bar."""
+        tr = self.document.trace
+        if tr is None:
+            return "", ""
+        span = tr.time_range()
+        kernels = f"{len(tr.kernels):,} kernels"
+        if span is not None:
+            kernels += f" in {fmt_duration(span[1] - span[0])}"
+        return f"format: {tr.format}", kernels
+
+    def _on_timeline_range_measured(self, obj) -> None:
+        self.range_text = format_range(obj)
+        self.range_text_changed.emit(self.range_text)
+

@@ -1,0 +1,246 @@
+"""Kernel summary and all-kernels tables: model contract, sort/filter vs numpy,
+selection both ways, copy as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from hipscope.analysis.stats import kernel_stats
+from hipscope.app.document import Document
+from hipscope.model.view_state import Filters, Selection
+from hipscope.views.tables import (
+    KernelSummaryModel,
+    KernelSummaryView,
+    KernelsTableModel,
+    KernelsTableView,
+)
+from hipscope.views.tables.columnar import stable_order
+
+
+@pytest.fixture
+def doc(qtbot, tiny_trace):
+    d = Document()
+    d.set_trace(tiny_trace)
+    return d
+
+
+@pytest.fixture
+def kview(qtbot, tiny_trace):
+    d = Document()
+    v = KernelsTableView(d)
+    qtbot.addWidget(v)
+    d.set_trace(tiny_trace)
+    return v
+
+
+def test_kernels_model_contract(qtmodeltester, tiny_trace):
+    m = KernelsTableModel()
+    qtmodeltester.check(m)                       # empty
+    m.set_trace(tiny_trace)
+    qtmodeltester.check(m)
+    m.sort(m.column_of("duration_ns"), Qt.SortOrder.DescendingOrder)
+    m.set_filters(Filters(name_regex="gemm|soft"))
+    qtmodeltester.check(m)
+    assert m.rowCount() > 0
+
+
+def test_summary_model_contract(qtmodeltester, tiny_trace):
+    m = KernelSummaryModel()
+    qtmodeltester.check(m)
+    m.set_trace(tiny_trace)
+    qtmodeltester.check(m)
+    m.sort(0)
+    qtmodeltester.check(m)
+
+
+def test_stable_order_matches_numpy_and_keeps_ties():
+    key = np.array([3, 1, 2, 1, 3, 0, 2], dtype=np.int64)
+    assert list(stable_order(key, False)) == list(np.argsort(key, kind="stable"))
+    desc = stable_order(key, True)
+    assert list(key[desc]) == sorted(key, reverse=True)
+    assert list(desc) == [0, 4, 2, 6, 1, 3, 5]           # ties in source order
+    f = np.array([2.0, np.nan, 1.0])
+    assert list(stable_order(f, False)) == [2, 0, 1]     # NaN last both ways
+    assert list(stable_order(f, True)) == [0, 2, 1]
+
+
+@pytest.mark.parametrize("order", [Qt.SortOrder.AscendingOrder, Qt.SortOrder.DescendingOrder])
+def test_sort_matches_numpy(tiny_trace, order):
+    m = KernelsTableModel()
+    m.set_trace(tiny_trace)
+    k = tiny_trace.kernels
+    dur = k.numpy("end") - k.numpy("start")
+    m.sort(m.column_of("duration_ns"), order)
+    desc = order == Qt.SortOrder.DescendingOrder
+    expect = np.argsort(-dur if desc else dur, kind="stable")
+    assert np.array_equal(m.view_index, expect)
+    # names sort alphabetically, ties by source row
+    codes, cats = k.codes("name")
+    names = np.array([cats[c] for c in codes])
+    m.sort(m.column_of("name"), Qt.SortOrder.AscendingOrder)
+    assert np.array_equal(m.view_index, np.argsort(names, kind="stable"))
+    # the displayed text follows the permutation
+    r = m.view_index[0]
+    assert m.data(m.index(0, 0)) == names[r]
+    m.sort(-1)
+    assert np.array_equal(m.view_index, np.arange(len(k)))
+
+
+def test_filters_match_numpy(tiny_trace):
+    m = KernelsTableModel()
+    m.set_trace(tiny_trace)
+    k = tiny_trace.kernels
+    codes, cats = k.codes("name")
+    names = np.array([cats[c] for c in codes])
+    dur = k.numpy("end") - k.numpy("start")
+    dev, stream = k.numpy("device"), k.numpy("stream")
+    lo, hi = int(np.quantile(dur, 0.2)), int(np.quantile(dur, 0.9))
+    f = Filters(name_regex="^(GEMM|soft)", devices=frozenset({1}), streams=frozenset({7, 8}),
+                min_duration_ns=lo, max_duration_ns=hi)
+    m.set_filters(f)
+    rx = re.compile(f.name_regex, re.IGNORECASE)
+    mask = (np.array([bool(rx.search(n)) for n in names]) & (dev == 1)
+            & np.isin(stream, [7, 8]) & (dur >= lo) & (dur <= hi))
+    assert mask.any() and not mask.all()
+    assert np.array_equal(m.view_index, np.flatnonzero(mask))
+    # filter + sort together
+    m.sort(m.column_of("start_ns"), Qt.SortOrder.DescendingOrder)
+    rows = np.flatnonzero(mask)
+    start = k.numpy("start")
+    assert np.array_equal(m.view_index, rows[np.argsort(-start[rows], kind="stable")])
+    assert m.rowCount() == mask.sum()
+
+
+def test_invalid_regex_is_matched_as_text(tiny_trace):
+    m = KernelsTableModel()
+    m.set_trace(tiny_trace)
+    m.set_filters(Filters(name_regex="at::xyz<4"))        # '<' fine, now an invalid one:
+    n_plain = m.rowCount()
+    m.set_filters(Filters(name_regex="xyz<4>("))
+    assert m.filter_error
+    assert m.rowCount() == 0
+    m.set_filters(Filters(name_regex="void at::xyz<4>"))
+    assert m.rowCount() == n_plain > 0
+
+
+def test_filters_follow_view_state(kview, qtbot):
+    vs = kview.document.view_state
+    vs.set_filters(name_regex="softmax")
+    assert kview.name_edit.text() == "softmax"
+    names = {kview.model.data(kview.model.index(r, 0)) for r in range(kview.model.rowCount())}
+    assert names == {"softmax_fwd"}
+    assert "of 60 kernels" in kview.count_label.text()
+    # and the bar sets view_state
+    kview.name_edit.setText("gemm")
+    qtbot.waitUntil(lambda: vs.filters.name_regex == "gemm")
+    kview.device_combo.setCurrentIndex(kview.device_combo.findData(1))
+    kview.device_combo.activated.emit(kview.device_combo.currentIndex())
+    assert vs.filters.devices == frozenset({1})
+    kview.min_edit.setText("10us")
+    kview.min_edit.editingFinished.emit()
+    assert vs.filters.min_duration_ns == 10_000
+
+
+def test_table_selection_sets_view_state(kview, qtbot):
+    m = kview.model
+    m.sort(m.column_of("duration_ns"), Qt.SortOrder.DescendingOrder)
+    with qtbot.waitSignal(kview.document.selection_changed) as blocker:
+        kview.table.selectRow(3)
+    assert blocker.args == [Selection("kernels", int(m.view_index[3]))]
+
+
+def test_view_state_selection_selects_and_scrolls(kview, qtbot):
+    kview.resize(900, 200)
+    kview.show()
+    qtbot.waitExposed(kview)
+    m = kview.model
+    m.sort(m.column_of("start_ns"), Qt.SortOrder.DescendingOrder)
+    kview.document.view_state.select(Selection("kernels", 0))   # last row in this order
+    row = m.view_row(0)
+    assert row == m.rowCount() - 1
+    assert kview.table.currentIndex().row() == row
+    assert kview.table.selectionModel().isRowSelected(row)
+    rect = kview.table.visualRect(m.index(row, 0))
+    assert kview.table.viewport().rect().intersects(rect)        # scrolled into view
+    # a selection that is filtered out clears the table selection, no crash
+    kview.document.view_state.set_filters(devices=frozenset({1}))
+    assert not kview.table.selectionModel().hasSelection()
+
+
+def test_copy_rows_as_csv(kview, qtbot, tiny_trace):
+    m = kview.model
+    m.sort(m.column_of("duration_ns"), Qt.SortOrder.AscendingOrder)
+    kview.table.selectRow(2)
+    kview.table.selectionModel().select(
+        m.index(5, 0), kview.table.selectionModel().SelectionFlag.Select
+        | kview.table.selectionModel().SelectionFlag.Rows)
+    kview.table.setFocus()
+    kview.table.copy_action.trigger()
+    text = QGuiApplication.clipboard().text()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 2
+    k = tiny_trace.kernels
+    codes, cats = k.codes("name")
+    t0 = tiny_trace.time_range()[0]
+    for view_row, rec in zip((2, 5), rows):
+        src = int(m.view_index[view_row])
+        assert rec["name"] == cats[codes[src]]
+        assert int(rec["duration_ns"]) == k.numpy("end")[src] - k.numpy("start")[src]
+        assert int(rec["start_ns"]) == k.numpy("start")[src] - t0
+        assert int(rec["stream"]) == k.numpy("stream")[src]
+        assert rec["grid"] == "4096x1x1"
+        api_start = tiny_trace.api.numpy("start")[src]
+        assert int(rec["queue_delay_ns"]) == k.numpy("start")[src] - api_start
+
+
+def test_kernels_view_create_load_resize_close(qtbot, tiny_trace):
+    d = Document()
+    v = KernelsTableView(d)
+    qtbot.addWidget(v)
+    v.show()
+    d.set_trace(tiny_trace)
+    v.resize(1000, 300)
+    qtbot.waitExposed(v)
+    assert v.model.rowCount() == len(tiny_trace.kernels)
+    assert not v.grab().isNull()
+    assert v.close()
+
+
+def test_summary_view_create_load_resize_close(qtbot, tiny_trace):
+    d = Document()
+    v = KernelSummaryView(d)
+    qtbot.addWidget(v)
+    v.show()
+    d.set_trace(tiny_trace)
+    v.resize(800, 250)
+    qtbot.waitExposed(v)
+    st = kernel_stats(tiny_trace)
+    m = v.model
+    assert m.rowCount() == len(st.names)
+    # shown by total time, largest first
+    assert np.array_equal(m.view_index, np.argsort(-st.total, kind="stable"))
+    top = int(np.argmax(st.total))
+    assert m.data(m.index(0, 0)) == st.names[top]
+    frac = m.data(m.index(0, 7), Qt.ItemDataRole.UserRole + 1)
+    assert frac == pytest.approx(st.total[top] / st.total.sum())
+    assert v.close()
+
+
+def test_summary_double_click_filters_kernels(qtbot, tiny_trace):
+    d = Document()
+    s, k = KernelSummaryView(d), KernelsTableView(d)
+    qtbot.addWidget(s)
+    qtbot.addWidget(k)
+    d.set_trace(tiny_trace)
+    s.table.doubleClicked.emit(s.model.index(0, 0))
+    name = s.model.data(s.model.index(0, 0))
+    shown = {k.model.data(k.model.index(r, 0)) for r in range(k.model.rowCount())}
+    assert shown == {name}
+    assert k.model.rowCount() == int(s.model.data(s.model.index(0, 1)).replace(",", ""))
