@@ -1,0 +1,520 @@
+"""rocprof-compute (Omniperf) workload folders: ``workloads/<name>/<arch>/``.
+
+Opening the folder, its parent ``workloads/<name>/`` (when it holds one arch
+folder) or any CSV inside it (pmc_perf.csv, SQ_*.csv, timestamps.csv, ...) reads
+the whole folder. Four back-end layouts are understood:
+
+* **rocprof v1** (Omniperf 2.x): ``pmc_perf.csv`` wide form (identity columns,
+  hundreds of counters, merged replay passes whose duplicated identity columns
+  carry ``_1.._N`` suffixes, ``Start_Timestamp, End_Timestamp`` last),
+  ``SQ_*.csv`` extra passes, ``timestamps.csv`` with ``DispatchNs``.
+* **rocprofv2**: the same, with timestamps that were saved in lossy
+  ``8.1097E+14`` notation (parsed as float and rounded; a warning says the
+  times are lossy — usually every kernel collapses onto one or two instants).
+* **rocprofv3**: ``pmc_perf_<n>.csv`` per pass plus the merged ``pmc_perf.csv``
+  (whose Start/End are medians over passes, fractional ns, rounded here).
+* **rocpd back end**: ``pmc_perf.csv`` in long form (``GPU_ID, Dispatch_ID, ...,
+  Counter_Name, Counter_Value``), the only CSV.
+
+Output: one kernel per dispatch of ``pmc_perf.csv`` (``pmc_perf_0.csv`` when the
+merged file is missing) with start/end from its merged ``Start_Timestamp`` /
+``End_Timestamp`` columns; ``counters`` in long form, linked by ``kernel_index``,
+holding every counter of every pass file merged per dispatch. Pass files are
+matched to pmc_perf.csv's dispatches by row position (Omniperf joins them that
+way; rocprofv2's timestamps.csv numbers dispatches from 1, pmc_perf.csv from 0)
+when the row counts agree, else by Dispatch_ID. A counter seen in several files
+is kept once: identical values are deduplicated silently; when a re-measurement
+differs (GRBM_COUNT, SQ_CYCLES... measured again in SQ_*.csv passes), the
+pmc_perf.csv value wins and a warning names the counters. In ``SQ_<X>.csv`` the
+pass's ``SQ_ACCUM_PREV_HIRES`` accumulator is renamed ``SQ_<X>_ACCUM`` (the name
+the rocpd back end uses), since each pass accumulates a different level counter.
+
+Kernels were serialised and replayed once per pass: ``meta["serialized_replay"]
+= True`` and a warning says the times are not a real timeline. ``dispatch_ns``
+comes from timestamps.csv ``DispatchNs`` only where that file's Start_Timestamp
+equals the kernel's start (same run); pid/tid/queue likewise. ``sysinfo.csv``
+gives the device (gpu_model, gpu_arch, cu_per_gpu) and meta (command,
+rocm_version, hostname); ``roofline.csv`` peaks go to ``meta["peaks"]`` keyed by
+roofline's own device column (bandwidths in GB/s, FLOP rates in GFLOP/s).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..model import Trace, build_table, categorical
+from .base import (
+    CancelledFn,
+    ProgressFn,
+    TraceFormatError,
+    check_cancel,
+    read_bytes_tolerant,
+    register,
+)
+from .legacy_rocprof import (
+    I16,
+    I32,
+    BadNumber,
+    dense_ids,
+    drop_torn_tail,
+    fit,
+    read_csv_strings,
+    row_line_numbers,
+    to_float,
+    to_int,
+)
+
+FORMAT = "rocprof-compute"
+CLOCK = "CLOCK_BOOTTIME / HSA system clock of each replay pass (serialised replay)"
+
+# identity columns (any spelling seen; legacy names renamed by Omniperf included)
+IDENT = {
+    "dispatch_id", "kernel_name", "gpu_id", "grid_size", "workgroup_size",
+    "lds_per_workgroup", "scratch_per_workitem", "arch_vgpr", "accum_vgpr", "sgpr",
+    "wave_size", "obj", "sig", "correlation_id", "kernel_id", "queue_id", "pid", "tid",
+    "queue-id", "queue-index", "start_timestamp", "end_timestamp", "dispatchns",
+    "completens", "xcc_index", "index", "kernelname", "gpu-id", "grd", "wgr", "lds", "scr",
+    "vgpr", "beginns", "endns", "durationns", "counter_name", "counter_value", "node_id",
+    "agent_id", "stream_id", "private_segment_size", "group_segment_size",
+}
+LEGACY_RENAME = {"index": "dispatch_id", "kernelname": "kernel_name", "gpu-id": "gpu_id",
+                 "grd": "grid_size", "wgr": "workgroup_size", "lds": "lds_per_workgroup",
+                 "scr": "scratch_per_workitem", "vgpr": "arch_vgpr", "beginns": "start_timestamp",
+                 "endns": "end_timestamp", "queue-id": "queue_id"}
+PASS_FILE = re.compile(r"^(pmc_perf(_\d+)?|SQ_\w+|timestamps|pmc_dispatch_info|sysinfo|roofline)"
+                       r"\.csv$")
+
+
+def _base(col: str) -> str:
+    """Lower-cased identity name without a merge suffix ``_N`` (counters untouched)."""
+    low = col.strip().lower()
+    m = re.match(r"^(.*)_(\d+)$", low)
+    if m and m.group(1) in IDENT:
+        low = m.group(1)
+    return LEGACY_RENAME.get(low, low)
+
+
+def _has_dispatchns(p: Path) -> bool:
+    try:
+        with open(p, errors="replace") as fh:
+            return "DispatchNs" in fh.readline()
+    except OSError:
+        return False
+
+
+def workload_dir(path: Path) -> Path | None:
+    """The workload folder for a path (folder, its parent workloads/<name>, or a file)."""
+    if path.is_file():
+        if PASS_FILE.match(path.name) and workload_dir(path.parent) is not None:
+            return path.parent
+        return None
+    if not path.is_dir():
+        return None
+    if (path / "pmc_perf.csv").is_file() or (path / "pmc_perf_0.csv").is_file():
+        return path
+    subs = [p for p in path.iterdir() if p.is_dir()
+            and ((p / "pmc_perf.csv").is_file() or (p / "pmc_perf_0.csv").is_file())]
+    return subs[0] if len(subs) == 1 else None
+
+
+class _Csv:
+    """One CSV of the folder: header, string table, lower-cased base names."""
+
+    def __init__(self, path: Path, warnings: list[str], dropped: dict[str, int]):
+        self.path = path
+        try:
+            data, gzw = read_bytes_tolerant(path)
+        except OSError as exc:
+            raise TraceFormatError(path, None, "a readable file", str(exc)) from None
+        if gzw:
+            warnings.append(gzw)
+        data = drop_torn_tail(path, data, 1, warnings, dropped, f"{path.name} rows")
+        self.data = data
+        self.header, self.table = read_csv_strings(path, data, 1)
+        self.base = [_base(h) for h in self.header]
+        self.n = self.table.num_rows
+        self._lines: list[int] | None = None
+
+    def where(self, row: int) -> str:
+        if self._lines is None:
+            self._lines = row_line_numbers(self.data, 1)
+        return f"line {self._lines[row]}" if row < len(self._lines) else f"row {row + 1}"
+
+    def first(self, base: str) -> int | None:
+        try:
+            return self.base.index(base)
+        except ValueError:
+            return None
+
+    def col(self, i: int) -> pa.Array:
+        return self.table.column(i).combine_chunks()
+
+    def ints(self, base: str):
+        i = self.first(base)
+        if i is None:
+            return None
+        try:
+            return to_int(self.col(i))
+        except BadNumber as exc:
+            raise TraceFormatError(self.path, self.where(exc.row),
+                                   f"an integer in column {self.header[i]!r}",
+                                   repr(exc.value)) from None
+
+    def counter_columns(self) -> list[int]:
+        return [i for i, b in enumerate(self.base) if b not in IDENT]
+
+
+@register
+class RocprofComputeReader:
+    name = FORMAT
+    description = "rocprof-compute / Omniperf workload folder"
+    patterns = ("pmc_perf.csv", "pmc_perf_*.csv", "SQ_*.csv", "sysinfo.csv")
+    priority = 45
+    directories = True
+
+    def sniff(self, path: Path) -> float:
+        wd = workload_dir(path)
+        if wd is None:
+            return 0.0
+        return 0.95 if (wd / "sysinfo.csv").is_file() else 0.8
+
+    def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
+        path = Path(path)
+        wd = workload_dir(path)
+        if wd is None:
+            raise TraceFormatError(path, None, "a rocprof-compute workload folder (with "
+                                   "pmc_perf.csv or pmc_perf_0.csv)", "none here")
+        meta: dict[str, Any] = {"format": FORMAT, "sources": [], "clock": CLOCK,
+                                "tool": "rocprof-compute", "warnings": [], "provenance": {},
+                                "serialized_replay": True, "workload_dir": str(wd)}
+        dropped: dict[str, int] = {}
+        warnings: list[str] = meta["warnings"]
+        sysinfo = self._sysinfo(wd, meta)
+        self._log(wd, meta)
+        main_path = wd / "pmc_perf.csv"
+        if not main_path.is_file():
+            main_path = wd / "pmc_perf_0.csv"
+        main = _Csv(main_path, warnings, dropped)
+        meta["sources"].append(str(main_path))
+        progress(0.2)
+        check_cancel(cancelled)
+        if main.first("counter_name") is not None and main.first("counter_value") is not None:
+            k, counters = self._long_form(main)
+            meta["layout"] = "rocpd long form"
+        else:
+            k, counters = self._wide(wd, main, meta, dropped, progress, cancelled)
+        progress(0.8)
+        backend = str(meta.get("backend") or meta.get("layout") or "").lower()
+        if not backend:
+            backend = ("rocprofv3" if list(wd.glob("pmc_perf_*.csv")) else
+                       "rocprofv1" if _has_dispatchns(wd / "timestamps.csv") else "")
+        if "rocpd" in backend or "v3" in backend:
+            meta["clock"] = "CLOCK_BOOTTIME"
+        elif "v1" in backend or "v2" in backend:
+            meta["clock"] = "HSA system clock"
+        meta["provenance"].update({"start": f"{main_path.name} Start_Timestamp",
+                                   "end": f"{main_path.name} End_Timestamp"})
+        lossy = k.pop("_lossy")
+        if lossy:
+            warnings.append(f"{main_path}: timestamps were saved in lossy floating-point "
+                            "notation (e.g. 8.1097E+14, ~5 significant digits): start/end are "
+                            "rounded to that precision and kernel durations are not meaningful")
+            meta["lossy_timestamps"] = True
+        warnings.append("rocprof-compute replays every kernel once per counter pass, "
+                        "serialised: start/end are one pass's (or the median of the passes') "
+                        "times, not a real timeline; compare durations, not overlaps")
+        # devices
+        raw = k.pop("_raw_gpu")
+        ids = sorted(set(raw.tolist()))
+        mapping = {r: i for i, r in enumerate(ids)}
+        dev_rows = {c: [] for c in ("index", "name", "vendor", "arch", "compute_units",
+                                    "raw_id", "host")}
+        for rid, i in mapping.items():
+            dev_rows["index"].append(i)
+            dev_rows["name"].append(sysinfo.get("gpu_model") or f"GPU {rid}")
+            dev_rows["vendor"].append("AMD")
+            dev_rows["arch"].append(sysinfo.get("gpu_arch") or None)
+            cu = sysinfo.get("cu_per_gpu")
+            dev_rows["compute_units"].append(int(cu) if cu and cu.isdigit() else None)
+            dev_rows["raw_id"].append(str(rid))
+            dev_rows["host"].append(sysinfo.get("hostname") or None)
+        devices = build_table("devices", dev_rows, n=len(ids))
+        k["device"] = np.array([mapping[r] for r in raw.tolist()], dtype=np.int64)
+        kernels = build_table("kernels", k)
+        tables: dict[str, Any] = {"kernels": kernels, "devices": devices}
+        if counters is not None:
+            names, codes, values, kidx = counters
+            cols = {"counter": categorical(codes, names), "value": values,
+                    "kernel_index": kidx.astype(np.int32)}
+            if "dispatch_id" in kernels.present:
+                cols["dispatch_id"] = kernels.column("dispatch_id").take(pa.array(kidx))
+            tables["counters"] = build_table("counters", cols, n=len(values))
+        self._roofline(wd, meta)
+        if dropped:
+            meta["dropped"] = dropped
+        progress(1.0)
+        return Trace(**tables, meta=meta)
+
+    # ------------------------------------------------------------------ side files
+    def _sysinfo(self, wd: Path, meta: dict[str, Any]) -> dict[str, str]:
+        p = wd / "sysinfo.csv"
+        if not p.is_file():
+            return {}
+        try:
+            rows = list(csv.reader(p.read_text(errors="replace").splitlines()))
+        except (OSError, csv.Error):
+            return {}
+        if len(rows) < 2:
+            return {}
+        info = {h.strip(): v.strip() for h, v in zip(rows[0], rows[1]) if h.strip()}
+        meta["sources"].append(str(p))
+        if info.get("command"):
+            meta["command"] = info["command"]
+        if info.get("rocm_version"):
+            meta["rocm_version"] = info["rocm_version"]
+        if info.get("hostname"):
+            meta["host"] = info["hostname"]
+        if info.get("workload_name"):
+            meta["workload_name"] = info["workload_name"]
+        meta["sysinfo"] = info
+        return info
+
+    def _log(self, wd: Path, meta: dict[str, Any]) -> None:
+        p = wd / "log.txt"
+        if not p.is_file():
+            return
+        try:
+            head = p.read_text(errors="replace")[:4000]
+        except OSError:
+            return
+        m = re.search(r"(?:Omniperf|rocprof-compute|ROCm Compute Profiler) version:\s*(\S+)", head,
+                      re.I)
+        if m:
+            meta["tool_version"] = m.group(1)
+        m = re.search(r"Profiler choice:\s*(\S+)", head)
+        if m:
+            meta["backend"] = m.group(1)
+
+    def _roofline(self, wd: Path, meta: dict[str, Any]) -> None:
+        p = wd / "roofline.csv"
+        if not p.is_file():
+            return
+        try:
+            rows = list(csv.DictReader(p.read_text(errors="replace").splitlines()))
+        except (OSError, csv.Error):
+            return
+        peaks: dict[str, dict[str, float]] = {}
+        for r in rows:
+            dev = str(r.get("device", len(peaks))).strip()
+            vals = {}
+            for key, v in r.items():
+                if key is None or key == "device":
+                    continue
+                try:
+                    vals[key.strip()] = float(v)
+                except (TypeError, ValueError):
+                    continue
+            peaks[dev] = vals
+        if peaks:
+            meta["peaks"] = peaks
+            meta["peaks_units"] = ("*Bw in GB/s; *Flops in GFLOP/s; *Ops in GOP/s; keyed by "
+                                   "roofline.csv's device index (the benchmark's HIP device "
+                                   "ordinal, not GPU_ID)")
+            meta["sources"].append(str(p))
+
+    # ------------------------------------------------------------------ kernels
+    def _identity(self, f: _Csv, rows: np.ndarray | None = None) -> dict[str, Any]:
+        """Kernel columns from a file's identity columns (rows: subset/order)."""
+        def take(x):
+            return x if rows is None else x[rows]
+
+        k: dict[str, Any] = {}
+        prov = {}
+        i = f.first("kernel_name")
+        if i is None:
+            raise TraceFormatError(f.path, "line 1", "a Kernel_Name column",
+                                   ", ".join(f.header[:6]))
+        names = f.col(i)
+        k["name"] = names if rows is None else names.take(pa.array(rows))
+        got = f.ints("gpu_id")
+        k["_raw_gpu"] = take(np.where(got[1], got[0], -1)) if got else (
+            np.zeros(f.n if rows is None else len(rows), dtype=np.int64))
+        got = f.ints("dispatch_id")
+        if got is None:
+            raise TraceFormatError(f.path, "line 1", "a Dispatch_ID column",
+                                   ", ".join(f.header[:6]))
+        k["dispatch_id"] = pa.array(take(got[0]), mask=take(~got[1]) if (~got[1]).any() else None)
+        s, e = f.ints("start_timestamp"), f.ints("end_timestamp")
+        if s is None or e is None:
+            raise TraceFormatError(f.path, "line 1", "Start_Timestamp and End_Timestamp columns",
+                                   "no such columns")
+        ok = s[1] & e[1]
+        if not ok.all():
+            r = int(np.flatnonzero(~ok)[0])
+            raise TraceFormatError(f.path, f.where(r), "Start_Timestamp and End_Timestamp values",
+                                   "an empty cell")
+        bad = e[0] < s[0]
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise TraceFormatError(f.path, f.where(r), "End_Timestamp >= Start_Timestamp",
+                                   f"{e[0][r]} < {s[0][r]}")
+        k["start"], k["end"] = take(s[0]), take(e[0])
+        k["_lossy"] = s[2] or e[2]
+        for base, dst, bounds in (("grid_size", "grid_x", I32), ("workgroup_size", "block_x", I16),
+                                  ("lds_per_workgroup", "lds_bytes", I32),
+                                  ("scratch_per_workitem", "scratch_bytes", I32),
+                                  ("arch_vgpr", "vgpr", I16), ("accum_vgpr", "accum_vgpr", I16),
+                                  ("sgpr", "sgpr", I16)):
+            got = f.ints(base)
+            if got is None:
+                continue
+            k[dst], _ = fit(take(got[0]), take(got[1]), bounds)
+            prov[dst] = f"{f.path.name} {f.header[f.first(base)]}"
+        got = f.ints("correlation_id")
+        if got is not None:
+            v, valid = take(got[0]), take(got[1]) & (take(got[0]) > 0)
+            if valid.any():
+                k["correlation_id"] = pa.array(v, mask=~valid if (~valid).any() else None)
+        return k
+
+    def _long_form(self, f: _Csv):
+        gi = f.ints("gpu_id")
+        di = f.ints("dispatch_id")
+        if di is None:
+            raise TraceFormatError(f.path, "line 1", "a Dispatch_ID column",
+                                   ", ".join(f.header[:6]))
+        gpu = gi[0] if gi else np.zeros(f.n, dtype=np.int64)
+        code, first = dense_ids(gpu, di[0])
+        order = np.argsort(first, kind="stable")          # kernels in first-appearance order
+        remap = np.empty(len(order), dtype=np.int64)
+        remap[order] = np.arange(len(order))
+        kcode = remap[code]
+        k = self._identity(f, first[order])
+        ni, vi = f.first("counter_name"), f.first("counter_value")
+        try:
+            vals, valid = to_float(f.col(vi))
+        except BadNumber as exc:
+            raise TraceFormatError(f.path, f.where(exc.row), "a number in Counter_Value",
+                                   repr(exc.value)) from None
+        enc = pc.dictionary_encode(f.col(ni))
+        ccode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        names = enc.dictionary.to_pylist()
+        keep = np.flatnonzero(valid)
+        # dedupe (kernel, counter): keep the first value
+        pair = kcode[keep] * (len(names) + 1) + ccode[keep]
+        _, firsts = np.unique(pair, return_index=True)
+        keep = keep[np.sort(firsts)]
+        return k, (names, ccode[keep].astype(np.int32), vals[keep], kcode[keep])
+
+    def _wide(self, wd: Path, main: _Csv, meta, dropped, progress, cancelled):
+        warnings = meta["warnings"]
+        k = self._identity(main)
+        n = main.n
+        disp = main.ints("dispatch_id")[0]
+        store: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+        conflicts: dict[str, list[str]] = {}
+        same = 0
+
+        def add_file(f: _Csv, align: np.ndarray | None) -> None:
+            nonlocal same
+            stem = f.path.stem
+            for i in f.counter_columns():
+                name = f.header[i].strip()
+                if name == "SQ_ACCUM_PREV_HIRES" and stem.startswith("SQ_"):
+                    name = f"{stem}_ACCUM"
+                try:
+                    v, valid = to_float(f.col(i))
+                except BadNumber as exc:
+                    raise TraceFormatError(f.path, f.where(exc.row),
+                                           f"a number in counter column {f.header[i]!r}",
+                                           repr(exc.value)) from None
+                if align is not None:
+                    ok = align >= 0
+                    vv = np.zeros(n)
+                    vm = np.zeros(n, dtype=bool)
+                    vv[ok], vm[ok] = v[align[ok]], valid[align[ok]]
+                    v, valid = vv, vm
+                if name in store:
+                    _, pv, pm = store[name]
+                    if np.array_equal(pm, valid) and np.array_equal(pv[pm], v[valid]):
+                        same += 1
+                    else:
+                        conflicts.setdefault(name, []).append(f.path.name)
+                    continue
+                store[name] = (f.path.name, v, valid)
+
+        add_file(main, None)
+        extra = sorted(wd.glob("pmc_perf_*.csv"),
+                       key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
+        extra = [p for p in extra if p != main.path] + sorted(wd.glob("SQ_*.csv"))
+        for j, p in enumerate(extra):
+            check_cancel(cancelled)
+            progress(0.2 + 0.5 * j / max(len(extra), 1))
+            f = _Csv(p, warnings, dropped)
+            align = self._align(f, n, disp, main)
+            if align is None:
+                warnings.append(f"{p}: its {f.n} dispatches do not match pmc_perf.csv's {n} "
+                                "(neither by count nor by Dispatch_ID); its counters were left out")
+                continue
+            meta["sources"].append(str(p))
+            add_file(f, None if (align == np.arange(n)).all() else align)
+        if conflicts:
+            names = sorted(conflicts)
+            warnings.append(f"{len(names)} counters were measured again in other replay passes "
+                            f"with different values ({', '.join(names[:8])}"
+                            f"{', ...' if len(names) > 8 else ''}); kept {main.path.name}'s values")
+            meta["counter_conflicts"] = {c: conflicts[c] for c in names}
+        # timestamps.csv: DispatchNs (and pid/tid/queue) of the run whose times we show
+        ts = wd / "timestamps.csv"
+        if ts.is_file():
+            f = _Csv(ts, warnings, dropped)
+            meta["sources"].append(str(ts))
+            align = self._align(f, n, disp, main)
+            if align is not None:
+                s = f.ints("start_timestamp")
+                ok = align >= 0
+                same_run = np.zeros(n, dtype=bool)
+                if s is not None:
+                    same_run[ok] = s[1][align[ok]] & (s[0][align[ok]] == k["start"][ok])
+                for base, dst, bounds in (("dispatchns", "dispatch_ns", None), ("pid", "pid", I32),
+                                          ("tid", "tid", None)):
+                    got = f.ints(base)
+                    if got is None or not same_run.any():
+                        continue
+                    vals = np.zeros(n, dtype=np.int64)
+                    vm = np.zeros(n, dtype=bool)
+                    vals[same_run] = got[0][align[same_run]]
+                    vm[same_run] = got[1][align[same_run]]
+                    if bounds is None:
+                        k[dst] = pa.array(vals, mask=~vm if (~vm).any() else None)
+                    else:
+                        k[dst], _ = fit(vals, vm, bounds)
+                    meta["provenance"][dst] = f"timestamps.csv {base} (rows whose start matches)"
+        if not store:
+            return k, None
+        names, codes, values, kidx = [], [], [], []
+        for c, (name, (_, v, valid)) in enumerate(store.items()):
+            rows = np.flatnonzero(valid)
+            names.append(name)
+            codes.append(np.full(len(rows), c, dtype=np.int32))
+            values.append(v[rows])
+            kidx.append(rows)
+        return k, (names, np.concatenate(codes), np.concatenate(values), np.concatenate(kidx))
+
+    def _align(self, f: _Csv, n: int, disp: np.ndarray, main: _Csv) -> np.ndarray | None:
+        """Row in ``f`` for each of main's dispatches (-1 = none), or None."""
+        if f.n == n:
+            return np.arange(n)
+        got = f.ints("dispatch_id")
+        if got is None:
+            return None
+        pos = {int(d): i for i, d in enumerate(got[0].tolist())}
+        out = np.array([pos.get(int(d), -1) for d in disp.tolist()], dtype=np.int64)
+        return out if (out >= 0).any() else None

@@ -1,0 +1,173 @@
+"""Nsight Compute CSV reader (details long form, raw wide form) over the real samples,
+plus bad input. Expected figures come from the raw CSV with the csv module."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hipscope.parsers import TraceFormatError, find_reader, get_reader
+from hipscope.parsers._validate import validate
+from tests.conftest import sample_dirs
+
+DIRS = sample_dirs("ncu-csv")
+FILES = [f for d in DIRS for f in sorted(d.glob("*.csv"))]
+READER = get_reader("ncu-csv")
+UNIT_NS = {"ns": 1, "nsecond": 1, "us": 1000, "usecond": 1000, "ms": 10**6, "msecond": 10**6}
+
+
+def _read(path: Path):
+    return READER.read(path, lambda f: None, lambda: False)
+
+
+def _raw(path: Path) -> tuple[list[str], list[list[str]], int]:
+    lines = path.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    rows = list(csv.reader(lines[start:]))
+    return rows[0], rows[1:], start
+
+
+def _num(s: str) -> float | None:
+    try:
+        return float(s.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _expected(path: Path):
+    """Per kernel ID: name, duration ns, block, grid blocks; numeric counter count; rules."""
+    h, rows, _ = _raw(path)
+    col = {c: i for i, c in enumerate(h)}
+    kern: dict[int, dict] = {}
+    n_counters = 0
+    rules = 0
+    if "Metric Name" in col:
+        seen = set()
+        for r in rows:
+            k = kern.setdefault(int(r[0]), {"name": r[col["Kernel Name"]],
+                                            "block": r[col["Block Size"]],
+                                            "grid": r[col["Grid Size"]], "pid": r[1],
+                                            "stream": r[col["Stream"]]})
+            name = r[col["Metric Name"]]
+            if not name:
+                rules += 1
+                continue
+            v = _num(r[col["Metric Value"]])
+            if v is not None and (int(r[0]), name) not in seen:
+                seen.add((int(r[0]), name))
+                n_counters += 1
+            if name == "Duration" and v is not None:
+                k["dur"] = round(v * UNIT_NS[r[col["Metric Unit"]]])
+    else:
+        units = rows[0]
+        assert units[0] == ""
+        for r in rows[1:]:
+            k = kern.setdefault(int(r[0]), {"name": r[col["Kernel Name"]],
+                                            "block": r[col["Block Size"]],
+                                            "grid": r[col["Grid Size"]], "pid": r[1],
+                                            "stream": r[col["Stream"]]})
+            for i, c in enumerate(h):
+                if i <= col["CC"]:
+                    continue
+                if _num(r[i]) is not None:
+                    n_counters += 1
+            i = col["gpu__time_duration.sum"]
+            k["dur"] = round(_num(r[i]) * UNIT_NS[units[i]])
+    return kern, n_counters, rules
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_sample(path: Path):
+    assert find_reader(path).name == "ncu-csv"
+    tr = _read(path)
+    kern, n_counters, rules = _expected(path)
+    ids = sorted(kern)
+    assert len(tr.kernels) == len(ids) > 0
+    assert tr.kernels.numpy("dispatch_id").tolist() == ids
+    assert tr.kernels.strings("name") == [kern[i]["name"] for i in ids]
+    dur = tr.kernels.numpy("end") - tr.kernels.numpy("start")
+    assert dur.tolist() == [kern[i]["dur"] for i in ids]
+    # a few named kernels: total GPU time per name
+    for name in {kern[i]["name"] for i in ids}:
+        assert int(dur[[kern[i]["name"] == name for i in ids]].sum()) == \
+            sum(kern[i]["dur"] for i in ids if kern[i]["name"] == name)
+    # synthetic back-to-back timeline, documented
+    assert tr.meta["synthetic_timeline"] is True
+    assert tr.kernels.numpy("start")[0] == 0
+    assert (tr.kernels.numpy("start")[1:] == tr.kernels.numpy("end")[:-1]).all()
+    assert any("no timestamps" in w for w in tr.warnings)
+    assert tr.meta["tool"] == "Nsight Compute" and tr.meta["tool_version"] is None
+    # launch geometry: grid in work-items = blocks x block size
+    for j, i in enumerate(ids):
+        b = [int(x) for x in re.findall(r"\d+", kern[i]["block"])]
+        g = [int(x) for x in re.findall(r"\d+", kern[i]["grid"])]
+        row = tr.kernels.row(j)
+        assert [row["block_x"], row["block_y"], row["block_z"]] == b
+        assert [row["grid_x"], row["grid_y"], row["grid_z"]] == [gi * bi for gi, bi in zip(g, b)]
+        assert row["pid"] == int(kern[i]["pid"]) and row["stream"] == int(kern[i]["stream"])
+    assert len(tr.counters) == n_counters
+    assert len(tr.meta.get("rules", [])) == rules
+    dev = tr.devices.row(0)
+    assert (dev["vendor"], dev["arch"]) == ("NVIDIA", "sm_90")
+    assert dev["compute_units"] == 132
+    validate(tr)
+
+
+def test_units_and_thousands():
+    path = next(f for f in FILES if f.name == "ncu_details.csv")
+    tr = _read(path)
+    h, rows, _ = _raw(path)
+    col = {c: i for i, c in enumerate(h)}
+    r = next(r for r in rows if r[0] == "0" and r[col["Metric Name"]] == "DRAM Frequency")
+    names = tr.counters.strings("counter")
+    units = tr.counters.strings("unit")
+    k = tr.counters.numpy("kernel_index")
+    i = next(i for i in range(len(names)) if names[i] == "DRAM Frequency" and k[i] == 0)
+    assert r[col["Metric Value"]] == "3,189,379,398.59"
+    assert tr.counters.numpy("value")[i] == 3189379398.59
+    assert units[i] == r[col["Metric Unit"]] == "hz"
+
+
+def test_raw_device_name():
+    path = next(f for f in FILES if f.name == "ncu_raw.csv")
+    tr = _read(path)
+    h, rows, _ = _raw(path)
+    assert tr.devices.strings("name") == [rows[1][h.index("device__attribute_display_name")]]
+    assert tr.devices.numpy("memory_bytes").tolist() == [
+        int(rows[1][h.index("device__attribute_total_memory")].replace(",", ""))]
+    assert np.isin(["gpu__time_duration.sum"], tr.counters.strings("counter")).all()
+    validate(tr)
+
+
+def test_torn_last_line(tmp_path: Path):
+    src = next(f for f in FILES if f.name == "ncu_details.csv").read_bytes()
+    p = tmp_path / "ncu.csv"
+    p.write_bytes(src.rstrip(b"\n")[:-70])
+    tr = _read(p)
+    assert tr.meta["dropped"] == {"rows": 1}
+    assert any("cut short" in w for w in tr.warnings)
+    validate(tr)
+
+
+@pytest.mark.parametrize("content, where", [
+    (b"", None),
+    (b"==PROF== Connected to process 1\nhello\n==PROF== Disconnected\n", None),
+    (b'"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+     b'"Block Size","Grid Size","Device","CC","gpu__time_duration.sum"\n'
+     b'"x","1","a","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","5"\n', "line 2"),
+    (b'"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+     b'"Block Size","Grid Size","Device","CC","gpu__time_duration.sum"\n'
+     b'"0","1","a","h","k","1","7"\n', "line 2"),
+])
+def test_bad_input(tmp_path: Path, content: bytes, where: str | None):
+    p = tmp_path / "ncu.csv"
+    p.write_bytes(content)
+    with pytest.raises(TraceFormatError) as ei:
+        _read(p)
+    assert str(p) in str(ei.value)
+    if where:
+        assert where in str(ei.value)
