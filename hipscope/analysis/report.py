@@ -17,7 +17,8 @@ from .stats import busy_fraction_per_device, kernel_stats
 def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
     """One JSON-serialisable dict; keys documented in README (`hipscope report`)."""
     tr = trace.time_range()
-    busy = busy_fraction_per_device(trace)
+    real_timeline = has_real_timeline(trace)
+    busy = busy_fraction_per_device(trace) if real_timeline else {}
     ks = kernel_stats(trace)
     order = np.argsort(-ks.total, kind="stable")[:top]
     gpu_time = float(ks.total.sum()) if len(ks.total) else 0.0
@@ -53,12 +54,24 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
         ],
         "queue_delay_ns": qdelay,
         "copies": _copies(trace),
-        "idle_breakdown_ns": idle_breakdown(trace).to_json() if len(trace.kernels) else None,
-        "concurrency": concurrency(trace),
-        "launch_stats": launch_stats(trace),
+        "idle_breakdown_ns": (idle_breakdown(trace).to_json()
+                              if len(trace.kernels) and real_timeline else None),
+        "concurrency": concurrency(trace) if real_timeline else None,
+        "launch_stats": launch_stats(trace) if real_timeline else None,
         "metadata": _meta(trace),
-        "warnings": trace.warnings + sanity_warnings(trace),
+        "warnings": trace.warnings + sanity_warnings(trace) + (
+            [] if real_timeline or not len(trace.kernels) else [
+                "GPU busy, idle and concurrency figures are left out: the kernel times in this "
+                "file are not a real timeline (serialised replay or no timestamps)"]),
     }
+
+
+def has_real_timeline(trace: Trace) -> bool:
+    """False for formats whose kernel times are serialised replays (rocprof-compute,
+    Nsight Compute) or absent (legacy counter-only CSV): busy/idle would mislead."""
+    m = trace.meta
+    return not (m.get("synthetic_timeline") or m.get("serialized_replay")
+                or m.get("untimed_kernels"))
 
 
 def _devices(trace: Trace, busy: dict[int, float]) -> list[dict[str, Any]]:

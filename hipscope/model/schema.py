@@ -70,7 +70,8 @@ KERNELS = TableSpec(
         _c("dispatch_id", pa.int64(), doc="profiler dispatch index"),
         _c("api_index", pa.int32(), doc="row in trace.api of the launching call"),
         _c("dispatch_ns", TIME, doc="host packet submit time (legacy rocprof DispatchNs)"),
-        _c("grid_x", pa.int32(), doc="grid size in work-items (threads), x"),
+        _c("grid_x", pa.int64(), doc="grid size in work-items (threads), x; int64: legacy "
+           "rocprof prints 1-D grids above 2**31"),
         _c("grid_y", pa.int32()),
         _c("grid_z", pa.int32()),
         _c("block_x", pa.int16(), doc="workgroup (block) size in work-items, x"),

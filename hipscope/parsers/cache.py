@@ -34,16 +34,17 @@ def cache_dir() -> Path:
 
 
 def _members(path: Path) -> list[Path]:
+    """The files a read of ``path`` may depend on: a folder's files, or a file and its
+    siblings (readers open the rest of a CSV set, sysinfo.txt, a workload folder)."""
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.is_file())
-    return [path]
+    return sorted({path, *(p for p in path.parent.iterdir() if p.is_file())})
 
 
 def cache_key(reader: Reader, path: Path) -> str:
     h = hashlib.sha256()
     h.update(f"{reader.name}\0{SCHEMA_VERSION}\0{path.resolve()}\0".encode())
-    members = getattr(reader, "members", None)   # readers that open a set of files
-    for m in (members(path) if members else _members(path)):
+    for m in _members(path):
         st = m.stat()
         h.update(f"{m.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()[:32]

@@ -93,6 +93,7 @@ TOOL = "rocprof (v1)"
 
 I16 = (-(2**15), 2**15 - 1)
 I32 = (-(2**31), 2**31 - 1)
+I64 = (-(2**63), 2**63 - 1)
 
 # --------------------------------------------------------------------------- CSV helpers
 # (shared with rocprof_compute.py and ncu_csv.py)
@@ -602,7 +603,7 @@ def kernels_from_columns(path: Path, cols: dict[str, pa.Array], order: list[str]
     out["_raw_gpu"] = g
     overflow: dict[str, int] = {}
     spec = [("index", "dispatch_id", None), ("pid", "pid", I32), ("tid", "tid", None),
-            ("grd", "grid_x", I32), ("wgr", "block_x", I16), ("lds", "lds_bytes", I32),
+            ("grd", "grid_x", None), ("wgr", "block_x", I16), ("lds", "lds_bytes", I32),
             ("scr", "scratch_bytes", I32), ("arch_vgpr", "vgpr", I16), ("vgpr", "vgpr", I16),
             ("accum_vgpr", "accum_vgpr", I16), ("sgpr", "sgpr", I16),
             ("dispatchns", "dispatch_ns", None), ("stream-id", "stream", I32)]
@@ -1141,7 +1142,7 @@ def _json_trace(path, events, info, meta, dropped, cancelled, progress) -> Trace
         overflow = {}
         for src, dst, bounds in (("pid", "pid", I32), ("tid", "tid", None),
                                  ("dispatch_id", "dispatch_id", None),
-                                 ("dispatch_ns", "dispatch_ns", None), ("grd", "grid_x", I32),
+                                 ("dispatch_ns", "dispatch_ns", None), ("grd", "grid_x", None),
                                  ("wgr", "block_x", I16), ("lds", "lds_bytes", I32),
                                  ("scr", "scratch_bytes", I32), ("vgpr", "vgpr", I16),
                                  ("accum_vgpr", "accum_vgpr", I16), ("sgpr", "sgpr", I16),

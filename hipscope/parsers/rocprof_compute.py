@@ -61,6 +61,7 @@ from .base import (
 from .legacy_rocprof import (
     I16,
     I32,
+    I64,
     BadNumber,
     dense_ids,
     drop_torn_tail,
@@ -367,7 +368,7 @@ class RocprofComputeReader:
                                    f"{e[0][r]} < {s[0][r]}")
         k["start"], k["end"] = take(s[0]), take(e[0])
         k["_lossy"] = s[2] or e[2]
-        for base, dst, bounds in (("grid_size", "grid_x", I32), ("workgroup_size", "block_x", I16),
+        for base, dst, bounds in (("grid_size", "grid_x", I64), ("workgroup_size", "block_x", I16),
                                   ("lds_per_workgroup", "lds_bytes", I32),
                                   ("scratch_per_workitem", "scratch_bytes", I32),
                                   ("arch_vgpr", "vgpr", I16), ("accum_vgpr", "accum_vgpr", I16),

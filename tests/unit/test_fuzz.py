@@ -21,16 +21,23 @@ from hipscope.parsers._validate import validate
 from hipscope.parsers.base import get_reader, readers
 from tests.conftest import DATA, SAMPLES
 
-# (reader, seed file relative to samples or tests/data, file name to write it as)
+# seed case id -> (reader, real file to mutate; it is written under its own name)
 SEEDS = {
-    "rocprofv3-csv": SAMPLES / "rocprofv3-csv/sdk-docs-2025-08-rocm7.0/kernel_trace.csv",
-    "rocprofv3-json": SAMPLES / "rocprofv3-json/tracelens-908-mi350/908_results.json.gz",
-    "rocpd": DATA / "rocpd/4242_results.db",
-    "pftrace": DATA / "pftrace/4242_results.pftrace",
-    "legacy-rocprof": SAMPLES / "legacy-rocprof/spatter-kernel-stats/results.csv",
-    "kineto": SAMPLES / "kineto/nvidia-h200-generated/h200_torch_kineto_trace.json.gz",
-    "rocprof-compute": SAMPLES / "rocprof-compute/vcopy-MI200-rocprofv1/pmc_perf.csv",
-    "ncu-csv": SAMPLES / "ncu-csv/h200-generated/ncu_raw_metrics.csv",
+    "rocprofv3-csv": ("rocprofv3-csv",
+                      SAMPLES / "rocprofv3-csv/sdk-docs-2025-08-rocm7.0/kernel_trace.csv"),
+    "rocprofv3-json": ("rocprofv3-json",
+                       SAMPLES / "rocprofv3-json/tracelens-908-mi350/908_results.json.gz"),
+    "rocpd": ("rocpd", DATA / "rocpd/4242_results.db"),
+    "pftrace": ("pftrace", DATA / "pftrace/4242_results.pftrace"),
+    "legacy-csv": ("legacy-rocprof",
+                   SAMPLES / "legacy-rocprof/spatter-kernel-stats/results.csv"),
+    "legacy-json": ("legacy-rocprof", SAMPLES / "legacy-rocprof/rocm-blogs-hip-trace/results.json"),
+    "legacy-db": ("legacy-rocprof", SAMPLES / "legacy-rocprof/rocm-blogs-hip-trace/results.db"),
+    "kineto": ("kineto",
+               SAMPLES / "kineto/nvidia-h200-generated/h200_torch_kineto_trace.json.gz"),
+    "rocprof-compute": ("rocprof-compute",
+                        SAMPLES / "rocprof-compute/vcopy-MI200-rocprofv1/pmc_perf.csv"),
+    "ncu-csv": ("ncu-csv", SAMPLES / "ncu-csv/h200-generated/ncu_raw_metrics.csv"),
 }
 MAX_SEED = 256 * 1024   # fuzz the head of big seeds: mutations there exercise the parser
 
@@ -71,7 +78,7 @@ def check(reader_name: str, path: Path) -> None:
 
 
 def seed_bytes(name: str) -> bytes:
-    p = SEEDS[name]
+    p = SEEDS[name][1]
     if not p.exists():
         pytest.skip(f"seed {p} not generated")
     raw = p.read_bytes()
@@ -82,7 +89,7 @@ def seed_bytes(name: str) -> bytes:
 
 def write_case(tmp: Path, name: str, data: bytes) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)
-    dst = tmp / SEEDS[name].name
+    dst = tmp / SEEDS[name][1].name
     dst.write_bytes(data)
     return dst
 
@@ -93,7 +100,7 @@ FUZZ = settings(max_examples=25, deadline=None,
 
 
 def test_every_reader_has_a_seed():
-    assert set(reader_names()) <= set(SEEDS), "add a fuzz seed for each new reader"
+    assert set(reader_names()) <= {r for r, _ in SEEDS.values()}, "add a fuzz seed"
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
@@ -117,22 +124,24 @@ def test_mutated_samples(name, data, tmp_path_factory):
         out = raw[:i] + data.draw(st.binary(min_size=1, max_size=64)) + raw[i:]
     else:
         out = data.draw(st.binary(max_size=2048))
-    check(name, write_case(tmp_path_factory.mktemp(name), name, out))
+    check(SEEDS[name][0], write_case(tmp_path_factory.mktemp(name), name, out))
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
 @pytest.mark.parametrize("other", sorted(SEEDS))
 def test_wrong_format_files(name, other, tmp_path):
-    if name == other or not SEEDS[other].exists():
-        pytest.skip("same format or missing seed")
-    dst = tmp_path / SEEDS[name].name
-    shutil.copyfile(SEEDS[other], dst)
-    check(name, dst)
+    reader, seed = SEEDS[name]
+    other_reader, other_seed = SEEDS[other]
+    if reader == other_reader:
+        pytest.skip("same format")
+    dst = tmp_path / seed.name
+    shutil.copyfile(other_seed, dst)
+    check(reader, dst)
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
 def test_empty_file(name, tmp_path):
     p = write_case(tmp_path, name, b"")
     with pytest.raises(TraceFormatError) as exc:
-        get_reader(name).read(p, lambda f: None, lambda: False)
+        get_reader(SEEDS[name][0]).read(p, lambda f: None, lambda: False)
     assert str(p) in str(exc.value)
