@@ -12,7 +12,7 @@ from .. import __version__
 
 log = logging.getLogger("hipscope")
 
-SUBCOMMANDS = ("report",)
+SUBCOMMANDS = ("report", "compare", "run", "runs")
 
 
 def demo_trace_path() -> Path:
@@ -30,6 +30,8 @@ def _report(argv: list[str]) -> int:
     p.add_argument("--top", type=int, default=20, help="kernels to list (default 20)")
     p.add_argument("--reader", help="force a reader by name (see --list-readers)")
     p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
+    p.add_argument("--counters", action="store_true",
+                   help="per hardware counter, the kernels furthest from the rest")
     args = p.parse_args(argv)
     from ..analysis.report import build_report, format_text
     from ..parsers import Cancelled, TraceFormatError, open_trace
@@ -45,11 +47,19 @@ def _report(argv: list[str]) -> int:
         print(f"hipscope: {exc}", file=sys.stderr)
         return 2
     rep = build_report(trace, top=args.top)
+    if args.counters:
+        from ..analysis.counters import counter_outliers
+
+        rep["counter_outliers"] = counter_outliers(trace)
     if args.json:
         json.dump(rep, sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print(format_text(rep))
+        if args.counters:
+            from ..analysis.counters import format_outliers
+
+            print("\n" + format_outliers(rep["counter_outliers"]))
     return 0
 
 
@@ -90,6 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if argv and argv[0] == "report":
         return _report(argv[1:])
+    if argv and argv[0] in ("run", "runs"):   # launchers: hipscope/cli/run_cmd.py
+        from . import run_cmd
+
+        return (run_cmd.run_main if argv[0] == "run" else run_cmd.runs_main)(argv[1:])
+    if argv and argv[0] == "compare":
+        from .compare_cmd import run as compare
+
+        return compare(argv[1:])
     return _gui(argv)
 
 
