@@ -142,9 +142,12 @@ class MainWindow(QMainWindow):
     def _build_docks(self) -> None:
         self.docks: dict[str, QDockWidget] = {}
         self._dock_stacks: dict[str, QStackedWidget] = {}
+        bottom = Qt.DockWidgetArea.BottomDockWidgetArea
         spec = (("details", "Details", Qt.DockWidgetArea.RightDockWidgetArea),
-                ("summary", "Kernel summary", Qt.DockWidgetArea.BottomDockWidgetArea),
-                ("kernels", "All kernels", Qt.DockWidgetArea.BottomDockWidgetArea))
+                ("summary", "Kernel summary", bottom),
+                ("kernels", "All kernels", bottom),
+                ("queue_delay", "Queue delay", bottom),
+                ("counters", "Counters", bottom))
         for key, title, area in spec:
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock_{key}")
@@ -156,7 +159,8 @@ class MainWindow(QMainWindow):
             dock.setWidget(stack)
             self.addDockWidget(area, dock)
             self.docks[key], self._dock_stacks[key] = dock, stack
-        self.tabifyDockWidget(self.docks["summary"], self.docks["kernels"])
+        for key in ("kernels", "queue_delay", "counters"):
+            self.tabifyDockWidget(self.docks["summary"], self.docks[key])
         self.docks["summary"].raise_()
         self.resizeDocks([self.docks["details"]], [380], Qt.Orientation.Horizontal)
         self.resizeDocks([self.docks["summary"]], [300], Qt.Orientation.Vertical)
@@ -268,8 +272,7 @@ class MainWindow(QMainWindow):
 
     def _add_tab(self, paths: list[Path]) -> TraceTab:
         tab = TraceTab(paths, self.tabs)
-        for key, view in (("summary", tab.summary_view), ("kernels", tab.kernels_view),
-                          ("details", tab.details_view)):
+        for key, view in tab.panels.items():
             self._dock_stacks[key].addWidget(view)
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
@@ -288,7 +291,7 @@ class MainWindow(QMainWindow):
         if tab is None or self.tabs.indexOf(tab) < 0:
             return
         tab.dispose()
-        for view in (tab.summary_view, tab.kernels_view, tab.details_view):
+        for view in tab.panels.values():
             view.setParent(None)
             view.deleteLater()
         self.tabs.removeTab(self.tabs.indexOf(tab))
@@ -339,8 +342,7 @@ class MainWindow(QMainWindow):
                       "failed": "The trace could not be opened."}.get(state, "")
         for key, stack in self._dock_stacks.items():
             if state == "loaded":
-                stack.setCurrentWidget({"summary": tab.summary_view, "kernels": tab.kernels_view,
-                                        "details": tab.details_view}[key])
+                stack.setCurrentWidget(tab.panels[key])
             else:
                 stack.widget(0).setText(empty_text)
                 stack.setCurrentIndex(0)

@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
 )
 
 from ..views.details import DetailsView
+from ..views.heatmap import CounterHeatmapView
+from ..views.queue_delay import QueueDelayView
 from ..views.tables import KernelSummaryView, KernelsTableView
 from ..views.tables.format import fmt_duration
 from .document import Document
@@ -113,10 +115,15 @@ class TraceTab(QWidget):
         sig = getattr(self.timeline, "range_measured", None)
         if sig is not None:
             sig.connect(self._on_timeline_range_measured)
-        # panels shown by the window's docks (the window re-parents them)
+        # panels shown by the window's docks (the window re-parents them), by dock key
         self.summary_view = KernelSummaryView(self.document)
         self.kernels_view = KernelsTableView(self.document)
         self.details_view = DetailsView(self.document)
+        self.panels: dict[str, QWidget] = {
+            "details": self.details_view, "summary": self.summary_view,
+            "kernels": self.kernels_view, "queue_delay": QueueDelayView(self.document),
+            "counters": CounterHeatmapView(self.document),
+        }
 
     @property
     def has_timeline(self) -> bool:
@@ -205,7 +212,8 @@ class TraceTab(QWidget):
         self.blockSignals(True)           # closing is not a 'cancelled' to react to
         self.cancel_load()
         self.timeline.close()             # TimelineView.closeEvent shuts its workers down
-        self.summary_view.close()
+        for view in self.panels.values():  # so do the panels with workers
+            view.close()
 
     def _on_load_progressed(self, fraction: float) -> None:
         self.progress_bar.setValue(int(round(1000 * fraction)))
