@@ -38,7 +38,7 @@ from . import queue_delay as qd
 from .concurrency import launch_stats
 from .idle import CATEGORIES as IDLE_CATEGORIES
 from .idle import idle_breakdown
-from .report import _copies as copies_by_direction
+from .report import copies_by_direction
 from .stats import busy_fraction_per_device, group_stats
 
 # --------------------------------------------------------------------------- names

@@ -53,7 +53,7 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
             for i in order
         ],
         "queue_delay_ns": qdelay,
-        "copies": _copies(trace),
+        "copies": copies_by_direction(trace),
         "idle_breakdown_ns": (idle_breakdown(trace).to_json()
                               if len(trace.kernels) and real_timeline else None),
         "concurrency": concurrency(trace) if real_timeline else None,
@@ -85,7 +85,7 @@ def _devices(trace: Trace, busy: dict[int, float]) -> list[dict[str, Any]]:
     return out
 
 
-def _copies(trace: Trace) -> list[dict[str, Any]]:
+def copies_by_direction(trace: Trace) -> list[dict[str, Any]]:
     c = trace.copies
     if len(c) == 0:
         return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -98,6 +99,15 @@ def _gui(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:      # `hipscope report ... | head`: the reader went away
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] == "report":
         return _report(argv[1:])
     if argv and argv[0] in ("run", "runs"):   # launchers: hipscope/cli/run_cmd.py
