@@ -31,7 +31,8 @@ from ..model import Trace
 
 BLOCK = 64                    # events per block for the max-duration index
 MAX_BINS = 1 << 16            # colour bins per row (upper bound)
-DIRECT_PER_PX = 16            # above this many visible events per pixel, use the bins
+BINS_PER_PX = 8               # interpolate coverage from the bins above this
+DIRECT_PER_PX = 4             # above this many visible events per pixel, use the bins
 NO_KEY = 0xFFFF               # colour key meaning "unknown" (drawn neutral)
 EVENT_TABLES = ("kernels", "api", "copies", "markers")
 _I64 = np.int64
@@ -46,13 +47,16 @@ class Events:
     end: np.ndarray                # int64, >= start
     index: np.ndarray              # int32: row in the source table
     ustart: np.ndarray             # union (busy) intervals: starts (alias of start
-    uend: np.ndarray               #   / end when no two events overlap)
-    ucum: np.ndarray               # int64: busy time before each union interval
+                                   #   when no two events overlap)
+    ucum: np.ndarray               # int64 (n_union + 1): busy time before each union
+                                   #   interval; interval i ends at
+                                   #   ustart[i] + ucum[i + 1] - ucum[i]
     blockmax: np.ndarray           # int64: max duration per BLOCK events
     maxdur: int
     value: np.ndarray | None = None        # counter tracks: value per event
     keys: np.ndarray | None = None         # uint16 colour key per event
     bins: np.ndarray | None = None         # int64 encoded (duration, key) per bin
+    bin_busy: np.ndarray | None = None     # int64 busy time before each bin edge
     bin_t0: int = 0
     bin_span: int = 1
 
@@ -65,29 +69,33 @@ class Events:
         """``start``/``end``/``index`` must already be sorted by start."""
         start = np.ascontiguousarray(start, dtype=_I64)
         end = np.maximum(np.ascontiguousarray(end, dtype=_I64), start)
-        ustart, uend, ucum = union_intervals(start, end)
+        ustart, _, ucum = union_intervals(start, end)
         dur = end - start
         n = len(dur)
         nb = -(-n // BLOCK)
         pad = np.zeros(nb * BLOCK, dtype=_I64)
         pad[:n] = dur
         blockmax = pad.reshape(nb, BLOCK).max(axis=1) if nb else np.zeros(0, _I64)
-        return cls(start, end, np.ascontiguousarray(index, dtype=np.int32), ustart, uend,
+        return cls(start, end, np.ascontiguousarray(index, dtype=np.int32), ustart,
                    ucum, blockmax, int(dur.max()) if n else 0, value)
 
     def buffers(self) -> list[np.ndarray]:
-        return [a for a in (self.start, self.end, self.index, self.ustart, self.uend,
-                            self.ucum, self.blockmax, self.value, self.keys, self.bins)
+        return [a for a in (self.start, self.end, self.index, self.ustart, self.ucum,
+                            self.blockmax, self.value, self.keys, self.bins, self.bin_busy)
                 if a is not None]
+
+    def uend(self, i):
+        """End of union interval(s) ``i``."""
+        return self.ustart[i] + (self.ucum[np.add(i, 1)] - self.ucum[i])
 
 
 def union_intervals(start: np.ndarray, end: np.ndarray):
     """Disjoint busy intervals of events sorted by start: (ustart, uend, ucum) where
-    ``ucum[i]`` is the busy time before interval ``i``. Without overlaps the union
-    is the events themselves (no copy)."""
+    ``ucum[i]`` is the busy time before interval ``i`` (``n_union + 1`` values).
+    Without overlaps the union is the events themselves (no copy)."""
     n = len(start)
     if n == 0:
-        return start, end, np.zeros(0, _I64)
+        return start, end, np.zeros(1, _I64)
     run = np.maximum.accumulate(end)
     new = np.empty(n, dtype=bool)
     new[0] = True
@@ -98,20 +106,23 @@ def union_intervals(start: np.ndarray, end: np.ndarray):
         first = np.flatnonzero(new)
         ustart = start[first]
         uend = run[np.r_[first[1:] - 1, n - 1]]
-    lengths = uend - ustart
-    ucum = np.empty(len(ustart), dtype=_I64)
+    ucum = np.empty(len(ustart) + 1, dtype=_I64)
     ucum[0] = 0
-    np.cumsum(lengths[:-1], out=ucum[1:])
+    np.cumsum(uend - ustart, out=ucum[1:])
     return ustart, uend, ucum
 
 
 def busy_until(ev: Events, t: np.ndarray) -> np.ndarray:
-    """Busy time (union of events) before each time in ``t`` (int64 array)."""
+    """Busy time (union of events) before each time in ``t`` (sorted int64 array)."""
     if len(ev.ustart) == 0:
         return np.zeros(len(t), dtype=_I64)
-    i = np.searchsorted(ev.ustart, t, side="right") - 1
+    # search only the union intervals between the first and last key (cache-resident)
+    a = max(int(np.searchsorted(ev.ustart, t[0], side="right")) - 1, 0)
+    b = int(np.searchsorted(ev.ustart, t[-1], side="right"))
+    i = np.searchsorted(ev.ustart[a:b], t, side="right") + (a - 1)
     ic = np.maximum(i, 0)
-    b = ev.ucum[ic] + np.clip(t - ev.ustart[ic], 0, ev.uend[ic] - ev.ustart[ic])
+    c0 = ev.ucum[ic]
+    b = c0 + np.minimum(np.maximum(t - ev.ustart[ic], 0), ev.ucum[ic + 1] - c0)
     b[i < 0] = 0
     return b
 
@@ -126,7 +137,7 @@ def window(ev: Events, t0: int, t1: int) -> tuple[int, int]:
     t0, t1 = _I64(t0), _I64(t1)
     lb = t0 - _I64(ev.maxdur)
     i = int(np.searchsorted(ev.ustart, t0, side="right")) - 1
-    if i >= 0 and ev.uend[i] > t0:
+    if i >= 0 and ev.uend(i) > t0:
         lb = max(lb, ev.ustart[i])
     else:
         lb = t0
@@ -141,10 +152,28 @@ def pixel_edges(t0: int, t1: int, width: int) -> np.ndarray:
     return _I64(t0) + (np.arange(width + 1, dtype=_I64) * span) // max(width, 1)
 
 
-def coverage(ev: Events, edges: np.ndarray) -> np.ndarray:
-    """Busy fraction (0..1) of each pixel column; sums to the busy time / pixel."""
-    b = busy_until(ev, edges)
-    return np.diff(b) / np.maximum(np.diff(edges), 1)
+def coverage(ev: Events, edges: np.ndarray, widths: np.ndarray | None = None) -> np.ndarray:
+    """Busy fraction (0..1) of each pixel column.
+
+    Exact (union intervals) when zoomed in; when a pixel spans many bins of the
+    row's pyramid, the busy time inside the window is interpolated from the bins'
+    cumulative busy time (exact at bin edges and at the window's ends, so the
+    columns still sum to the busy time of the window)."""
+    w = len(edges) - 1
+    nb = len(ev.bin_busy) - 1 if ev.bin_busy is not None else 0
+    span = int(edges[-1] - edges[0])
+    if nb <= 0 or span * nb < BINS_PER_PX * w * ev.bin_span:
+        b = busy_until(ev, edges)
+    else:
+        x = (edges - ev.bin_t0) * (nb / ev.bin_span)
+        np.minimum(np.maximum(x, 0, out=x), nb, out=x)
+        i = np.minimum(x.astype(np.intp), nb - 1)
+        c0 = ev.bin_busy[i]
+        b = c0 + (x - i) * (ev.bin_busy[i + 1] - c0)
+        b[[0, -1]] = busy_until(ev, edges[[0, -1]])
+    if widths is None:
+        widths = np.maximum(np.diff(edges), 1)
+    return np.diff(b) / widths
 
 
 def pixel_keys(ev: Events, lo: int, hi: int, edges: np.ndarray,
@@ -159,13 +188,15 @@ def pixel_keys(ev: Events, lo: int, hi: int, edges: np.ndarray,
         s = ev.start[lo:hi]
         keys = ev.keys[lo:hi] if ev.keys is not None else np.zeros(hi - lo, np.uint16)
         enc = ((ev.end[lo:hi] - s + 1) << 16) | keys
-        px = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, w - 1)
-        bounds = np.searchsorted(px, np.arange(w))
-        nonempty = np.diff(np.r_[bounds, hi - lo]) > 0
+        px = _pixel_of(s, edges)
+        counts = np.bincount(px, minlength=w)
+        bounds = np.cumsum(counts) - counts
+        nonempty = counts > 0
         red = np.maximum.reduceat(enc, np.minimum(bounds, hi - lo - 1))
     else:
         nb = len(ev.bins)
-        bj = np.clip(((edges - ev.bin_t0) * nb) // ev.bin_span, 0, nb)
+        bj = ((edges - ev.bin_t0) * nb) // ev.bin_span
+        np.minimum(np.maximum(bj, 0, out=bj), nb, out=bj)
         red = np.maximum.reduceat(ev.bins, np.minimum(bj[:-1], nb - 1))
         nonempty = (edges[1:] > ev.bin_t0) & (edges[:-1] < ev.bin_t0 + ev.bin_span)
     red = np.where(nonempty & (red > 0), red & 0xFFFF, -1)
@@ -176,6 +207,14 @@ def pixel_keys(ev: Events, lo: int, hi: int, edges: np.ndarray,
         red[carry] = red[src[carry]]
     out[:] = red
     return out
+
+
+def _pixel_of(t: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Pixel column of each time (clipped to the window), by arithmetic."""
+    w = len(edges) - 1
+    span = max(int(edges[-1] - edges[0]), 1)
+    px = ((t - edges[0]) * w) // span
+    return np.minimum(np.maximum(px, 0, out=px), w - 1, out=px)
 
 
 def wide_events(ev: Events, lo: int, hi: int, min_dur: float) -> np.ndarray:
@@ -527,7 +566,7 @@ def _queue_delay(trace: Trace) -> np.ndarray | None:
 
 def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=None
                ) -> dict[int, tuple[np.ndarray, np.ndarray, int, int]]:
-    """Per track: (keys uint16, colour bins, bin_t0, bin_span). Apply with
+    """Per track: (keys uint16, colour bins, bin busy, bin_t0, bin_span). Apply with
     :func:`apply_color_keys` on the thread that owns the model."""
     qd = _queue_delay(trace) if scale.mode == "queue_delay" else None
     lut = {t: np.array([name_key(n) for n in model.names[t]] + [NO_KEY], np.uint16)
@@ -554,24 +593,28 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
 
 
 def _bins(ev: Events, keys: np.ndarray):
+    """The row's pyramid level: per time bin the longest event starting in it
+    (encoded duration << 16 | key) and the busy time before each bin edge."""
     n = len(ev)
     if n == 0:
-        return np.zeros(1, _I64), 0, 1
-    nb = int(min(MAX_BINS, 1 << max(int(np.ceil(np.log2(max(n // 8, 1)))), 4)))
+        return np.zeros(1, _I64), None, 0, 1
+    nb = int(min(MAX_BINS, 1 << max(int(np.log2(max(n // 4, 1))), 4)))
     t0 = int(ev.start[0])
-    span = int(ev.start[-1]) - t0 + 1
+    span = int(ev.end.max()) - t0 + 1
     b = ((ev.start - t0) * nb) // span
     enc = ((ev.end - ev.start + 1) << 16) | keys
-    bounds = np.searchsorted(b, np.arange(nb))
+    counts = np.bincount(b, minlength=nb)
+    bounds = np.cumsum(counts) - counts
     red = np.maximum.reduceat(enc, np.minimum(bounds, n - 1))
-    red[np.diff(np.r_[bounds, n]) == 0] = 0
-    return red, t0, span
+    red[counts == 0] = 0
+    edges = _I64(t0) + (np.arange(nb + 1, dtype=_I64) * span) // nb
+    return red, busy_until(ev, edges), t0, span
 
 
 def apply_color_keys(model: TimelineModel, keys: dict) -> None:
-    for i, (k, bins, t0, span) in keys.items():
+    for i, (k, bins, busy, t0, span) in keys.items():
         ev = model.rows[i].events
-        ev.keys, ev.bins, ev.bin_t0, ev.bin_span = k, bins, t0, span
+        ev.keys, ev.bins, ev.bin_busy, ev.bin_t0, ev.bin_span = k, bins, busy, t0, span
 
 
 # --------------------------------------------------------------------------- find
@@ -591,7 +634,7 @@ class FindResult:
 def matching_codes(names: list[str], text: str, regex: bool) -> np.ndarray:
     if regex:
         try:
-            pat = re.compile(text, re.IGNORECASE)
+            pat = re.compile(text)          # case-sensitive; (?i) for insensitive
         except re.error:
             return np.zeros(0, np.int32)
         hit = [bool(pat.search(n or "")) for n in names]
@@ -664,8 +707,9 @@ def range_stats(model: TimelineModel, t0: int, t1: int) -> dict:
             a = int(np.searchsorted(ev.ustart, _I64(t0), "right")) - 1
             a = max(a, 0)
             b = int(np.searchsorted(ev.ustart, _I64(t1), "left"))
+            idx = np.arange(a, b)
             per_dev.setdefault(r.device, []).append(
-                (np.clip(ev.ustart[a:b], t0, t1), np.clip(ev.uend[a:b], t0, t1)))
+                (np.clip(ev.ustart[a:b], t0, t1), np.clip(ev.uend(idx), t0, t1)))
         elif r.table == "api":
             n_api += n
         elif r.table == "copies":
@@ -726,4 +770,42 @@ def short_name(name: str) -> str:
         elif depth == 0:
             out.append(ch)
     short = "".join(out).strip()
+    while "::::" in short:          # "(anonymous namespace)" dropped above
+        short = short.replace("::::", "::")
     return short or name
+
+
+def track_match_starts(model: TimelineModel, found: FindResult) -> dict[int, np.ndarray]:
+    """Per track row: sorted starts of its events that match (for highlights)."""
+    out = {}
+    for i in model.tracks():
+        r = model.rows[i]
+        mask = found.masks.get(r.table)
+        if mask is None or r.kind != "track":
+            continue
+        ev = r.events
+        pos = np.flatnonzero(mask[ev.index])
+        if len(pos):
+            out[i] = ev.start[pos]
+    return out
+
+
+def counter_pixels(ev: Events, lo: int, hi: int, edges: np.ndarray,
+                   cov: np.ndarray) -> np.ndarray:
+    """Counter value per pixel column (max of samples starting in it, carried over
+    columns the sample's kernel still covers); NaN where none."""
+    w = len(edges) - 1
+    out = np.full(w, np.nan)
+    if hi <= lo or ev.value is None:
+        return out
+    v = np.nan_to_num(ev.value[lo:hi], nan=-np.inf)
+    px = _pixel_of(ev.start[lo:hi], edges)
+    counts = np.bincount(px, minlength=w)
+    bounds = np.cumsum(counts) - counts
+    nonempty = counts > 0
+    red = np.maximum.reduceat(v, np.minimum(bounds, hi - lo - 1))
+    have = nonempty & np.isfinite(red)
+    src = np.maximum.accumulate(np.where(have, np.arange(w), -1))
+    fill = have | ((cov > 0) & (src >= 0))
+    out[fill] = red[np.maximum(src, 0)][fill]
+    return out

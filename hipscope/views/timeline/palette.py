@@ -1,0 +1,92 @@
+"""Colours of the timeline: colour keys (from analysis.lod) -> packed RGB32 pixels.
+
+A palette is a numpy table ``levels x keys`` of ``uint32`` 0xFFRRGGBB values, the
+key colour pre-blended with the track background at each coverage level, so a frame
+turns (coverage, key) per pixel column into colours with one gather.
+"""
+
+from __future__ import annotations
+
+import colorsys
+
+import numpy as np
+
+
+LEVELS = 8                      # coverage levels (0 = empty)
+BG = (0x1E, 0x20, 0x25)         # track area background
+BG_ALT = (0x23, 0x26, 0x2C)     # every other row
+SEPARATOR = (0x2E, 0x31, 0x38)
+NEUTRAL = (0x8A, 0x90, 0x9A)    # unknown key
+HIGHLIGHT = (0xFF, 0xD5, 0x4F)  # find matches
+SELECT = (0xFF, 0xFF, 0xFF)
+TEXT = (0xDD, 0xE1, 0xE6)
+TEXT_DIM = (0x9A, 0xA0, 0xA8)
+LABEL_BG = (0x25, 0x28, 0x2E)
+GROUP_BG = (0x2B, 0x2F, 0x36)
+
+# A perceptual ramp (blue -> teal -> green -> yellow -> orange -> red) for
+# duration and queue delay.
+_RAMP = np.array([(0x31, 0x36, 0x95), (0x45, 0x75, 0xB4), (0x2C, 0xA2, 0xA0),
+                  (0x66, 0xBD, 0x63), (0xD9, 0xEF, 0x8B), (0xFE, 0xE0, 0x8B),
+                  (0xFD, 0xAE, 0x61), (0xF4, 0x6D, 0x43), (0xD7, 0x30, 0x27)], float)
+
+
+def pack(rgb: np.ndarray) -> np.ndarray:
+    """(..., 3) 0..255 -> uint32 0xFFRRGGBB."""
+    rgb = np.clip(np.round(rgb), 0, 255).astype(np.uint32)
+    return (0xFF000000 | (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]).astype(
+        np.uint32)
+
+
+def packed(rgb: tuple[int, int, int]) -> int:
+    return int(pack(np.array(rgb, float)))
+
+
+def name_rgb(key: int) -> tuple[int, int, int]:
+    """Colour of a name key (12-bit hash): hue from the hash, two light/sat variants."""
+    h = ((key * 2654435761) & 0xFFFFFFFF) / 2**32     # spread neighbouring hashes
+    light = 0.56 if key & 1 else 0.64
+    sat = 0.55 if key & 2 else 0.68
+    r, g, b = colorsys.hls_to_rgb(h, light, sat)
+    return int(r * 255), int(g * 255), int(b * 255)
+
+
+def ramp_rgb(x: np.ndarray) -> np.ndarray:
+    """x in 0..1 -> (n, 3) RGB along the ramp."""
+    pos = np.clip(x, 0, 1) * (len(_RAMP) - 1)
+    i = np.minimum(pos.astype(int), len(_RAMP) - 2)
+    f = (pos - i)[:, None]
+    return _RAMP[i] * (1 - f) + _RAMP[i + 1] * f
+
+
+class Palette:
+    """Per colour mode: ``table[level, key]`` (uint32) and key -> RGB for labels."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        if mode == "name":
+            rgb = np.array([name_rgb(k) for k in range(4096)], float)
+        else:
+            rgb = ramp_rgb(np.arange(256) / 255.0)
+        self.n = len(rgb)
+        full = np.vstack([rgb, [NEUTRAL]])               # index n = unknown key
+        self.rgb = full
+        bg = np.array(BG, float)
+        alpha = np.r_[0.0, 0.38 + 0.62 * np.arange(1, LEVELS) / (LEVELS - 1)]
+        self.table = pack(bg[None, None, :] * (1 - alpha[:, None, None])
+                          + full[None, :, :] * alpha[:, None, None])   # (LEVELS, n+1)
+        self.solid = self.table[-1]
+        lum = full @ np.array([0.299, 0.587, 0.114])
+        self.dark_text = lum > 150                       # black text on light fills
+
+    def index(self, keys: np.ndarray) -> np.ndarray:
+        """Keys (-1 or NO_KEY = unknown) -> palette column."""
+        k = np.asarray(keys, dtype=np.int64)
+        return np.where((k < 0) | (k >= self.n), self.n, k)
+
+    def columns(self, cov: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """Pixel colours of a row from coverage (0..1) and keys per column; level 0
+        (no coverage) is the background."""
+        level = np.ceil(cov * (LEVELS - 1)).astype(np.intp)
+        np.minimum(level, LEVELS - 1, out=level)
+        return self.table[level, self.index(keys)]

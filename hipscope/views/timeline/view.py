@@ -1,0 +1,569 @@
+"""TimelineView: the QWidget that shows a Document's trace over time.
+
+It follows the document's signals and changes state only through
+``document.view_state`` (window, selection). Row preparation, colour keys, find
+and big ruler measurements run in workers (``app.tasks.TaskRunner``); results are
+applied on the GUI thread. ``paintEvent`` replays prepared numpy geometry
+(see ``render.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
+
+from ...analysis import lod
+from ...app.document import Document
+from ...app.tasks import TaskRunner
+from ...model.view_state import Selection
+from ...parsers.base import Cancelled
+from . import palette as pal
+from . import render as rd
+from .painting import PaintingMixin
+from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
+
+log = logging.getLogger(__name__)
+
+SYNC_LIMIT = 200_000      # events: below this, prepare on the GUI thread (instant)
+MIN_SPAN = 20             # ns
+ZOOM_STEP = 0.8           # per wheel notch / key press
+PAN_STEP = 0.1            # fraction of the window per A/D press
+RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worker
+
+
+class TimelineView(PaintingMixin, QWidget):
+    """Timeline of one document's trace (see module docstring).
+
+    Public API: :meth:`fit`, :meth:`reveal`, :meth:`find_next`, :meth:`find_prev`,
+    :meth:`export_png`, :meth:`export_svg`; signals ``range_measured(dict)`` (ruler
+    statistics) and ``prepared()`` (rows ready after a load or a regrouping).
+    """
+
+    range_measured = Signal(object)
+    prepared = Signal()
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.document = document
+        self.model: lod.TimelineModel | None = None
+        self.collapsed: set[str] = set()
+        self.layout = rd.Layout(None, self.collapsed)
+        self.scroll = 0
+        self.palette = pal.Palette(document.view_state.color_mode)
+        self.scale = lod.ColorScale(document.view_state.color_mode)
+        self.found: lod.FindResult | None = None
+        self.find_starts: dict[int, np.ndarray] = {}
+        self.ruler: tuple[int, int] | None = None
+        self.ruler_stats: dict | None = None
+        self.stats = rd.FrameStats()
+        self.elide_cache: dict = {}
+        self.preparing = False
+        self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._arrow_targets: list[tuple[str, int, str, int]] = []
+        self._drag: dict | None = None
+        self._mouse_x: float | None = None
+        self._last_image = None
+        self._label_pixmap = None
+        self._legend_pixmap = None
+        (self.font_, self.small_font, self.bold_font, self.metrics,
+         self.small_metrics) = rd.make_fonts()
+        self.tasks = TaskRunner(self, max_threads=2)
+        self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
+        self.vbar.valueChanged.connect(self._on_vbar_value_changed)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setMouseTracking(True)
+        self.setMinimumSize(400, 200)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        d = document
+        d.trace_loaded.connect(self._on_document_trace_loaded)
+        d.view_changed.connect(self._on_document_view_changed)
+        d.selection_changed.connect(self._on_document_selection_changed)
+        d.find_changed.connect(self._on_document_find_changed)
+        d.color_mode_changed.connect(self._on_document_color_mode_changed)
+        d.grouping_changed.connect(self._on_document_grouping_changed)
+        if d.trace is not None:
+            self._prepare()
+
+    # ------------------------------------------------------------------ geometry
+    def sizeHint(self) -> QSize:
+        return QSize(1200, 700)
+
+    @property
+    def track_rect(self) -> QRect:
+        return QRect(LABEL_W, AXIS_H, max(self.width() - LABEL_W - SCROLL_W, 1),
+                     max(self.height() - AXIS_H - LEGEND_H, 1))
+
+    def x_of(self, t: float) -> float:
+        t0, t1 = self.document.view_state.window
+        r = self.track_rect
+        return r.x() + (t - t0) * r.width() / max(t1 - t0, 1)
+
+    def t_of(self, x: float) -> int:
+        t0, t1 = self.document.view_state.window
+        r = self.track_rect
+        return int(round(t0 + (x - r.x()) * (t1 - t0) / r.width()))
+
+    def row_y(self, row: int) -> tuple[int, int] | None:
+        """Widget y and height of a shown row (None when collapsed away)."""
+        p = self.layout.pos_of.get(row)
+        if p is None:
+            return None
+        return AXIS_H + int(self.layout.y[p]) - self.scroll, int(self.layout.h[p])
+
+    def resizeEvent(self, event) -> None:
+        r = self.track_rect
+        self.vbar.setGeometry(r.right() + 1, r.y(), SCROLL_W, r.height())
+        self._update_scrollbar()
+        super().resizeEvent(event)
+
+    def _update_scrollbar(self) -> None:
+        page = self.track_rect.height()
+        top = max(self.layout.total - page, 0)
+        self.vbar.setRange(0, top)
+        self.vbar.setPageStep(page)
+        self.vbar.setSingleStep(rd.ROW_H["track"])
+        self.vbar.setVisible(top > 0)
+        self.scroll = min(self.scroll, top)
+
+    def _on_vbar_value_changed(self, v: int) -> None:
+        self.scroll = int(v)
+        self.update()
+
+    # ------------------------------------------------------------------ preparation
+    def _prepare(self) -> None:
+        """(Re)build the rows of the document's trace; in a worker when big."""
+        trace = self.document.trace
+        if trace is None:
+            return
+        vs = self.document.view_state
+        grouping, mode, text, regex = vs.grouping, vs.color_mode, vs.find_text, vs.find_regex
+
+        def job(progress=None, cancelled=None):
+            try:
+                model = lod.build_model(trace, grouping, cancelled)
+                scale = lod.color_scale(trace, model, mode)
+                keys = lod.color_keys(trace, model, scale, cancelled)
+                lod.apply_color_keys(model, keys)
+                found = lod.find(trace, model, text, regex) if text else None
+                starts = lod.track_match_starts(model, found) if found is not None else {}
+            except InterruptedError:
+                raise Cancelled() from None
+            return model, scale, found, starts
+
+        self.preparing = True
+        n = sum(len(t) for t in (trace.kernels, trace.api, trace.copies, trace.markers))
+        if n < SYNC_LIMIT:
+            self._on_prepare_succeeded(job(None, lambda: False))
+        else:
+            self.tasks.submit("prepare", job).succeeded.connect(self._on_prepare_succeeded)
+            self.update()
+
+    def _on_prepare_succeeded(self, result) -> None:
+        model, scale, found, starts = result
+        trace = self.document.trace
+        self.model, self.scale = model, scale
+        self.palette = pal.Palette(scale.mode)
+        self.found, self.find_starts = found, starts
+        self._times = {t: (getattr(trace, t).numpy("start", fill=0),
+                           getattr(trace, t).numpy("end", fill=0)) for t in lod.EVENT_TABLES}
+        self.elide_cache.clear()
+        self.preparing = False
+        self._relayout()
+        self._on_document_selection_changed(self.document.view_state.selection)
+        self.prepared.emit()
+
+    def _relayout(self) -> None:
+        self.layout = rd.Layout(self.model, self.collapsed)
+        self._update_scrollbar()
+        self.update()
+
+    def _on_document_trace_loaded(self, trace) -> None:
+        self.model = None
+        self.found, self.find_starts = None, {}
+        self.ruler = self.ruler_stats = None
+        self._arrow_targets = []
+        self._prepare()
+        self.update()
+
+    def _on_document_view_changed(self, window) -> None:
+        self.update()
+
+    def _on_document_grouping_changed(self, grouping: str) -> None:
+        self._prepare()
+
+    def _on_document_color_mode_changed(self, mode: str) -> None:
+        model, trace = self.model, self.document.trace
+        if model is None or trace is None:
+            return
+
+        def job(progress=None, cancelled=None):
+            try:
+                scale = lod.color_scale(trace, model, mode)
+                return model, scale, lod.color_keys(trace, model, scale, cancelled)
+            except InterruptedError:
+                raise Cancelled() from None
+
+        if model.n_kernels + sum(len(r.events) for r in model.rows
+                                 if r.events is not None) < SYNC_LIMIT:
+            self._on_colors_succeeded(job(None, lambda: False))
+        else:
+            self.tasks.submit("colors", job).succeeded.connect(self._on_colors_succeeded)
+
+    def _on_colors_succeeded(self, result) -> None:
+        model, scale, keys = result
+        if model is not self.model:
+            return
+        lod.apply_color_keys(model, keys)
+        self.scale, self.palette = scale, pal.Palette(scale.mode)
+        self.elide_cache.clear()
+        self.update()
+
+    def _on_document_find_changed(self, value) -> None:
+        text, regex = value
+        model, trace = self.model, self.document.trace
+        if model is None or trace is None:
+            return
+        if not text:
+            self.found, self.find_starts = None, {}
+            self.update()
+            return
+
+        def job(progress=None, cancelled=None):
+            found = lod.find(trace, model, text, regex)
+            return model, found, lod.track_match_starts(model, found)
+
+        if len(trace.kernels) + len(trace.api) < SYNC_LIMIT:
+            self._on_find_succeeded(job())
+        else:
+            self.tasks.submit("find", job).succeeded.connect(self._on_find_succeeded)
+
+    def _on_find_succeeded(self, result) -> None:
+        model, found, starts = result
+        if model is self.model:
+            self.found, self.find_starts = found, starts
+            self.update()
+
+    def _on_document_selection_changed(self, sel) -> None:
+        self._arrow_targets = self._launch_links(sel)
+        self.update()
+
+    # ------------------------------------------------------------------ arrows
+    def _launch_links(self, sel: Selection | None) -> list[tuple[str, int, str, int]]:
+        """(api table, api row, target table, target row) of launch arrows."""
+        trace = self.document.trace
+        if sel is None or trace is None:
+            return []
+        out = []
+        if sel.table in ("kernels", "copies"):
+            t = getattr(trace, sel.table)
+            if t.has("api_index") and 0 <= sel.row < len(t):
+                a = int(t.numpy("api_index", fill=-1)[sel.row])
+                if 0 <= a < len(trace.api):
+                    out.append(("api", a, sel.table, sel.row))
+        elif sel.table == "api":
+            for tname in ("kernels", "copies"):
+                t = getattr(trace, tname)
+                if t.has("api_index"):
+                    rows = np.flatnonzero(t.numpy("api_index", fill=-1) == sel.row)[:64]
+                    out += [("api", sel.row, tname, int(r)) for r in rows]
+        return out
+
+    def _event_anchor(self, table: str, row: int) -> tuple[float, float, float, float] | None:
+        """(x_start, x_end, y_mid, height) of an event in widget coordinates."""
+        if self.model is None or table not in self._times:
+            return None
+        tr = int(self.model.track_of[table][row]) if row < len(
+            self.model.track_of[table]) else -1
+        if tr < 0:
+            return None
+        shown = self.layout.shown(tr)
+        ry = self.row_y(shown) if shown >= 0 else None
+        if ry is None:
+            return None
+        s, e = self._times[table]
+        return self.x_of(int(s[row])), self.x_of(int(e[row])), ry[0] + ry[1] / 2, ry[1]
+
+    def arrow_geometry(self) -> list[tuple[float, float, float, float]]:
+        """Launch arrows of the selection: (x0, y0, x1, y1) from the API call's end to
+        the kernel's (or copy's) start, widget coordinates."""
+        out = []
+        for at, ar, tt, trow in self._arrow_targets:
+            a = self._event_anchor(at, ar)
+            b = self._event_anchor(tt, trow)
+            if a is not None and b is not None:
+                out.append((a[1], a[2], b[0], b[2]))
+        return out
+
+    # ------------------------------------------------------------------ window
+    def _set_window(self, t0: float, t1: float) -> None:
+        m = self.model
+        lo, hi = (m.t_min, m.t_max) if m is not None else self.document.full_range()
+        span = min(max(t1 - t0, MIN_SPAN), max((hi - lo) * 1.5, MIN_SPAN))
+        t0 = min(max(t0, lo - span * 0.5), hi - span * 0.5)
+        self.document.view_state.set_window(int(round(t0)), int(round(t0 + span)))
+
+    def zoom(self, factor: float, anchor_x: float | None = None) -> None:
+        """Zoom by ``factor`` (<1 zooms in) keeping the time under ``anchor_x``."""
+        t0, t1 = self.document.view_state.window
+        r = self.track_rect
+        ax = r.center().x() if anchor_x is None else anchor_x
+        ta = t0 + (ax - r.x()) * (t1 - t0) / r.width()
+        span = max((t1 - t0) * factor, MIN_SPAN)
+        f = (ta - t0) / max(t1 - t0, 1)
+        self._set_window(ta - f * span, ta - f * span + span)
+
+    def pan(self, fraction: float) -> None:
+        t0, t1 = self.document.view_state.window
+        d = (t1 - t0) * fraction
+        self._set_window(t0 + d, t1 + d)
+
+    def fit(self) -> None:
+        """Show the whole trace."""
+        lo, hi = self.document.full_range()
+        self.document.view_state.set_window(lo, hi)
+
+    def reveal(self, table: str, row: int) -> None:
+        """Select an event and scroll/zoom so that it is visible."""
+        vs = self.document.view_state
+        vs.select(Selection(table, int(row)))
+        if self.model is None or table not in self._times:
+            return
+        s, e = (int(a[row]) for a in self._times[table])
+        t0, t1 = vs.window
+        wpx = (e - s) * self.track_rect.width() / max(t1 - t0, 1)
+        if not (s >= t0 and e <= t1 and wpx >= 3):
+            span = max((e - s) * 6, min(t1 - t0, 50_000), MIN_SPAN)
+            if e - s > 0 and span > (e - s) * 50:
+                span = max((e - s) * 6, 2_000)
+            mid = (s + e) / 2
+            self._set_window(mid - span / 2, mid + span / 2)
+        tr = int(self.model.track_of[table][row])
+        if tr >= 0:
+            anc = self.model.rows[tr].parent
+            changed = False
+            while anc >= 0:
+                key = self.model.rows[anc].key
+                if key in self.collapsed:
+                    self.collapsed.discard(key)
+                    changed = True
+                anc = self.model.rows[anc].parent
+            if changed:
+                self._relayout()
+            p = self.layout.pos_of.get(tr)
+            if p is not None:
+                y, h = int(self.layout.y[p]), int(self.layout.h[p])
+                page = self.track_rect.height()
+                if y < self.scroll or y + h > self.scroll + page:
+                    self.vbar.setValue(max(y - page // 3, 0))
+        self.update()
+
+    # ------------------------------------------------------------------ find
+    def _step_find(self, forward: bool) -> None:
+        f = self.found
+        if f is None or len(f) == 0:
+            return
+        sel = self.document.view_state.selection
+        cur = None
+        if sel is not None and sel.table in lod.EVENT_TABLES and sel.table in self._times:
+            ti = lod.EVENT_TABLES.index(sel.table)
+            cur = (int(self._times[sel.table][0][sel.row]), ti, sel.row)
+        else:
+            t0 = self.document.view_state.window[0]
+            cur = (t0, -1, -1) if forward else (t0, len(lod.EVENT_TABLES), 0)
+        j = lod.find_step(f, cur, forward)
+        if j >= 0:
+            self.reveal(lod.EVENT_TABLES[int(f.table[j])], int(f.row[j]))
+
+    def find_next(self) -> None:
+        """Select and reveal the next match in time order (F3)."""
+        self._step_find(True)
+
+    def find_prev(self) -> None:
+        """Select and reveal the previous match in time order (Shift+F3)."""
+        self._step_find(False)
+
+    # ------------------------------------------------------------------ hit testing
+    def hit(self, x: float, y: float) -> Selection | None:
+        """The event under a widget position (None when none)."""
+        if self.model is None or not self.track_rect.contains(int(x), int(y)):
+            return None
+        row = self.layout.at(y - AXIS_H + self.scroll)
+        if row < 0:
+            return None
+        r = self.model.rows[row]
+        if r.events is None or r.kind != "track":
+            return None
+        t0, t1 = self.document.view_state.window
+        nspp = (t1 - t0) / self.track_rect.width()
+        pos = lod.hit_test(r.events, self.t_of(x), int(max(2 * nspp, 1)))
+        if pos < 0:
+            return None
+        return Selection(r.table, int(r.events.index[pos]))
+
+    def toggle_group(self, row: int) -> None:
+        key = self.model.rows[row].key
+        if key in self.collapsed:
+            self.collapsed.discard(key)
+        else:
+            self.collapsed.add(key)
+        self._relayout()
+
+    # ------------------------------------------------------------------ input
+    def wheelEvent(self, event) -> None:
+        pos = event.position()
+        d = event.angleDelta()
+        mods = event.modifiers()
+        if pos.x() < LABEL_W or mods & Qt.KeyboardModifier.ShiftModifier:
+            self.vbar.setValue(self.vbar.value() - (d.y() or d.x()) // 2)
+        elif d.y():
+            self.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x())
+        elif d.x():
+            self.pan(-d.x() / 1200.0)
+        event.accept()
+
+    def mousePressEvent(self, event) -> None:
+        pos = event.position()
+        self.setFocus()
+        if event.button() != Qt.MouseButton.LeftButton or self.model is None:
+            return
+        x, y = pos.x(), pos.y()
+        if y < AXIS_H and x >= LABEL_W:
+            t = self.t_of(x)
+            self._drag = {"kind": "ruler", "t": t, "x": x}
+            self.ruler, self.ruler_stats = (t, t), None
+        elif x < LABEL_W and y >= AXIS_H:
+            row = self.layout.at(y - AXIS_H + self.scroll)
+            if row >= 0 and self.model.rows[row].kind == "group":
+                self.toggle_group(row)
+        elif y >= AXIS_H:
+            self._drag = {"kind": "pan", "x": x, "y": y, "moved": False,
+                          "window": self.document.view_state.window, "scroll": self.scroll}
+        self.update()
+
+    def mouseMoveEvent(self, event) -> None:
+        pos = event.position()
+        self._mouse_x = pos.x()
+        d = self._drag
+        if d is None:
+            return
+        if d["kind"] == "ruler":
+            self.ruler = (d["t"], self.t_of(pos.x()))
+            self.update()
+        elif d["kind"] == "pan":
+            dx, dy = pos.x() - d["x"], pos.y() - d["y"]
+            if not d["moved"] and abs(dx) + abs(dy) < 4:
+                return
+            d["moved"] = True
+            t0, t1 = d["window"]
+            dt = -dx * (t1 - t0) / self.track_rect.width()
+            self._set_window(t0 + dt, t1 + dt)
+            self.vbar.setValue(int(d["scroll"] - dy))
+
+    def mouseReleaseEvent(self, event) -> None:
+        d, self._drag = self._drag, None
+        if d is None:
+            return
+        pos = event.position()
+        if d["kind"] == "pan" and not d["moved"]:
+            self.document.view_state.select(self.hit(pos.x(), pos.y()))
+        elif d["kind"] == "ruler":
+            a, b = d["t"], self.t_of(pos.x())
+            if abs(pos.x() - d["x"]) < 3:
+                self.ruler = self.ruler_stats = None
+                self.range_measured.emit(None)
+            else:
+                self.measure(min(a, b), max(a, b))
+        self.update()
+
+    def measure(self, t0: int, t1: int) -> None:
+        """Ruler over ``[t0, t1)``: statistics shown and sent by ``range_measured``."""
+        model = self.model
+        if model is None:
+            return
+        self.ruler = (int(t0), int(t1))
+
+        def job(progress=None, cancelled=None):
+            st = lod.range_stats(model, t0, t1)
+            st["busy_fraction"] = (float(np.mean(list(st["busy"].values())))
+                                   if st["busy"] else 0.0)
+            st["device_names"] = {d: self.document.trace.device_name(d)
+                                  for d in st["busy"] if d is not None and d >= 0}
+            return st
+
+        if model.n_kernels < RULER_SYNC:
+            self._on_measure_succeeded(job())
+        else:
+            self.ruler_stats = {"pending": True}
+            self.tasks.submit("ruler", job).succeeded.connect(self._on_measure_succeeded)
+
+    def _on_measure_succeeded(self, stats: dict) -> None:
+        if self.ruler is None or (stats["t0"], stats["t1"]) != tuple(sorted(self.ruler)):
+            return
+        self.ruler_stats = stats
+        self.range_measured.emit(stats)
+        self.update()
+
+    def keyPressEvent(self, event) -> None:
+        k = event.key()
+        ax = self._mouse_x if self._mouse_x is not None and self._mouse_x > LABEL_W else None
+        if k == Qt.Key.Key_W:
+            self.zoom(ZOOM_STEP, ax)
+        elif k == Qt.Key.Key_S:
+            self.zoom(1 / ZOOM_STEP, ax)
+        elif k == Qt.Key.Key_A:
+            self.pan(-PAN_STEP)
+        elif k == Qt.Key.Key_D:
+            self.pan(PAN_STEP)
+        elif k == Qt.Key.Key_Home:
+            self.fit()
+        elif k == Qt.Key.Key_F3:
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.find_prev()
+            else:
+                self.find_next()
+        elif k == Qt.Key.Key_Escape:
+            if self.ruler is not None:
+                self.ruler = self.ruler_stats = None
+                self.update()
+            else:
+                self.document.view_state.select(None)
+        else:
+            super().keyPressEvent(event)
+
+    def event(self, ev) -> bool:
+        if ev.type() == QEvent.Type.ToolTip:
+            self._show_tooltip(ev)
+            return True
+        return super().event(ev)
+
+    def _show_tooltip(self, ev) -> None:
+        pos = ev.pos()
+        sel = self.hit(pos.x(), pos.y())
+        trace = self.document.trace
+        if sel is None or trace is None:
+            QToolTip.hideText()
+            return
+        s, e = (int(a[sel.row]) for a in self._times[sel.table])
+        codes, names = self.model.codes[sel.table], self.model.names[sel.table]
+        c = int(codes[sel.row])
+        name = names[c] if c >= 0 else "?"
+        if len(name) > 160:
+            name = name[:157] + "…"
+        QToolTip.showText(ev.globalPos(), f"{name}\n{rd.format_ns(e - s)}  "
+                          f"(at +{rd.format_ns(s - self.model.t_min)})", self)
+
+    def closeEvent(self, event) -> None:
+        self.tasks.shutdown()
+        super().closeEvent(event)
+
+    # ------------------------------------------------------------------ painting
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        try:
+            self.render_to(p, self.width(), self.height())
+        finally:
+            p.end()
