@@ -243,11 +243,7 @@ def _load_builtin() -> None:
     import importlib
 
     for mod in BUILTIN_MODULES:
-        try:
-            importlib.import_module(f"{__package__}.{mod}")
-        except ModuleNotFoundError as exc:  # TODO(lead): make strict once all exist
-            if exc.name != f"{__package__}.{mod}":
-                raise
+        importlib.import_module(f"{__package__}.{mod}")
 
 
 BUILTIN_MODULES: Iterable[str] = (
