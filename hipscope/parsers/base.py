@@ -151,24 +151,35 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("no path given")
-    traces = []
+    traces, fresh = [], False
     for i, p in enumerate(paths):
-        r = get_reader(reader) if reader else find_reader(p)
-
         def sub(f: float, i=i) -> None:
             progress((i + max(0.0, min(1.0, f))) / len(paths))
 
         if use_cache:
             from . import cache
 
-            tr = cache.load_or_read(r, p, sub, cancelled)
+            # a hit needs no sniffing (and no reader imports): the key is the files
+            tr = cache.load(cache.cache_key(reader, p))
+            if tr is None:
+                tr = _read_one(p, reader, sub, cancelled)
+                cache.store(cache.cache_key(reader, p), tr)
+                fresh = True
         else:
-            tr = r.read(p, sub, cancelled)
+            tr = _read_one(p, reader, sub, cancelled)
+            fresh = True
         traces.append(tr)
     trace = merge_traces(traces) if len(traces) > 1 else traces[0]
-    _validate.validate(trace)
+    if fresh or len(traces) > 1:
+        _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)
     return trace
+
+
+def _read_one(path: Path, reader: str | None, progress: ProgressFn,
+              cancelled: CancelledFn) -> Trace:
+    r = get_reader(reader) if reader else find_reader(path)
+    return r.read(path, progress, cancelled)
 
 
 # --------------------------------------------------------------------------- I/O helpers

@@ -19,7 +19,6 @@ import pyarrow.ipc as ipc
 
 from ..model import SPECS, TABLES, Trace
 from ..model.table import Table
-from .base import CancelledFn, ProgressFn, Reader
 
 SCHEMA_VERSION = 1
 
@@ -41,9 +40,10 @@ def _members(path: Path) -> list[Path]:
     return sorted({path, *(p for p in path.parent.iterdir() if p.is_file())})
 
 
-def cache_key(reader: Reader, path: Path) -> str:
+def cache_key(reader: str | None, path: Path) -> str:
+    """Key of ``path`` read by ``reader`` (None: whichever reader sniffing picks)."""
     h = hashlib.sha256()
-    h.update(f"{reader.name}\0{SCHEMA_VERSION}\0{path.resolve()}\0".encode())
+    h.update(f"{reader or '*'}\0{SCHEMA_VERSION}\0{path.resolve()}\0".encode())
     for m in _members(path):
         st = m.stat()
         h.update(f"{m.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -63,7 +63,7 @@ def load(key: str) -> Trace | None:
             tables[name] = Table(SPECS[name], ipc.open_file(src).read_all())
     except (OSError, ValueError, pa.ArrowException):
         return None
-    return Trace(meta=meta, **tables)
+    return Trace(meta={**meta, "cached": True}, **tables)
 
 
 def store(key: str, trace: Trace) -> None:
@@ -82,18 +82,3 @@ def store(key: str, trace: Trace) -> None:
         os.replace(tmp, dest)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def load_or_read(reader: Reader, path: Path, progress: ProgressFn,
-                 cancelled: CancelledFn) -> Trace:
-    try:
-        key = cache_key(reader, path)
-    except OSError:
-        return reader.read(path, progress, cancelled)
-    hit = load(key)
-    if hit is not None:
-        progress(1.0)
-        return hit.with_meta(cached=True)
-    trace = reader.read(path, progress, cancelled)
-    store(key, trace)
-    return trace
