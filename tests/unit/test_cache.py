@@ -27,7 +27,7 @@ def test_changed_sibling_file_misses(tmp_path):
     a = open_trace(one, use_cache=True)
     assert open_trace(one, use_cache=True).meta.get("cached")
     # the set's API trace changes: opening the same kernel file must re-read the set
-    api = d / "hip_api_trace.csv"
+    api = d / "hip_runtime_trace.csv"
     api.write_text(api.read_text().splitlines()[0] + "\n")
     st = api.stat()
     os.utime(api, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
