@@ -13,7 +13,7 @@ from .. import __version__
 
 log = logging.getLogger("hipscope")
 
-SUBCOMMANDS = ("report", "compare", "run", "runs")
+SUBCOMMANDS = ("report", "compare", "run", "runs", "tune")
 
 
 def demo_trace_path() -> Path:
@@ -81,6 +81,8 @@ def _gui(argv: list[str]) -> int:
     p.add_argument("--demo", action="store_true", help="open the bundled sample trace")
     p.add_argument("--screenshot", type=Path, metavar="OUT.png",
                    help="open, wait until drawn, save the window to OUT.png and exit")
+    p.add_argument("--compare", action="store_true",
+                   help="open the traces as one side-by-side comparison (the first is A)")
     p.add_argument("--list-readers", action="store_true", help="list the trace readers")
     p.add_argument("--version", action="version", version=f"hipscope {__version__}")
     args = p.parse_args(argv)
@@ -89,10 +91,14 @@ def _gui(argv: list[str]) -> int:
     paths = list(args.paths)
     if args.demo:
         paths.append(demo_trace_path())
+    if args.compare and len(paths) < 2:
+        p.error("--compare needs two or more traces")
     try:
         from ..app.main import run_app
     except ImportError:  # the GUI is not there yet: print the report instead
         return _report([str(x) for x in paths]) if paths else 0
+    if args.compare:
+        return run_app(paths, screenshot=args.screenshot, compare=True)
     return run_app(paths, screenshot=args.screenshot)
 
 
@@ -114,6 +120,10 @@ def _dispatch(argv: list[str]) -> int:
         from . import run_cmd
 
         return (run_cmd.run_main if argv[0] == "run" else run_cmd.runs_main)(argv[1:])
+    if argv and argv[0] == "tune":          # tuner: hipscope/cli/tune_cmd.py
+        from .tune_cmd import run as tune
+
+        return tune(argv[1:])
     if argv and argv[0] == "compare":
         from .compare_cmd import run as compare
 

@@ -1,0 +1,215 @@
+"""``hipscope run`` and ``hipscope runs``: launch a (profiled) run, list past runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import Any
+
+EXIT_USAGE = 2
+EXIT_CANCELLED = 130
+
+
+def _option_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def build_spec(args: argparse.Namespace):
+    from ..launchers.spec import ProfilerSpec, RunSpec, SlurmOptions, parse_env_changes, \
+        parse_target
+
+    target = parse_target(args.target)
+    target.ssh_config = args.ssh_config
+    target.known_hosts = args.known_hosts
+    if args.remote_dir:
+        target.remote_dir = args.remote_dir
+    if target.kind == "slurm":
+        target.slurm = SlurmOptions(nodes=args.nodes, ntasks=args.ntasks,
+                                    partition=args.partition, time=args.time,
+                                    account=args.account, gpus_per_task=args.gpus_per_task)
+    opts: dict[str, Any] = {}
+    for item in args.profiler_option:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ValueError(f"--profiler-option expects KEY=VALUE, not {item!r}")
+        opts[k] = _option_value(v)
+    if args.pmc:
+        opts["pmc"] = args.pmc.split(",")
+    if args.trace:
+        opts["traces"] = args.trace.split(",")
+    if args.output_format:
+        opts["output_format"] = args.output_format.split(",")
+    return RunSpec(command=args.command, cwd=args.cwd, env=parse_env_changes(args.env),
+                   profiler=ProfilerSpec(args.profiler, opts), target=target,
+                   telemetry_interval=args.telemetry, name=args.name)
+
+
+def ask_host_key(host: str, key_type: str, fingerprint: str) -> bool:
+    """Terminal prompt for an unknown host key; refuses when there is no terminal."""
+    msg = (f"The authenticity of host {host} can't be established.\n"
+           f"{key_type} key fingerprint is {fingerprint}.")
+    if not sys.stdin.isatty():
+        print(f"hipscope: {msg}\nhipscope: not a terminal, so not accepted; connect once with "
+              "ssh (or ssh-keyscan after checking the fingerprint) to add it to known_hosts.",
+              file=sys.stderr)
+        return False
+    print(msg, file=sys.stderr)
+    answer = input("Are you sure you want to continue connecting (yes/no)? ")
+    return answer.strip().lower() == "yes"
+
+
+def _printer(quiet: bool):
+    lock = threading.Lock()
+
+    def on_event(ev) -> None:
+        with lock:
+            if ev.kind == "output":
+                out = sys.stdout if ev.stream == "stdout" else sys.stderr
+                print(ev.line, file=out, flush=True)
+            elif quiet:
+                return
+            elif ev.kind == "state":
+                extra = f": {ev.reason}" if ev.reason else ""
+                print(f"hipscope: {ev.state.value}{extra}", file=sys.stderr, flush=True)
+            elif ev.kind in ("message", "progress") and ev.text:
+                print(f"hipscope: {ev.text}", file=sys.stderr, flush=True)
+    return on_event
+
+
+def _detect(args: argparse.Namespace) -> int:
+    from ..launchers.detect import detect, format_detect
+    from ..launchers.hosts import LocalHost
+    from ..launchers.spec import parse_target
+
+    target = parse_target(args.target)
+    target.ssh_config, target.known_hosts = args.ssh_config, args.known_hosts
+    if target.host is None:
+        host = LocalHost()
+    else:
+        from ..launchers.ssh import SSHError, SSHHost
+
+        try:
+            host = SSHHost.connect(target, host_key_callback=ask_host_key)
+        except SSHError as exc:
+            print(f"hipscope: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        info = detect(host, torch=True)
+    finally:
+        host.close()
+    if args.json:
+        json.dump(info, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_detect(info))
+    return 0
+
+
+def run_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="hipscope run",
+        description="Run a program (optionally profiled) locally, over SSH or through "
+                    "Slurm; stream its output; keep everything in a run folder.",
+        epilog="example: hipscope run --profiler rocprofv3 --pmc SQ_WAVES -- ./app -n 10")
+    p.add_argument("--target", default="local",
+                   help="local (default), HOST / USER@HOST:PORT (SSH), slurm or slurm:HOST")
+    p.add_argument("--profiler", default="none",
+                   help="none, rocprofv3, rocprof, torch, ncu, nsys (default none)")
+    p.add_argument("-O", "--profiler-option", action="append", default=[], metavar="K=V",
+                   help="profiler option (value may be JSON), e.g. -O stats=true")
+    p.add_argument("--pmc", help="counters, comma-separated (rocprofv3, rocprof)")
+    p.add_argument("--trace", help="traces, comma-separated, e.g. kernel,hip,memory_copy")
+    p.add_argument("--output-format", help="rocprofv3 formats, e.g. csv or rocpd,csv")
+    p.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="set (K=V) or unset (-K) an environment variable; repeatable")
+    p.add_argument("--cwd", help="working directory (on the target)")
+    p.add_argument("--telemetry", type=float, metavar="SECONDS",
+                   help="poll GPU telemetry every SECONDS")
+    p.add_argument("--name", help="a name for the run folder")
+    p.add_argument("--ssh-config", help="ssh config file (default ~/.ssh/config)")
+    p.add_argument("--known-hosts", help="known_hosts file (default ~/.ssh/known_hosts)")
+    p.add_argument("--remote-dir", help="run folders on the target (default ~/.hipscope/runs)")
+    g = p.add_argument_group("Slurm")
+    g.add_argument("--nodes", type=int)
+    g.add_argument("--ntasks", type=int)
+    g.add_argument("--gpus-per-task", type=int)
+    g.add_argument("--partition")
+    g.add_argument("--account")
+    g.add_argument("--time", help="time limit, e.g. 00:30:00")
+    p.add_argument("--detect", action="store_true",
+                   help="report the target's GPUs, profilers and versions, then exit")
+    p.add_argument("--json", action="store_true", help="with --detect: print JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="only the program's output")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS")
+    args = p.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    if args.detect:
+        return _detect(args)
+    if not args.command:
+        p.error("give the program to run after --")
+    from ..launchers import make_launcher
+
+    try:
+        spec = build_spec(args)
+        launcher = make_launcher(spec, observers=[_printer(args.quiet)],
+                                 host_key_callback=ask_host_key)
+    except ValueError as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    launcher.start()
+    try:
+        while launcher.wait(0.5) is None:
+            pass
+    except KeyboardInterrupt:
+        print("hipscope: cancelling ...", file=sys.stderr, flush=True)
+        launcher.cancel()
+        launcher.wait()
+    res = launcher.result()
+    print(f"hipscope: run folder: {res.folder}", file=sys.stderr, flush=True)
+    if res.trace_inputs:
+        print("hipscope: open with: hipscope " + " ".join(str(x) for x in res.trace_inputs),
+              file=sys.stderr, flush=True)
+    if res.state.value == "cancelled":
+        return EXIT_CANCELLED
+    if res.exit_status is None:
+        return EXIT_USAGE if res.state.value == "failed" else 0
+    return res.exit_status if 0 <= res.exit_status < 256 else 128 + abs(res.exit_status) % 128
+
+
+def _fmt_duration(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 60:
+        return f"{s:.1f}s"
+    return f"{int(s // 60)}m{int(s % 60):02d}s"
+
+
+def runs_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="hipscope runs", description="List past runs.")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    args = p.parse_args(argv)
+    from ..launchers.rundir import list_runs
+
+    runs = list_runs()
+    if args.json:
+        json.dump([r.to_json() for r in runs], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    if not runs:
+        print("no runs yet (hipscope run -- CMD ARGS)")
+        return 0
+    import shlex
+
+    print(f"{'RUN':<36} {'STATE':<10} {'TIME':>7} {'EXIT':>4}  {'TARGET':<16} COMMAND")
+    for r in runs:
+        cmd = shlex.join(r.command)
+        print(f"{r.run_id:<36} {r.state:<10} {_fmt_duration(r.duration_s):>7} "
+              f"{'' if r.exit_status is None else r.exit_status:>4}  {r.target:<16} "
+              f"{cmd[:80]}")
+    return 0

@@ -1,0 +1,168 @@
+"""Run a program on this machine: a child process in its own process group.
+
+The program's output goes byte for byte to the run folder's logs and line by line to
+the observers. Cancel sends SIGTERM to the whole process group (children and
+grandchildren), then SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+from typing import IO
+
+from .base import LaunchError, Launcher, RunCancelled, RunState
+from .detect import collect_provenance
+from .hosts import LocalHost
+from .profilers import ProfilerError, get_profiler
+from .telemetry import TelemetryPoller
+
+log = logging.getLogger(__name__)
+
+#: seconds between SIGTERM and SIGKILL on cancel, and for output pipes to drain after
+#: the program exits (a daemonised grandchild may hold them open)
+KILL_GRACE_S = 3.0
+
+
+def apply_env(base: dict[str, str], *changes: dict[str, str | None]) -> dict[str, str]:
+    env = dict(base)
+    for ch in changes:
+        for k, v in ch.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+    return env
+
+
+class LocalLauncher(Launcher):
+    kill_grace_s = KILL_GRACE_S
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.proc: subprocess.Popen | None = None
+        self._wakeup = threading.Event()
+        self._readers: list[threading.Thread] = []
+        self._telemetry: TelemetryPoller | None = None
+        self.host = LocalHost()
+
+    # ------------------------------------------------------------------ steps
+    def _execute(self) -> int:
+        spec, folder = self.spec, self.folder
+        prof = get_profiler(spec.profiler.name)
+        try:
+            wrapped = prof.wrap(spec.command, str(folder.prof_dir), spec.profiler.options)
+        except ProfilerError as exc:
+            raise LaunchError(str(exc)) from None
+        for name, data in wrapped.files.items():
+            (folder.prof_dir / name).write_bytes(data)
+        folder.write_json("provenance.json",
+                          collect_provenance(self.host, {**spec.env, **wrapped.env}))
+        folder.update_status(argv=wrapped.argv)
+        self.check_cancel()
+        env = apply_env(dict(os.environ), spec.env, wrapped.env)
+        cwd = os.path.expanduser(spec.cwd) if spec.cwd else None
+        try:
+            self.proc = subprocess.Popen(
+                wrapped.argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except FileNotFoundError as exc:
+            what = exc.filename if exc.filename else wrapped.argv[0]
+            raise LaunchError(f"cannot start {what!r}: no such program or directory") from None
+        except PermissionError as exc:
+            raise LaunchError(f"cannot start {wrapped.argv[0]!r}: {exc.strerror}") from None
+        folder.update_status(pid=self.proc.pid)
+        for stream, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
+            t = threading.Thread(target=self._pump, args=(stream, pipe), daemon=True,
+                                 name=f"{stream}-{folder.run_id}")
+            t.start()
+            self._readers.append(t)
+        threading.Thread(target=self._reap, daemon=True, name=f"wait-{folder.run_id}").start()
+        self.set_state(RunState.RUNNING)
+        if spec.telemetry_interval:
+            self._telemetry = TelemetryPoller(self.host, spec.telemetry_interval,
+                                              folder.path / "telemetry.csv",
+                                              on_samples=self._on_samples,
+                                              on_message=self.message)
+            self._telemetry.start()
+        self._wakeup.wait()
+        if self.cancelled and self.proc.poll() is None:
+            self._kill_group()
+            raise RunCancelled()
+        status = self.proc.wait()
+        self._drain()
+        self.check_cancel()
+        return status
+
+    def _collect(self) -> None:
+        self._stop_telemetry()
+        prof_dir = self.folder.prof_dir
+        self.artifacts = sorted(p for p in prof_dir.rglob("*") if p.is_file())
+        self.trace_inputs = get_profiler(self.spec.profiler.name).trace_inputs(
+            prof_dir, self.spec.profiler.options)
+
+    # ------------------------------------------------------------------ helpers
+    def _pump(self, stream: str, pipe: IO[bytes]) -> None:
+        with open(self.folder.log_path(stream), "ab") as log_fh:
+            for raw in iter(pipe.readline, b""):
+                log_fh.write(raw)
+                log_fh.flush()
+                self.output(stream, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        pipe.close()
+
+    def _reap(self) -> None:
+        assert self.proc is not None
+        self.proc.wait()
+        self._wakeup.set()
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    def _on_samples(self, samples) -> None:
+        self.emit("telemetry", samples=tuple(samples))
+
+    def _signal_group(self, sig: int) -> bool:
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def _kill_group(self) -> None:
+        """SIGTERM the program's process group; SIGKILL what is left after the grace."""
+        assert self.proc is not None
+        self._signal_group(signal.SIGTERM)
+        try:
+            self.proc.wait(self.kill_grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        # the leader may be gone while its children live on: KILL the group regardless
+        self._signal_group(signal.SIGKILL)
+        self.proc.wait()
+        self.exit_status = self.proc.returncode
+        self.folder.update_status(exit_status=self.exit_status)
+        self._drain()
+
+    def _drain(self) -> None:
+        for t in self._readers:
+            t.join(self.kill_grace_s)
+        if any(t.is_alive() for t in self._readers):
+            # leftover members of the group hold the pipes open: end them
+            self.message("processes left behind by the program were ended")
+            self._signal_group(signal.SIGKILL)
+            for t in self._readers:
+                t.join(self.kill_grace_s)
+
+    def _stop_telemetry(self) -> None:
+        if self._telemetry is not None:
+            self._telemetry.stop()
+            self._telemetry = None
+
+    def _cleanup(self) -> None:
+        self._stop_telemetry()
+        if self.proc is not None and self.proc.poll() is None:
+            self._kill_group()
