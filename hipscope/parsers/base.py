@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -246,15 +247,24 @@ def check_cancel(cancelled: CancelledFn) -> None:
         raise Cancelled()
 
 
-def _load_builtin() -> None:
-    """Import the built-in reader modules (each registers itself)."""
-    if getattr(_load_builtin, "done", False):
-        return
-    _load_builtin.done = True  # type: ignore[attr-defined]
-    import importlib
+_LOAD_LOCK = threading.Lock()
+_LOADED = False
 
-    for mod in BUILTIN_MODULES:
-        importlib.import_module(f"{__package__}.{mod}")
+
+def _load_builtin() -> None:
+    """Import the built-in reader modules (each registers itself), once, thread-safely:
+    two traces loading in two workers must both see every reader."""
+    global _LOADED
+    if _LOADED:
+        return
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        import importlib
+
+        for mod in BUILTIN_MODULES:
+            importlib.import_module(f"{__package__}.{mod}")
+        _LOADED = True
 
 
 BUILTIN_MODULES: Iterable[str] = (
