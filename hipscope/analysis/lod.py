@@ -530,8 +530,18 @@ def _log_keys(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return np.clip(np.round(f * 255), 0, 255).astype(np.uint16)
 
 
-def color_scale(trace: Trace, model: TimelineModel, mode: str) -> ColorScale:
+def color_scale(trace: Trace, model: TimelineModel, mode: str,
+                values: np.ndarray | None = None) -> ColorScale:
+    """The scale of a colour mode. "delta" (fed by ``values``: per kernel row, its
+    duration over the matched kernel's in another run) is symmetric in log space:
+    ``lo_ns``/``hi_ns`` hold the ratios drawn fully green / fully red."""
     k = trace.kernels
+    if mode == "delta":
+        v = np.asarray(values, dtype=np.float64) if values is not None else np.zeros(0)
+        lr = np.abs(np.log(v[np.isfinite(v) & (v > 0)]))
+        hi = float(np.exp(np.clip(np.quantile(lr, 0.98), np.log(1.1), np.log(4.0)))
+                   ) if len(lr) else 2.0
+        return ColorScale(mode, 1.0 / hi, hi)
     if mode == "duration":
         d = (_col(k, "end", 0) - _col(k, "start", 0)) if len(k) else np.ones(1, _I64)
         lo, hi = np.quantile(np.maximum(d, 1), (0.01, 0.99)) if len(d) else (1, 2)
@@ -564,11 +574,24 @@ def _queue_delay(trace: Trace) -> np.ndarray | None:
     return out
 
 
-def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=None
+def _delta_keys(values: np.ndarray, scale: ColorScale) -> np.ndarray:
+    """Ratios -> keys 0..255 (128: equal; log scale from lo_ns to hi_ns); NaN: NO_KEY."""
+    ok = np.isfinite(values) & (values > 0)
+    f = np.log(np.where(ok, values, 1.0)) / np.log(max(scale.hi_ns, 1.0001))
+    keys = np.clip(np.round(127.5 + 127.5 * f), 0, 255)
+    return np.where(ok, keys, NO_KEY).astype(np.uint16)
+
+
+def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=None,
+               values: np.ndarray | None = None
                ) -> dict[int, tuple[np.ndarray, np.ndarray, int, int]]:
     """Per track: (keys uint16, colour bins, bin busy, bin_t0, bin_span). Apply with
-    :func:`apply_color_keys` on the thread that owns the model."""
+    :func:`apply_color_keys` on the thread that owns the model. ``values``: per kernel
+    row, for the "delta" mode."""
     qd = _queue_delay(trace) if scale.mode == "queue_delay" else None
+    dv = None
+    if scale.mode == "delta" and values is not None and len(values) == len(trace.kernels):
+        dv = np.asarray(values, dtype=np.float64)
     lut = {t: np.array([name_key(n) for n in model.names[t]] + [NO_KEY], np.uint16)
            for t in EVENT_TABLES}
     out = {}
@@ -585,6 +608,9 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
                             ).astype(np.uint16)
         elif scale.mode == "queue_delay":
             keys = np.full(len(ev), NO_KEY, np.uint16)
+        elif scale.mode == "delta":
+            keys = (_delta_keys(dv[ev.index], scale) if dv is not None and r.table == "kernels"
+                    else np.full(len(ev), NO_KEY, np.uint16))
         else:
             c = model.codes[r.table][ev.index]
             keys = lut[r.table][np.where(c >= 0, c, len(lut[r.table]) - 1)]

@@ -77,8 +77,9 @@ def _application() -> QApplication:
     return app
 
 
-def run_app(paths: list[Path], screenshot: Path | None = None) -> int:
-    """Open the main window with ``paths`` (one tab each). With ``screenshot``: wait until
+def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = False) -> int:
+    """Open the main window with ``paths`` (one tab each; with ``compare``: one
+    comparison tab of them all, the first is A). With ``screenshot``: wait until
     every tab has loaded and drawn, save the window to that PNG and return 0; print
     the error and return 2 when a trace could not be opened."""
     from .main_window import MainWindow
@@ -88,7 +89,10 @@ def run_app(paths: list[Path], screenshot: Path | None = None) -> int:
     if screenshot is not None:
         window.resize(*SCREENSHOT_SIZE)
     window.show()
-    window.open_paths([Path(p) for p in paths])
+    if compare:
+        window.compare_paths([Path(p) for p in paths])
+    else:
+        window.open_paths([Path(p) for p in paths])
     if screenshot is None:
         window.raise_()
         rc = app.exec()
@@ -107,12 +111,14 @@ def _screenshot(app: QApplication, window, out: Path) -> int:
     if window.is_loading():
         loop.exec()
     failed = [t for t in window.tab_list() if t.state == "failed"]
-    for tab in window.tab_list():          # the timeline prepares its rows in a worker
-        if getattr(tab.timeline, "preparing", False) and hasattr(tab.timeline, "prepared"):
+    timelines = [tl for tab in window.tab_list()   # a comparison tab holds several
+                 for tl in (getattr(tab, "timelines", None) or [getattr(tab, "timeline", None)])]
+    for tl in timelines:                   # the timeline prepares its rows in a worker
+        if getattr(tl, "preparing", False) and hasattr(tl, "prepared"):
             wait = QEventLoop()
-            tab.timeline.prepared.connect(wait.quit)
+            tl.prepared.connect(wait.quit)
             QTimer.singleShot(60_000, wait.quit)
-            if tab.timeline.preparing:
+            if tl.preparing:
                 wait.exec()
     settle = QEventLoop()
     QTimer.singleShot(SETTLE_MS, settle.quit)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QStackedWidget,
     QTabWidget,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..model.view_state import COLOR_MODES, GROUPINGS
+from .compare_tab import CompareTab
 from .settings import Settings
 from .tasks import TaskHandle, TaskRunner
 from .trace_tab import Loader, TraceTab, default_loader
@@ -205,6 +207,9 @@ class MainWindow(QMainWindow):
         m = mb.addMenu("&File")
         self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
         self._action(m, "Open &Folder…", self.open_folder_dialog, "Ctrl+Shift+O")
+        self.compare_action = self._action(m, "Co&mpare…", self.compare_dialog, "Ctrl+Shift+C")
+        self.compare_action.setToolTip("Open two or more runs side by side (the first is A)")
+        self._action(m, "Compare Fo&lders…", self.compare_folders_dialog)
         self.recent_menu = m.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self.reload_action = self._action(m, "&Reload", self.reload_current, "F5")
@@ -270,6 +275,22 @@ class MainWindow(QMainWindow):
             out.append(self._add_tab([p]))
         return out
 
+    def compare_paths(self, paths, preloaded: dict | None = None) -> CompareTab:
+        """Open runs as one comparison tab (``paths[0]`` is A); ``preloaded``: index ->
+        Trace already held by another tab (not read again)."""
+        paths = [Path(p) for p in paths]
+        if len(paths) < 2:
+            raise ValueError("a comparison needs two or more traces")
+        tab = CompareTab(paths, preloaded, self.tabs)
+        tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
+        tab.close_requested.connect(lambda t=tab: self.close_tab(t))
+        i = self.tabs.addTab(tab, tab.title)
+        self.tabs.setTabToolTip(i, "Comparison\n" + "\n".join(str(p) for p in paths))
+        self.tabs.setCurrentIndex(i)
+        self._central_stack.setCurrentWidget(self.tabs)
+        tab.start_load(self.runner, self.loader)
+        return tab
+
     def _add_tab(self, paths: list[Path]) -> TraceTab:
         tab = TraceTab(paths, self.tabs)
         for key, view in tab.panels.items():
@@ -318,16 +339,16 @@ class MainWindow(QMainWindow):
                 for p in tab.paths:
                     self.settings.add_recent(p)
             if i >= 0:
-                self.tabs.setTabText(i, tab.document.title)
+                self.tabs.setTabText(i, _title(tab))
         elif state == "failed":
             self.last_error = tab.error
             if i >= 0:
-                self.tabs.setTabText(i, f"⚠ {tab.document.title}")
+                self.tabs.setTabText(i, f"⚠ {_title(tab)}")
             self.statusBar().showMessage(tab.error, 15000)
         elif state == "cancelled":
-            self.statusBar().showMessage(f"Cancelled loading {tab.document.title}.", 5000)
+            self.statusBar().showMessage(f"Cancelled loading {_title(tab)}.", 5000)
             QTimer.singleShot(0, lambda: self.close_tab(tab))
-        if tab is self.current_tab():
+        if tab is self.tabs.currentWidget():
             self._on_tabs_current_changed(self.tabs.currentIndex())
         self._check_settled()
 
@@ -336,10 +357,14 @@ class MainWindow(QMainWindow):
             self.loads_settled.emit()
 
     def _on_tabs_current_changed(self, _index: int) -> None:
+        comparing = isinstance(self.tabs.currentWidget(), CompareTab)
+        self._show_docks(not comparing)
         tab = self.current_tab()
         state = tab.state if tab is not None else "none"
         empty_text = {"none": "No trace open.", "loading": "Loading…",
                       "failed": "The trace could not be opened."}.get(state, "")
+        if comparing:
+            empty_text = "A comparison tab shows its tables inside the tab."
         for key, stack in self._dock_stacks.items():
             if state == "loaded":
                 stack.setCurrentWidget(tab.panels[key])
@@ -351,6 +376,8 @@ class MainWindow(QMainWindow):
         self.kernels_label.setText(kernels)
         self.range_label.setText(tab.range_text if tab is not None else "")
         title = "hipscope" if tab is None else f"{tab.document.title} — hipscope"
+        if comparing:
+            title = f"{self.tabs.currentWidget().title} — hipscope"
         self.setWindowTitle(title)
         if tab is not None:
             self._sync_toolbar(tab)
@@ -362,6 +389,19 @@ class MainWindow(QMainWindow):
             self.find_edit.blockSignals(False)
             self.find_regex.blockSignals(False)
         self._update_actions()
+
+    def _show_docks(self, show: bool) -> None:
+        """A comparison tab has its panels inside: the docks step aside while it is
+        current and come back as they were."""
+        hidden = getattr(self, "_docks_hidden", None)
+        if not show and hidden is None:
+            self._docks_hidden = [d for d in self.docks.values() if d.isVisible()]
+            for d in self._docks_hidden:
+                d.hide()
+        elif show and hidden is not None:
+            self._docks_hidden = None
+            for d in hidden:
+                d.show()
 
     def _on_tab_range_text_changed(self, tab: TraceTab, text: str) -> None:
         if tab is self.current_tab():
@@ -459,6 +499,30 @@ class MainWindow(QMainWindow):
         self.recent_menu.addSeparator()
         self.recent_menu.addAction("Clear list", self.settings.clear_recent)
 
+    def compare_dialog(self) -> None:
+        from ..parsers import file_filters
+
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Compare traces: pick two or more (the first is A)",
+            self.settings.last_dir(), ";;".join(file_filters()))
+        if len(paths) == 1:
+            more, _ = QFileDialog.getOpenFileNames(
+                self, f"Compare {Path(paths[0]).name} with…", str(Path(paths[0]).parent),
+                ";;".join(file_filters()))
+            paths += more
+        if len(paths) >= 2:
+            self.settings.set_last_dir(Path(paths[0]).parent)
+            self.compare_paths([Path(p) for p in paths])
+
+    def compare_folders_dialog(self) -> None:
+        a = QFileDialog.getExistingDirectory(self, "Compare: run A (folder)",
+                                             self.settings.last_dir())
+        b = a and QFileDialog.getExistingDirectory(self, f"Compare {Path(a).name} with (folder)",
+                                                   str(Path(a).parent))
+        if a and b:
+            self.settings.set_last_dir(Path(a).parent)
+            self.compare_paths([Path(a), Path(b)])
+
     def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt name)
         if _local_paths(event.mimeData()):
             event.acceptProposedAction()
@@ -467,9 +531,42 @@ class MainWindow(QMainWindow):
 
     def dropEvent(self, event) -> None:  # noqa: N802
         paths = _local_paths(event.mimeData())
-        if paths:
-            event.acceptProposedAction()
+        if not paths:
+            return
+        event.acceptProposedAction()
+        target = self._drop_target(event.position().toPoint())
+        open_now = {tuple(x.resolve() for x in t.paths) for t in self.tab_list()}
+        if target is None or any((p.resolve(),) in open_now for p in paths):
+            self.open_paths(paths)          # nothing to compare with, or already open
+            return
+        choice = self.ask_drop_action(target, paths, event.position().toPoint())
+        if choice == "compare":
+            self.compare_with(target, paths)
+        elif choice == "open":
             self.open_paths(paths)
+
+    def _drop_target(self, pos) -> TraceTab | None:
+        """The loaded trace tab a drop lands on: the tab under the cursor on the tab
+        bar, else the current tab."""
+        bar = self.tabs.tabBar()
+        i = bar.tabAt(bar.mapFrom(self, pos))
+        w = self.tabs.widget(i) if i >= 0 else self.tabs.currentWidget()
+        return w if isinstance(w, TraceTab) and w.state == "loaded" else None
+
+    def ask_drop_action(self, target: TraceTab, paths: list[Path], pos) -> str | None:
+        """'open', 'compare' or None (a menu at the drop point)."""
+        menu = QMenu(self)
+        names = ", ".join(p.name for p in paths)
+        open_a = menu.addAction(f"Open {names} in a new tab")
+        cmp_a = menu.addAction(f"Compare with {target.document.title}")
+        menu.addSeparator()
+        menu.addAction("Cancel")
+        got = menu.exec(self.mapToGlobal(pos))
+        return "compare" if got is cmp_a else "open" if got is open_a else None
+
+    def compare_with(self, tab: TraceTab, paths: list[Path]) -> CompareTab:
+        """Compare a loaded tab's trace (A, not read again) with ``paths``."""
+        return self.compare_paths([tab.paths[0], *paths], {0: tab.document.trace})
 
     # ---- export --------------------------------------------------------------------------
     def _ask_save(self, title: str, suggested: str, filt: str) -> Path | None:
@@ -559,12 +656,17 @@ class MainWindow(QMainWindow):
                           f"hipscope {__version__}\nGPU trace viewer for ROCm and CUDA.")
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        self._show_docks(True)                  # save the layout the user chose
         if self.persist:
             self.settings.save_window(self.saveGeometry(), self.saveState())
         for tab in self.tab_list():
             tab.dispose()
         self.runner.shutdown()
         super().closeEvent(event)
+
+
+def _title(tab) -> str:
+    return tab.title if isinstance(tab, CompareTab) else tab.document.title
 
 
 def _local_paths(mime) -> list[Path]:

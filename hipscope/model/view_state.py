@@ -14,6 +14,9 @@ from typing import Any
 Listener = Callable[[str, Any], None]
 
 COLOR_MODES = ("name", "duration", "queue_delay")
+# Colour modes fed by per-kernel numbers from outside the trace (``color_values``):
+# "delta" colours a kernel by its duration over the matched kernel's in another run.
+VALUE_COLOR_MODES = ("delta",)
 GROUPINGS = ("queue", "stream")
 
 
@@ -43,6 +46,7 @@ class ViewState:
     find_regex: bool = False
     color_mode: str = "name"
     grouping: str = "queue"                  # GPU -> queue -> stream, or by stream
+    color_values: Any = None                 # per kernel row, for VALUE_COLOR_MODES
     _listeners: list[Listener] = field(default_factory=list, repr=False)
 
     def subscribe(self, fn: Listener) -> None:
@@ -81,11 +85,18 @@ class ViewState:
             self._emit("find", (text, regex))
 
     def set_color_mode(self, mode: str) -> None:
-        if mode not in COLOR_MODES:
-            raise ValueError(f"colour mode {mode!r} not in {COLOR_MODES}")
+        if mode not in COLOR_MODES + VALUE_COLOR_MODES:
+            raise ValueError(f"colour mode {mode!r} not in {COLOR_MODES + VALUE_COLOR_MODES}")
         if mode != self.color_mode:
             self.color_mode = mode
             self._emit("color_mode", mode)
+
+    def set_color_values(self, values: Any) -> None:
+        """Per-kernel-row numbers for a value-fed colour mode (NaN: none); while such a
+        mode is on, views recolour (notified as a "color_mode" change)."""
+        self.color_values = values
+        if self.color_mode in VALUE_COLOR_MODES:
+            self._emit("color_mode", self.color_mode)
 
     def set_grouping(self, grouping: str) -> None:
         if grouping not in GROUPINGS:

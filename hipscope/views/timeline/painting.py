@@ -41,6 +41,7 @@ class PaintingMixin:
         self._paint_find_outlines(p, stats)
         self._paint_selection(p)
         self._paint_ruler_band(p, th)
+        self._paint_origin(p, th)
         p.restore()
         self._paint_label_column(p, th)
         self._paint_axis(p, tw)
@@ -89,6 +90,14 @@ class PaintingMixin:
             p.drawRect(QRectF(x0 - 1, ym - hh / 2 + 1, x1 - x0 + 2, hh - 2))
         for x0, y0, x1, y1 in self.arrow_geometry():
             rd.draw_arrow(p, x0, y0, x1, y1, QColor(255, 140, 60))
+
+    def _paint_origin(self, p: QPainter, th: int) -> None:
+        """A dashed line at the alignment origin (set by a comparison)."""
+        if self.axis_origin is None:
+            return
+        x = self.x_of(self.axis_origin)
+        p.setPen(QPen(QColor(255, 213, 79, 170), 1, Qt.PenStyle.DashLine))
+        p.drawLine(QPointF(x, AXIS_H), QPointF(x, AXIS_H + th))
 
     def _paint_ruler_band(self, p: QPainter, th: int) -> None:
         if self.ruler is None:
@@ -183,7 +192,7 @@ class PaintingMixin:
     def _paint_axis(self, p: QPainter, tw: int) -> None:
         p.fillRect(0, 0, LABEL_W + tw + SCROLL_W, AXIS_H, rd.qcolor(pal.LABEL_BG))
         t0, t1 = self.document.view_state.window
-        origin = self.model.t_min
+        origin = self.axis_origin if self.axis_origin is not None else self.model.t_min
         p.setFont(self.small_font)
         fm = self.small_metrics
         p.setPen(rd.qcolor(pal.TEXT_DIM))
@@ -229,7 +238,8 @@ class PaintingMixin:
         fm = self.small_metrics
         mode = self.scale.mode
         title = {"name": "Colour by name", "duration": "Colour by duration",
-                 "queue_delay": "Colour by queue delay (launch end → start)"}[mode]
+                 "queue_delay": "Colour by queue delay (launch end → start)",
+                 "delta": "Colour by time vs. the matched kernel"}[mode]
         p.setPen(rd.qcolor(pal.TEXT_DIM))
         x = 8
         p.drawText(QPointF(x, y + 15), title)
@@ -243,6 +253,8 @@ class PaintingMixin:
                 p.setPen(rd.qcolor(pal.TEXT))
                 p.drawText(QPointF(x + 14, y + 15), short)
                 x += 14 + fm.horizontalAdvance(short) + 14
+        elif mode == "delta":
+            self._draw_delta_legend(p, x, y)
         else:
             lo_s, hi_s = rd.format_ns(self.scale.lo_ns), rd.format_ns(self.scale.hi_ns)
             p.setPen(rd.qcolor(pal.TEXT))
@@ -258,6 +270,23 @@ class PaintingMixin:
                 x += fm.horizontalAdvance(f"≥ {hi_s}  (log scale)") + 14
                 p.fillRect(QRectF(x, y + 6, 10, 10), rd.qcolor(pal.NEUTRAL))
                 p.drawText(QPointF(x + 14, y + 15), "no launch link")
+
+    def _draw_delta_legend(self, p: QPainter, x: float, y: int) -> None:
+        fm = self.small_metrics
+        lo = f"{self.scale.hi_ns:.2f}× faster"
+        hi = f"{self.scale.hi_ns:.2f}× slower"
+        p.setPen(rd.qcolor(pal.TEXT))
+        p.drawText(QPointF(x, y + 15), lo)
+        x += fm.horizontalAdvance(lo) + 6
+        g = QLinearGradient(x, 0, x + 160, 0)
+        for i in range(9):
+            g.setColorAt(i / 8, rd.qcolor(pal.delta_rgb(np.array([i / 8]))[0]))
+        p.fillRect(QRectF(x, y + 6, 160, 10), g)
+        x += 166
+        p.drawText(QPointF(x, y + 15), hi)
+        x += fm.horizontalAdvance(hi) + 14
+        p.fillRect(QRectF(x, y + 6, 10, 10), rd.qcolor(pal.DELTA_NEUTRAL))
+        p.drawText(QPointF(x + 14, y + 15), "no matched kernel (or not a kernel)")
 
     # ------------------------------------------------------------------ export
     def export_png(self, path) -> bool:

@@ -31,6 +31,14 @@ _RAMP = np.array([(0x31, 0x36, 0x95), (0x45, 0x75, 0xB4), (0x2C, 0xA2, 0xA0),
                   (0xFD, 0xAE, 0x61), (0xF4, 0x6D, 0x43), (0xD7, 0x30, 0x27)], float)
 
 
+# Diverging ramp for "delta" (this run over the matched run): faster green, equal grey,
+# slower red.
+_DIVERGING = np.array([(0x1A, 0x98, 0x50), (0x66, 0xBD, 0x63), (0xA6, 0xD9, 0x6A),
+                       (0x8A, 0x90, 0x9A), (0xF4, 0xA5, 0x82), (0xE8, 0x5D, 0x4A),
+                       (0xD7, 0x30, 0x27)], float)
+DELTA_NEUTRAL = (0x55, 0x5A, 0x63)  # kernels without a matched instance
+
+
 def pack(rgb: np.ndarray) -> np.ndarray:
     """(..., 3) 0..255 -> uint32 0xFFRRGGBB."""
     rgb = np.clip(np.round(rgb), 0, 255).astype(np.uint32)
@@ -51,12 +59,17 @@ def name_rgb(key: int) -> tuple[int, int, int]:
     return int(r * 255), int(g * 255), int(b * 255)
 
 
-def ramp_rgb(x: np.ndarray) -> np.ndarray:
+def ramp_rgb(x: np.ndarray, ramp: np.ndarray = _RAMP) -> np.ndarray:
     """x in 0..1 -> (n, 3) RGB along the ramp."""
-    pos = np.clip(x, 0, 1) * (len(_RAMP) - 1)
-    i = np.minimum(pos.astype(int), len(_RAMP) - 2)
+    pos = np.clip(x, 0, 1) * (len(ramp) - 1)
+    i = np.minimum(pos.astype(int), len(ramp) - 2)
     f = (pos - i)[:, None]
-    return _RAMP[i] * (1 - f) + _RAMP[i + 1] * f
+    return ramp[i] * (1 - f) + ramp[i + 1] * f
+
+
+def delta_rgb(x: np.ndarray) -> np.ndarray:
+    """x in 0..1 (0.5: equal) -> (n, 3) RGB, green (faster) -> grey -> red (slower)."""
+    return ramp_rgb(x, _DIVERGING)
 
 
 class Palette:
@@ -66,10 +79,13 @@ class Palette:
         self.mode = mode
         if mode == "name":
             rgb = np.array([name_rgb(k) for k in range(4096)], float)
+        elif mode == "delta":
+            rgb = delta_rgb(np.arange(256) / 255.0)
         else:
             rgb = ramp_rgb(np.arange(256) / 255.0)
         self.n = len(rgb)
-        full = np.vstack([rgb, [NEUTRAL]])               # index n = unknown key
+        unknown = DELTA_NEUTRAL if mode == "delta" else NEUTRAL
+        full = np.vstack([rgb, [unknown]])               # index n = unknown key
         self.rgb = full
         bg = np.array(BG, float)
         alpha = np.r_[0.0, 0.38 + 0.62 * np.arange(1, LEVELS) / (LEVELS - 1)]

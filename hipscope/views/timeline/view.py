@@ -62,6 +62,9 @@ class TimelineView(PaintingMixin, QWidget):
         self.stats = rd.FrameStats()
         self.elide_cache: dict = {}
         self.preparing = False
+        # time 0 of the axis labels (None: the trace's start); a comparison sets each
+        # run's alignment origin so that stacked timelines share one time axis
+        self.axis_origin: int | None = None
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._arrow_targets: list[tuple[str, int, str, int]] = []
         self._drag: dict | None = None
@@ -141,12 +144,13 @@ class TimelineView(PaintingMixin, QWidget):
             return
         vs = self.document.view_state
         grouping, mode, text, regex = vs.grouping, vs.color_mode, vs.find_text, vs.find_regex
+        values = vs.color_values
 
         def job(progress=None, cancelled=None):
             try:
                 model = lod.build_model(trace, grouping, cancelled)
-                scale = lod.color_scale(trace, model, mode)
-                keys = lod.color_keys(trace, model, scale, cancelled)
+                scale = lod.color_scale(trace, model, mode, values)
+                keys = lod.color_keys(trace, model, scale, cancelled, values)
                 lod.apply_color_keys(model, keys)
                 found = lod.find(trace, model, text, regex) if text else None
                 starts = lod.track_match_starts(model, found) if found is not None else {}
@@ -199,11 +203,12 @@ class TimelineView(PaintingMixin, QWidget):
         model, trace = self.model, self.document.trace
         if model is None or trace is None:
             return
+        values = self.document.view_state.color_values
 
         def job(progress=None, cancelled=None):
             try:
-                scale = lod.color_scale(trace, model, mode)
-                return model, scale, lod.color_keys(trace, model, scale, cancelled)
+                scale = lod.color_scale(trace, model, mode, values)
+                return model, scale, lod.color_keys(trace, model, scale, cancelled, values)
             except InterruptedError:
                 raise Cancelled() from None
 

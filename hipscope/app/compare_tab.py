@@ -1,0 +1,191 @@
+"""A main-window tab that compares two or more runs: loads them in workers (or takes
+traces another tab already holds), then shows :class:`~hipscope.views.compare.CompareView`.
+
+It offers the TraceTab interface the window relies on: ``state``/``state_changed``
+("loading" -> "loaded" | "failed" | "cancelled"), ``paths``, ``error``, ``title``,
+``panels`` (none: its panels live inside the tab), ``dispose()``, ``timelines``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .tasks import TaskHandle, TaskRunner
+from .trace_tab import Loader, default_loader
+
+log = logging.getLogger(__name__)
+
+
+class CompareTab(QWidget):
+    state_changed = Signal(str)
+    close_requested = Signal()
+
+    def __init__(self, paths: list[Path], preloaded: dict | None = None, parent=None):
+        super().__init__(parent)
+        self.paths = [Path(p) for p in paths]
+        self.traces: list = [None] * len(self.paths)
+        for i, t in (preloaded or {}).items():
+            self.traces[i] = t
+        self.state = "new"
+        self.error = ""
+        self.panels: dict[str, QWidget] = {}
+        self.controller = None
+        self.view = None
+        self._handle: TaskHandle | None = None
+        self._stack = QStackedWidget(self)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self._stack)
+        self._stack.addWidget(self._build_loading_page())
+        self._stack.addWidget(self._build_error_page())
+
+    @property
+    def title(self) -> str:
+        names = [p.parent.name if len(set(q.name for q in self.paths)) < len(self.paths)
+                 else p.name or str(p) for p in self.paths]
+        return " ⇄ ".join(names[:2]) + (f" (+{len(names) - 2})" if len(names) > 2 else "")
+
+    @property
+    def timelines(self) -> list:
+        return list(self.view.timelines) if self.view is not None else []
+
+    def _build_loading_page(self) -> QWidget:
+        page = QWidget(self)
+        v = QVBoxLayout(page)
+        v.addStretch(1)
+        self.loading_label = QLabel(f"Comparing {self.title}…", page)
+        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.progress_bar = QProgressBar(page)
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFixedWidth(360)
+        self.cancel_button = QPushButton("Cancel", page)
+        self.cancel_button.clicked.connect(self.cancel_load)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.progress_bar)
+        row.addWidget(self.cancel_button)
+        row.addStretch(1)
+        v.addWidget(self.loading_label)
+        v.addLayout(row)
+        v.addStretch(2)
+        return page
+
+    def _build_error_page(self) -> QWidget:
+        page = QWidget(self)
+        v = QVBoxLayout(page)
+        v.addStretch(1)
+        self.error_label = QLabel("", page)
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.error_label.setWordWrap(True)
+        self.error_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        close = QPushButton("Close tab", page)
+        close.clicked.connect(self.close_requested)
+        v.addWidget(QLabel("<b>The comparison could not be made</b>", page),
+                    0, Qt.AlignmentFlag.AlignHCenter)
+        v.addWidget(self.error_label)
+        v.addWidget(close, 0, Qt.AlignmentFlag.AlignHCenter)
+        v.addStretch(2)
+        return page
+
+    # ---- loading -----------------------------------------------------------------------
+    def start_load(self, runner: TaskRunner, loader: Loader = default_loader) -> None:
+        """Read the runs not given yet, one after the other in one worker (readers
+        register themselves on first use; one worker keeps that single-threaded);
+        then compare."""
+        self._set_state("loading")
+        todo = [(i, p) for i, p in enumerate(self.paths) if self.traces[i] is None]
+        if not todo:
+            self._maybe_compare()
+            return
+
+        def job(progress, cancelled):
+            out = {}
+            for k, (i, p) in enumerate(todo):
+                out[i] = loader([p], lambda f, k=k: progress((k + f) / len(todo)), cancelled)
+            return out
+
+        h = runner.submit(f"compare-load:{id(self)}", job)
+        h.progressed.connect(lambda f: self.progress_bar.setValue(int(800 * f)))
+        h.succeeded.connect(lambda traces, h=h: self._on_load_succeeded(h, traces))
+        h.failed.connect(lambda msg, h=h: self._on_load_failed(h, msg))
+        self._handle = h
+
+    def cancel_load(self) -> None:
+        if self.state != "loading":
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self.controller is not None:
+            self.controller.runner.cancel("compare")
+        self._set_state("cancelled")
+
+    def dispose(self) -> None:
+        self.blockSignals(True)
+        self.cancel_load()
+        if self.view is not None:
+            self.view.close()
+        if self.controller is not None:
+            self.controller.shutdown()
+
+    def _on_load_succeeded(self, h: TaskHandle, traces: dict) -> None:
+        if h is not self._handle:
+            return
+        self._handle = None
+        for i, t in traces.items():
+            self.traces[i] = t
+        self._maybe_compare()
+
+    def _on_load_failed(self, h: TaskHandle, message: str) -> None:
+        if h is not self._handle:
+            return
+        self._handle = None
+        self._fail(message)
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self.error_label.setText(message)
+        self._stack.setCurrentIndex(1)
+        self._set_state("failed")
+
+    def _maybe_compare(self) -> None:
+        if self.state != "loading" or any(t is None for t in self.traces):
+            return
+        from ..views.compare import CompareView
+        from ..views.compare_sync import CompareController
+
+        self.loading_label.setText(f"Comparing {self.title}: kernels, figures, alignment…")
+        self.controller = CompareController(self.traces, self.paths, self)
+        self.view = CompareView(self.controller, self)
+        self._stack.addWidget(self.view)
+        self.controller.state.subscribe(self._on_compare_state_changed)
+        self.controller.start()
+
+    def _on_compare_state_changed(self, what: str, value) -> None:
+        st = self.controller.state
+        if what == "busy" and value:
+            self.progress_bar.setValue(800 + int(200 * st.progress))
+        if self.state != "loading":
+            return
+        if what == "alignment" and st.result is not None:
+            self._stack.setCurrentWidget(self.view)
+            self._set_state("loaded")
+        elif what == "error" and st.result is None and value:
+            self._fail(value)
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.state_changed.emit(state)
