@@ -263,6 +263,7 @@ class Row:
     parent: int = -1
     children: list[int] = field(default_factory=list)
     device: int | None = None
+    collapsed_default: bool = False   # groups that start folded (deep Python stacks)
 
 
 @dataclass(eq=False)
@@ -438,10 +439,16 @@ def _gpu_marker_rows(b: _Builder, device: int, parent: int) -> None:
 
 
 def _marker_depth_rows(b: _Builder, sel: np.ndarray, key: str, label: str,
-                       parent: int) -> None:
+                       parent: int, own_nesting: bool = False) -> None:
+    """A track per nesting depth; ``own_nesting`` re-derives depth among ``sel`` alone
+    (a domain's ranges nest among themselves, whatever other domains are around)."""
     m = b.trace.markers
     start, end = _col(m, "start", 0), _col(m, "end", 0)
-    depth = np.clip(_col(m, "depth", 0)[sel], 0, 63)
+    if own_nesting:
+        o = sel[np.argsort(start[sel], kind="stable")]
+        sel, depth = o, np.clip(nesting_depth(start[o], end[o]), 0, 63)
+    else:
+        depth = np.clip(_col(m, "depth", 0)[sel], 0, 63)
     order, runs = _partition(depth, start[sel])
     order = sel[order]
     for dd, lo, hi in runs:
@@ -478,18 +485,44 @@ def _host_rows(b: _Builder) -> None:
         for t in tids:
             tl = f"Thread {t}" if t >= 0 else "Thread ?"
             th = b.add(Row(f"host/{p}/t{t}", tl, 0, "group"), g)
+            asel = sel_a[atid[sel_a] == t]
+            if len(asel):      # API calls first: they carry the launch arrows
+                o = asel[np.argsort(astart[asel], kind="stable")]
+                depth = np.clip(nesting_depth(astart[o], aend[o]), 0, 15)
+                dorder, runs = _partition(depth, astart[o])
+                for dd, lo, hi in runs:
+                    b.track(f"host/{p}/t{t}/api{dd}", "API" if dd == 0 else f"API · L{dd}",
+                            "api", o[dorder], lo, hi, th, astart, aend)
             ms = sel_m[mtid[sel_m] == t]
             if len(ms):
-                _marker_depth_rows(b, ms, f"host/{p}/t{t}/ann", "Annotations", th)
-            asel = sel_a[atid[sel_a] == t]
-            if len(asel) == 0:
-                continue
-            o = asel[np.argsort(astart[asel], kind="stable")]
-            depth = np.clip(nesting_depth(astart[o], aend[o]), 0, 15)
-            dorder, runs = _partition(depth, astart[o])
-            for dd, lo, hi in runs:
-                b.track(f"host/{p}/t{t}/api{dd}", "API" if dd == 0 else f"API · L{dd}",
-                        "api", o[dorder], lo, hi, th, astart, aend)
+                _host_marker_rows(b, ms, f"host/{p}/t{t}", th)
+
+
+# Marker domains on host threads: label, and whether the group starts folded.
+_DOMAIN_ROWS = {
+    "roctx": ("roctx ranges", False), "nvtx": ("NVTX ranges", False),
+    "user_annotation": ("Annotations", False), "cpu_op": ("PyTorch ops", False),
+    "python_function": ("Python stack", True),
+}
+
+
+def _host_marker_rows(b: _Builder, ms: np.ndarray, key: str, parent: int) -> None:
+    """One sub-group per marker domain (user ranges, operators, Python frames), each
+    with a track per nesting depth; a thread with one domain gets its tracks directly."""
+    codes, domains = b.trace.markers.codes("domain")
+    present = [c for c in np.unique(codes[ms]).tolist() if c >= 0]
+    order = sorted(present, key=lambda c: (list(_DOMAIN_ROWS).index(domains[c])
+                                           if domains[c] in _DOMAIN_ROWS else 99, domains[c]))
+    for c in order:
+        label, folded = _DOMAIN_ROWS.get(domains[c], (domains[c], False))
+        sel = ms[codes[ms] == c]
+        if len(order) == 1 and not folded:
+            _marker_depth_rows(b, sel, f"{key}/ann", label, parent)
+            continue
+        grp = b.add(Row(f"{key}/dom/{domains[c]}", label, 0, "group",
+                        collapsed_default=folded), parent)
+        _marker_depth_rows(b, sel, f"{key}/dom/{domains[c]}/ann", label, grp,
+                           own_nesting=True)
 
 
 def _counter_rows(b: _Builder) -> None:

@@ -254,3 +254,25 @@ def test_short_names():
         "at::native::vectorized_elementwise_kernel"
     assert lod.short_name("void ck::kernel_gemm<ck::X, 4>(ck::Arg)") == "ck::kernel_gemm"
     assert lod.short_name("Cijk_Alik_Bljk_HHS") == "Cijk_Alik_Bljk_HHS"
+
+
+def test_host_rows_api_first_then_domains_with_python_folded():
+    """A thread's API calls come first (they carry the launch arrows), then one group
+    per marker domain; deep Python stacks start folded."""
+    from hipscope.analysis.lod import build_model
+    from hipscope.parsers import open_trace
+    from tests.conftest import DATA
+
+    tr = open_trace(DATA / "gpu" / "eager.json.gz")
+    model = build_model(tr)
+    rows = model.rows
+    thread = next(i for i, r in enumerate(rows) if r.label.startswith("Thread"))
+    kids = [rows[c] for c in rows[thread].children]
+    assert kids[0].label == "API" and kids[0].table == "api"
+    labels = [k.label for k in kids]
+    assert "PyTorch ops" in labels
+    py = [k for k in kids if k.label == "Python stack"]
+    assert all(k.kind == "group" and k.collapsed_default for k in py)
+    # depth restarts within a domain: the first PyTorch-ops track is depth 0
+    ops = next(k for k in kids if k.label == "PyTorch ops")
+    assert rows[ops.children[0]].label == "PyTorch ops"

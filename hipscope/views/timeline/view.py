@@ -51,6 +51,7 @@ class TimelineView(PaintingMixin, QWidget):
         self.document = document
         self.model: lod.TimelineModel | None = None
         self.collapsed: set[str] = set()
+        self._seen_keys: set[str] = set()
         self.layout = rd.Layout(None, self.collapsed)
         self.scroll = 0
         self.palette = pal.Palette(document.view_state.color_mode)
@@ -176,6 +177,9 @@ class TimelineView(PaintingMixin, QWidget):
                            getattr(trace, t).numpy("end", fill=0)) for t in lod.EVENT_TABLES}
         self.elide_cache.clear()
         self.preparing = False
+        fresh = {r.key for r in model.rows if r.collapsed_default} - self._seen_keys
+        self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
+        self._seen_keys |= {r.key for r in model.rows}
         self._relayout()
         self._on_document_selection_changed(self.document.view_state.selection)
         self.prepared.emit()
