@@ -1,0 +1,132 @@
+"""`hipscope tune`: optimisation proposals for a trace, and A/B sweeps.
+
+    hipscope tune --propose TRACE [--json] [--probe-trace GRAPH_TRACE]
+    hipscope tune --sweep SPEC.toml [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hipscope tune",
+                                description="Propose optimisations for a trace; run A/B sweeps.")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--propose", nargs="+", type=Path, metavar="TRACE",
+                   help="trace file(s) of one run: print proposals, best first")
+    g.add_argument("--sweep", type=Path, metavar="SPEC",
+                   help="sweep spec (.json or .toml): run it and print the A/B results")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--probe-trace", type=Path, metavar="GRAPH_TRACE",
+                   help="a graph-replay trace of the same machine: measures the replay "
+                        "cost per graph node for the graph-capture estimate")
+    p.add_argument("--rule", action="append", help="run only this rule (repeatable)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.sweep:
+        return _sweep(args)
+    return _propose(args)
+
+
+def _open(paths: list[Path], use_cache: bool):
+    from ..parsers import TraceFormatError, open_trace
+
+    try:
+        return open_trace(paths, use_cache=use_cache)
+    except (TraceFormatError, KeyError, OSError) as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return None
+
+
+def _propose(args) -> int:
+    from ..tuner.rules import RULES, graph_node_cost_ns, propose
+
+    trace = _open(args.propose, not args.no_cache)
+    if trace is None:
+        return 2
+    probes: dict[str, float] = {}
+    if args.probe_trace:
+        probe = _open([args.probe_trace], not args.no_cache)
+        if probe is None:
+            return 2
+        node = graph_node_cost_ns(probe)
+        if node is None:
+            print(f"hipscope: {args.probe_trace} has no graph-launched kernels to measure",
+                  file=sys.stderr)
+            return 2
+        probes["graph_node_ns"] = node
+    if args.rule:
+        propose(trace, probes, only=[])          # loads the rule modules
+        unknown = [r for r in args.rule if r not in RULES]
+        if unknown:
+            print(f"hipscope: unknown rule(s) {', '.join(unknown)}; known: "
+                  f"{', '.join(sorted(RULES))}", file=sys.stderr)
+            return 2
+    props = propose(trace, probes, only=args.rule)
+    if args.json:
+        json.dump([p.to_json() for p in props], sys.stdout, allow_nan=False, default=str)
+        sys.stdout.write("\n")
+        return 0
+    if not props:
+        print("No proposals: nothing in this trace points to a knob or change hipscope "
+              "knows.")
+        return 0
+    for i, p in enumerate(props, 1):
+        print(f"{i}. [{p.id}] {p.title}")
+        print(f"   estimated gain {p.estimated_gain_fraction:.1%} of the span "
+              f"({p.confidence.level} confidence: {p.confidence.why})")
+        print(f"   formula: {p.formula}")
+        ex = p.experiment
+        if ex.env:
+            print("   try: " + " ".join(f"{k}={'(unset)' if v is None else v}"
+                                        for k, v in ex.env.items()))
+        for a in ex.args:
+            print(f"   try: {a.get('old')} -> {a.get('new')}")
+        if ex.recipe:
+            print("   change the code:")
+            print("\n".join("      " + line for line in ex.recipe.splitlines()))
+        for d in p.docs:
+            print(f"   see: {d.title} <{d.url}>")
+    return 0
+
+
+def _sweep(args) -> int:
+    from ..tuner.sweep import SweepError, SweepSpec, launcher_runner, run_sweep, \
+        subprocess_runner
+
+    try:
+        spec = SweepSpec.load(args.sweep)
+    except (SweepError, OSError) as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return 2
+    if spec.target == "local" and spec.profiler == "none":
+        runner = subprocess_runner(spec.command, cwd=spec.cwd)
+    else:
+        runner = launcher_runner(spec)
+    try:
+        res = run_sweep(spec, runner)
+    except SweepError as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, allow_nan=False, default=str)
+        sys.stdout.write("\n")
+        return 0
+    b = res.comparisons and next(iter(res.comparisons.values())).baseline
+    if b:
+        print(f"baseline: median {b.median:.4f} s, IQR {b.iqr:.4f} s over {b.n} runs")
+    for name, c in res.comparisons.items():
+        print(f"{name}: median {c.variant.median:.4f} s, ratio {c.ratio:.3f} "
+              f"[{c.ci_low:.3f}, {c.ci_high:.3f}] ({c.confidence:.0%} {c.method}) -> "
+              f"{c.verdict}")
+    best = res.best()
+    print(f"best: {best}" if best else "no variant is better than the baseline")
+    return 0

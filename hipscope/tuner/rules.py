@@ -1,0 +1,226 @@
+"""Rules: each a function ``(TraceContext) -> list[Proposal]``, kept in a registry.
+
+:func:`propose` runs the registered rules over one trace and returns the proposals
+best first. Rules read the analyses through :class:`TraceContext` (no analysis is
+re-implemented here) and cite every knob they propose (``knobs.py``,
+docs/tuning.md). This module holds the registry and the launch-path rules
+(graph capture); ``rules_sync.py`` the copy and synchronisation rules,
+``rules_knobs.py`` the runtime-knob rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Trace
+from . import knobs
+from .context import TraceContext
+from .proposals import Confidence, Evidence, Experiment, Proposal, Ref
+
+log = logging.getLogger(__name__)
+
+Rule = Callable[[TraceContext], list[Proposal]]
+RULES: dict[str, Rule] = {}
+
+HOST_WAIT, LAUNCH_OVERHEAD = 0, 1      # indices into analysis.idle.CATEGORIES
+MIN_GAIN = 0.01                        # proposals below 1 % of the span are dropped
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    """Register ``fn`` under ``name`` (the proposal ids start with it)."""
+    def deco(fn: Rule) -> Rule:
+        RULES[name] = fn
+        fn.rule_name = name  # type: ignore[attr-defined]
+        return fn
+    return deco
+
+
+def propose(trace: Trace, probes: dict[str, float] | None = None,
+            only: list[str] | None = None) -> list[Proposal]:
+    """All proposals for ``trace``, best first (gain, then confidence).
+
+    ``probes``: figures measured elsewhere (see :class:`TraceContext`); ``only``:
+    rule names to run (default: all). A rule that fails is logged and skipped: one
+    bug must not hide the other proposals.
+    """
+    _load_rule_modules()
+    ctx = TraceContext(trace, probes)
+    if not ctx.real_timeline:
+        return []
+    out: list[Proposal] = []
+    for name, fn in RULES.items():
+        if only is not None and name not in only:
+            continue
+        try:
+            out.extend(p for p in fn(ctx) if p.estimated_gain_fraction >= MIN_GAIN
+                       or p.confidence.level == "high")
+        except Exception:  # noqa: BLE001 - a rule's bug must not hide the others
+            log.exception("tuner rule %s failed", name)
+    out.sort(key=Proposal.sort_key)
+    return out
+
+
+def _load_rule_modules() -> None:
+    from . import rules_knobs, rules_sync  # noqa: F401  (they register themselves)
+
+
+# ====================================================================== graph capture
+@dataclass(frozen=True)
+class Stretch:
+    """A run of consecutive kernels of one device separated only by launch gaps."""
+
+    device: int
+    first_row: int          # row in trace.kernels
+    last_row: int
+    t0: int
+    t1: int
+    kernels: int
+    host_wait_ns: int       # gaps dominated by host wait
+    launch_ns: int          # gaps dominated by launch overhead
+
+    @property
+    def recoverable_ns(self) -> int:
+        return self.host_wait_ns + self.launch_ns
+
+
+def launch_stretches(ctx: TraceContext, max_gap_ns: int = 200_000,
+                     min_kernels: int = 16) -> list[Stretch]:
+    """Launch-bound stretches per device, from the idle breakdown's gaps.
+
+    Consecutive kernels belong to one stretch when the gap between them is absent or
+    is dominated by host wait or launch overhead and is at most ``max_gap_ns`` (a
+    longer host gap is other CPU work, which capture does not remove). Kernels a
+    graph launch queued are already captured: they end a stretch.
+    """
+    k = ctx.trace.kernels
+    starts, ends, dev = k.numpy("start"), k.numpy("end"), k.numpy("device")
+    gap_len = np.zeros(len(k), dtype=np.int64)
+    gap_cat = np.full(len(k), -1, dtype=np.int8)
+    out: list[Stretch] = []
+    for d, di in ctx.idle.devices.items():
+        gap_len[di.gap_next_kernel] = di.gap_end - di.gap_start
+        gap_cat[di.gap_next_kernel] = di.gap_category
+        rows = np.flatnonzero(dev == d)
+        rows = rows[np.argsort(starts[rows], kind="stable")]
+        gl, gc, graph = gap_len[rows], gap_cat[rows], ctx.graph_kernel[rows]
+        launch_gap = (gl > 0) & ((gc == HOST_WAIT) | (gc == LAUNCH_OVERHEAD)) & (gl <= max_gap_ns)
+        joins = ((gl == 0) | launch_gap) & ~graph
+        joins[0] = False
+        breaks = np.flatnonzero(~joins)
+        bounds = np.append(breaks, len(rows))
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if b - a < min_kernels or graph[a]:
+                continue
+            inner = slice(a + 1, b)
+            hw = int(gl[inner][gc[inner] == HOST_WAIT].sum())
+            lo = int(gl[inner][gc[inner] == LAUNCH_OVERHEAD].sum())
+            r = rows[a:b]
+            out.append(Stretch(int(d), int(r[0]), int(r[-1]), int(starts[r[0]]),
+                               int(ends[r].max()), int(b - a), hw, lo))
+    return out
+
+
+def graph_node_cost_ns(trace_or_ctx: Trace | TraceContext, threshold_ns: int = 30_000
+                       ) -> float | None:
+    """GPU idle per graph node at replay, measured on a trace whose kernels graph
+    launches queued: the gaps before graph-launched kernels (each at most
+    ``threshold_ns``) over the number of graph-launched kernels. None without any."""
+    ctx = trace_or_ctx if isinstance(trace_or_ctx, TraceContext) else TraceContext(trace_or_ctx)
+    n = int(ctx.graph_kernel.sum())
+    if n == 0:
+        return None
+    total = 0
+    for di in ctx.idle.devices.values():
+        gl = di.gap_end - di.gap_start
+        sel = ctx.graph_kernel[di.gap_next_kernel] & (gl <= threshold_ns)
+        total += int(gl[sel].sum())
+    return total / n
+
+
+_PYTORCH_RECIPE = """\
+# PyTorch: capture the launch-bound region once, replay it each step.
+# Simplest: let TorchInductor capture it (CUDA graphs on NVIDIA, HIP graphs on ROCm):
+step_fn = torch.compile(step_fn, mode="reduce-overhead")
+# Or by hand (static input/output tensors; warm up on a side stream first):
+g = torch.cuda.CUDAGraph()
+s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    for _ in range(3):
+        out = step_fn(static_input)
+torch.cuda.current_stream().wait_stream(s)
+with torch.cuda.graph(g):
+    static_output = step_fn(static_input)
+# each step: static_input.copy_(new_input); g.replay()"""
+
+_NATIVE_RECIPE = """\
+// HIP (CUDA: replace hip by cuda): capture the launches once, replay with one call.
+hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal);
+launch_the_stretch(stream);                 // the kernels between {t0} and {t1}
+hipStreamEndCapture(stream, &graph);
+hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0);
+for (int step = 0; step < steps; ++step) hipGraphLaunch(exec, stream);"""
+
+
+@rule("graph-capture")
+def graph_capture(ctx: TraceContext) -> list[Proposal]:
+    span = ctx.span_ns
+    stretches = launch_stretches(ctx)
+    if span <= 0 or not stretches:
+        return []
+    node_ns = ctx.probes.get("graph_node_ns")
+    probe_src = "probe" if node_ns is not None else None
+    if node_ns is None:
+        node_ns = graph_node_cost_ns(ctx)        # this trace's own graph replays
+        probe_src = "this trace's graph replays" if node_ns is not None else None
+    kept = []
+    for s in stretches:
+        replay = (node_ns or 0.0) * s.kernels
+        gain_ns = max(0.0, s.recoverable_ns - replay)
+        # only launch-bound stretches: the GPU idled for at least 30 % of the stretch
+        if s.recoverable_ns >= 0.3 * (s.t1 - s.t0) and gain_ns > 0:
+            kept.append((gain_ns, replay, s))
+    if not kept:
+        return []
+    kept.sort(key=lambda x: -x[0])
+    gain_ns = sum(g for g, _, _ in kept)
+    hw = sum(s.host_wait_ns for _, _, s in kept)
+    lo = sum(s.launch_ns for _, _, s in kept)
+    nodes = sum(s.kernels for _, _, s in kept)
+    frac = gain_ns / span
+    level = "high" if frac >= 0.3 and probe_src else ("medium" if frac >= 0.1 else "low")
+    why = (f"{frac:.0%} of the span is host wait and launch gaps between kernels of "
+           f"launch-bound stretches ({nodes:,} kernels)")
+    why += (f"; graph replay cost from {probe_src}" if probe_src else
+            "; no graph-replay probe: the estimate is an upper bound (replay is not free)")
+    if not ctx.linked:
+        level, why = "low", why + "; kernels are not linked to launches (host wait unknown)"
+    ev = Evidence(
+        figures={"span_ns": span, "stretches": len(kept), "kernels_in_stretches": nodes,
+                 "host_wait_ns": hw, "launch_overhead_ns": lo,
+                 "graph_node_ns": None if node_ns is None else round(node_ns, 1),
+                 "replay_cost_ns": int(sum(r for _, r, _ in kept)),
+                 "recoverable_ns": int(gain_ns)},
+        refs=[Ref.span(s.t0, s.t1, f"launch-bound stretch on device {s.device}: "
+                       f"{s.kernels} kernels, {s.recoverable_ns / 1e3:.0f} us of launch gaps")
+              for _, _, s in kept[:8]]
+        + [Ref.at_row("kernels", kept[0][2].first_row, "first kernel of the largest stretch")],
+    )
+    top = kept[0][2]
+    recipe = _PYTORCH_RECIPE if ctx.is_pytorch else _NATIVE_RECIPE.format(t0=top.t0, t1=top.t1)
+    return [Proposal(
+        id="graph-capture", rule="graph-capture",
+        title=(f"Capture the launch-bound stretches into a graph: {nodes:,} kernels wait "
+               f"{(hw + lo) / 1e6:.1f} ms for the host"),
+        evidence=ev, estimated_gain_fraction=frac,
+        formula="sum over launch-bound stretches of (host_wait + launch_overhead idle in "
+                "the stretch - graph_node_ns x kernels in the stretch) / span",
+        confidence=Confidence(level, why),
+        experiment=Experiment(recipe=recipe, note=(
+            "Only the program's code can capture a graph; compare a run of the captured "
+            "version against this one with the A/B sweep.")),
+        applies_to="both", docs=[knobs.CUDA_GRAPHS, knobs.HIP_GRAPHS],
+    )]
