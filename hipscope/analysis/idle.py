@@ -121,7 +121,7 @@ def _sync_coverage(trace: Trace) -> tuple[dict, _Coverage]:
     sync_name = np.array([is_sync_call(n) for n in names] + [False])
     sync_dom = np.array([d == "cuda_sync" for d in domains] + [False])
     m = sync_name[codes] | sync_dom[dcodes]
-    m |= _blocking_copy_calls(trace)
+    m |= blocking_copy_calls(trace)
     s, e = api.numpy("start")[m], api.numpy("end")[m]
     pid = api.numpy("pid", fill=-1)[m].astype(np.int64)
     tid = api.numpy("tid", fill=-1)[m].astype(np.int64)
@@ -135,7 +135,7 @@ def _sync_coverage(trace: Trace) -> tuple[dict, _Coverage]:
     return per, _Coverage(s, e)
 
 
-def _blocking_copy_calls(trace: Trace) -> np.ndarray:
+def blocking_copy_calls(trace: Trace) -> np.ndarray:
     """API rows that stayed inside the call for most (>= half) of the copy they issued:
     copies that were synchronous for the host whatever the call's name (e.g.
     cudaMemcpyAsync from pageable memory, whose last staged chunk may still land a few

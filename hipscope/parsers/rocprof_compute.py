@@ -58,18 +58,17 @@ from .base import (
     read_bytes_tolerant,
     register,
 )
-from .legacy_rocprof import (
+from ._common import DEVICE_COLUMNS, devices_table, group_rows
+from ._csv import (
     I16,
     I32,
     I64,
-    BadNumber,
-    dense_ids,
+    RowPlaces,
     drop_torn_tail,
     fit,
+    float_column,
+    int_column,
     read_csv_strings,
-    row_line_numbers,
-    to_float,
-    to_int,
 )
 
 FORMAT = "rocprof-compute"
@@ -141,12 +140,7 @@ class _Csv:
         self.header, self.table = read_csv_strings(path, data, 1)
         self.base = [_base(h) for h in self.header]
         self.n = self.table.num_rows
-        self._lines: list[int] | None = None
-
-    def where(self, row: int) -> str:
-        if self._lines is None:
-            self._lines = row_line_numbers(self.data, 1)
-        return f"line {self._lines[row]}" if row < len(self._lines) else f"row {row + 1}"
+        self.where = RowPlaces(data, 1)
 
     def first(self, base: str) -> int | None:
         try:
@@ -161,12 +155,7 @@ class _Csv:
         i = self.first(base)
         if i is None:
             return None
-        try:
-            return to_int(self.col(i))
-        except BadNumber as exc:
-            raise TraceFormatError(self.path, self.where(exc.row),
-                                   f"an integer in column {self.header[i]!r}",
-                                   repr(exc.value)) from None
+        return int_column(self.col(i), self.path, self.where, self.header[i])
 
     def counter_columns(self) -> list[int]:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
@@ -235,18 +224,13 @@ class RocprofComputeReader:
         raw = k.pop("_raw_gpu")
         ids = sorted(set(raw.tolist()))
         mapping = {r: i for i, r in enumerate(ids)}
-        dev_rows = {c: [] for c in ("index", "name", "vendor", "arch", "compute_units",
-                                    "raw_id", "host")}
-        for rid, i in mapping.items():
-            dev_rows["index"].append(i)
-            dev_rows["name"].append(sysinfo.get("gpu_model") or f"GPU {rid}")
-            dev_rows["vendor"].append("AMD")
-            dev_rows["arch"].append(sysinfo.get("gpu_arch") or None)
-            cu = sysinfo.get("cu_per_gpu")
-            dev_rows["compute_units"].append(int(cu) if cu and cu.isdigit() else None)
-            dev_rows["raw_id"].append(str(rid))
-            dev_rows["host"].append(sysinfo.get("hostname") or None)
-        devices = build_table("devices", dev_rows, n=len(ids))
+        cu = sysinfo.get("cu_per_gpu")
+        devices = devices_table([{
+            "index": i, "name": sysinfo.get("gpu_model") or f"GPU {rid}", "vendor": "AMD",
+            "arch": sysinfo.get("gpu_arch") or None,
+            "compute_units": int(cu) if cu and cu.isdigit() else None,
+            "raw_id": str(rid), "host": sysinfo.get("hostname") or None,
+        } for rid, i in mapping.items()], DEVICE_COLUMNS[:-1])
         k["device"] = np.array([mapping[r] for r in raw.tolist()], dtype=np.int64)
         kernels = build_table("kernels", k)
         tables: dict[str, Any] = {"kernels": kernels, "devices": devices}
@@ -392,18 +376,15 @@ class RocprofComputeReader:
             raise TraceFormatError(f.path, "line 1", "a Dispatch_ID column",
                                    ", ".join(f.header[:6]))
         gpu = gi[0] if gi else np.zeros(f.n, dtype=np.int64)
-        code, first = dense_ids(gpu, di[0])
+        _u, code, first = group_rows(gpu, di[0])
         order = np.argsort(first, kind="stable")          # kernels in first-appearance order
         remap = np.empty(len(order), dtype=np.int64)
         remap[order] = np.arange(len(order))
         kcode = remap[code]
         k = self._identity(f, first[order])
         ni, vi = f.first("counter_name"), f.first("counter_value")
-        try:
-            vals, valid = to_float(f.col(vi))
-        except BadNumber as exc:
-            raise TraceFormatError(f.path, f.where(exc.row), "a number in Counter_Value",
-                                   repr(exc.value)) from None
+        vals, valid = float_column(f.col(vi), f.path, f.where, "Counter_Value",
+                                   "a number in Counter_Value")
         enc = pc.dictionary_encode(f.col(ni))
         ccode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         names = enc.dictionary.to_pylist()
@@ -430,12 +411,8 @@ class RocprofComputeReader:
                 name = f.header[i].strip()
                 if name == "SQ_ACCUM_PREV_HIRES" and stem.startswith("SQ_"):
                     name = f"{stem}_ACCUM"
-                try:
-                    v, valid = to_float(f.col(i))
-                except BadNumber as exc:
-                    raise TraceFormatError(f.path, f.where(exc.row),
-                                           f"a number in counter column {f.header[i]!r}",
-                                           repr(exc.value)) from None
+                v, valid = float_column(f.col(i), f.path, f.where, f.header[i],
+                                        f"a number in counter column {f.header[i]!r}")
                 if align is not None:
                     ok = align >= 0
                     vv = np.zeros(n)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.idle import _blocking_copy_calls, is_sync_call
+from ..analysis.idle import blocking_copy_calls, is_sync_call
 from . import knobs
 from .context import TraceContext
 from .proposals import Confidence, Evidence, Experiment, Proposal, Ref
@@ -71,7 +71,7 @@ def sync_calls(ctx: TraceContext) -> SyncCalls:
     is_sync = np.array([is_sync_call(n) for n in names] + [False])[codes]
     is_sync |= np.array([d == "cuda_sync" for d in domains] + [False])[dcodes]
     is_copy = np.array([bool(_COPY_RE.search(n)) for n in names] + [False])[codes]
-    blocking_copy = (is_sync & is_copy) | _blocking_copy_calls(ctx.trace)
+    blocking_copy = (is_sync & is_copy) | blocking_copy_calls(ctx.trace)
     s, e = api.numpy("start"), api.numpy("end")
     w0, w1 = ctx.kernel_window
     inside = (e > w0) & (s < w1)
@@ -157,7 +157,7 @@ def pinned_memory(ctx: TraceContext) -> list[Proposal]:
     if not pageable.any() and c.has("api_index"):
         # copy calls named Async that still blocked the host: pageable memory is the
         # usual reason (analysis.idle's blocking-copy detection)
-        blocked = _blocking_copy_calls(ctx.trace)
+        blocked = blocking_copy_calls(ctx.trace)
         ai = c.numpy("api_index", fill=-1).astype(np.int64)
         anames = ctx.trace.api.strings("name")
         pageable = np.array([i >= 0 and blocked[i] and "async" in anames[i].lower()
