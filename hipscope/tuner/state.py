@@ -2,7 +2,8 @@
 
 No Qt: observers are callables ``fn(event: str, payload)``; the GUI wraps them in
 queued signals. Events: ``proposals_changed`` (list), ``selection_changed`` (id or
-None), ``experiment_changed`` (:class:`ExperimentRecord`).
+None), ``experiment_changed`` (:class:`ExperimentRecord`), ``program_changed`` (the
+program experiments run: a launcher ``RunSpec`` or None).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class TunerState:
         self._selected: str | None = None
         self._experiments: dict[str, ExperimentRecord] = {}
         self._observers: list[Observer] = []
+        self._program: Any = None
 
     # ------------------------------------------------------------ observers
     def subscribe(self, fn: Observer) -> Callable[[], None]:
@@ -91,6 +93,17 @@ class TunerState:
         if pid != self._selected:
             self._selected = pid
             self._emit("selection_changed", pid)
+
+    # ------------------------------------------------------------ program
+    @property
+    def program(self) -> Any:
+        """The program experiments run (a ``hipscope.launchers.RunSpec``) or None."""
+        return self._program
+
+    def set_program(self, spec: Any) -> None:
+        if spec != self._program:
+            self._program = spec
+            self._emit("program_changed", spec)
 
     # ------------------------------------------------------------ experiments
     def experiment(self, pid: str) -> ExperimentRecord:

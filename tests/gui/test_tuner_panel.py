@@ -1,0 +1,209 @@
+"""Tuner panel: proposals of real H200 traces, evidence links driving the ViewState,
+A/B tests over real processes (result, chart, cancel), Apply, clean close."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from hipscope.app.document import Document
+from hipscope.launchers import RunSpec
+from hipscope.model.view_state import Selection
+from hipscope.parsers import open_trace
+from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
+from hipscope.views.tuner_panel import TunerPanel, reveal_window
+
+GPU = Path(__file__).resolve().parents[1] / "data" / "gpu"
+FAST = "import os,time; time.sleep(0.05 if os.environ.get('HIPSCOPE_FAST')=='1' else 0.1)"
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIPSCOPE_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture(scope="module")
+def eager():
+    return open_trace([GPU / "eager.json.gz"], use_cache=False)
+
+
+def make_panel(qtbot, trace=None, paths=None):
+    doc = Document(paths or [Path("t.json")])
+    panel = TunerPanel(doc)
+    qtbot.addWidget(panel)
+    if trace is not None:
+        with qtbot.waitSignal(panel.proposals_ready, timeout=20_000):
+            doc.set_trace(trace)
+    panel.resize(1400, 420)
+    return doc, panel
+
+
+def fast_proposal(pid="fast", env=None, recipe=None) -> Proposal:
+    return Proposal(id=pid, rule="test", title="Set HIPSCOPE_FAST=1 to halve the sleep",
+                    evidence=Evidence(figures={"sleep_ns": 100_000_000}),
+                    estimated_gain_fraction=0.5, formula="sleep saved / span",
+                    confidence=Confidence("high", "it is a test"),
+                    experiment=Experiment(env=env if env is not None else {"HIPSCOPE_FAST": "1"},
+                                          recipe=recipe))
+
+
+def with_program(qtbot, panel, command, proposals):
+    panel.state.set_proposals(proposals)
+    panel.state.set_program(RunSpec(command))
+    panel.state.select(proposals[0].id)
+    qtbot.waitUntil(lambda: panel.tree.topLevelItemCount() == len(proposals)
+                    and panel.tree.currentItem() is not None)
+
+
+def test_lists_graph_capture_first_with_its_estimate(qtbot, eager):
+    doc, panel = make_panel(qtbot, eager)
+    first = panel.tree.topLevelItem(0)
+    assert first.data(0, Qt.ItemDataRole.UserRole) == "graph-capture"
+    g = panel.state.proposals[0]
+    assert first.text(1) == f"{100 * g.estimated_gain_fraction:.1f} %"
+    assert 0.7 < g.estimated_gain_fraction < 0.95
+    assert "host_wait" in first.toolTip(1)              # the formula
+    qtbot.waitUntil(lambda: panel.state.selected == "graph-capture")
+    qtbot.waitUntil(lambda: "graph" in panel.title_label.text())
+    assert "graph_node_ns" in panel.estimate_label.toolTip() or \
+        "host_wait" in panel.estimate_label.toolTip()
+    assert "reduce-overhead" in panel.experiment_box.toPlainText()
+    # a code change: no automatic test, and the pane says why
+    assert not panel.test_button.isEnabled()
+    assert "code change" in panel.result_label.text()
+    assert "href='ref:0'" in panel.refs_label.text()
+    assert "pytorch.org" in panel.docs_label.text()
+
+
+def test_evidence_links_move_the_timeline(qtbot, eager):
+    doc, panel = make_panel(qtbot, eager)
+    qtbot.waitUntil(lambda: panel.state.selected == "graph-capture")
+    vs = doc.view_state
+    full = vs.window
+    refs = panel.state.selected_proposal.evidence.refs
+    span = next(i for i, r in enumerate(refs) if r.t0 is not None)
+    with qtbot.waitSignal(doc.view_changed, timeout=2000):
+        panel.refs_label.linkActivated.emit(f"ref:{span}")
+    assert vs.window != full
+    assert vs.window[0] <= refs[span].t0 and vs.window[1] >= refs[span].t1
+    row = next(i for i, r in enumerate(refs) if r.row is not None)
+    with qtbot.waitSignal(doc.selection_changed, timeout=2000):
+        panel.refs_label.linkActivated.emit(f"ref:{row}")
+    assert vs.selection == Selection("kernels", refs[row].row)
+    k0 = int(eager.kernels.numpy("start")[refs[row].row])
+    assert vs.window[0] <= k0 <= vs.window[1]
+
+
+def test_reveal_window_pads_and_keeps_a_minimum_width():
+    assert reveal_window((0, 1), 1000, 2000) == (400, 2600)
+    lo, hi = reveal_window((0, 1), 0, 10_000)
+    assert lo == -500 and hi == 10_500
+
+
+def test_ab_test_runs_real_processes_and_shows_the_verdict(qtbot, tiny_trace):
+    doc, panel = make_panel(qtbot, tiny_trace)
+    p = fast_proposal()
+    with_program(qtbot, panel, [sys.executable, "-c", FAST], [p])
+    assert panel.repeats == 5
+    with qtbot.waitSignal(panel.experiment_done, timeout=60_000):
+        qtbot.mouseClick(panel.test_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: panel.cancel_button.isEnabled())
+    rec = panel.state.experiment("fast")
+    assert rec.status == "finished", rec.message
+    r = rec.result
+    assert 0.3 < r.ratio < 0.8 and r.ci_high < 1 and r.verdict == "better"
+    assert r.baseline.n == r.variant.n == 5 and len(rec.runs) == 10
+    qtbot.waitUntil(lambda: "better" in panel.result_label.text())
+    assert f"{r.ratio:.3f}" in panel.result_label.text()
+    assert panel.chart.isVisible() or not panel.isVisible()
+    scatters = [i for i in panel.chart.listDataItems() if hasattr(i, "points")]
+    assert sorted(len(s.points()) for s in scatters) == [5, 5]
+    assert "×0." in panel.tree.topLevelItem(0).text(3)
+    qtbot.waitUntil(lambda: not panel.cancel_button.isEnabled() and panel.test_button.isEnabled())
+    assert panel.compare_label.text() == ""      # no profiler: no traces to compare
+
+
+def test_cancel_mid_sweep_stops_the_processes(qtbot, tiny_trace, tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    code = (f"import os,time,pathlib; pathlib.Path({str(pids)!r}, str(os.getpid())).touch(); "
+            "time.sleep(60)")
+    doc, panel = make_panel(qtbot, tiny_trace)
+    with_program(qtbot, panel, [sys.executable, "-c", code], [fast_proposal()])
+    qtbot.mouseClick(panel.test_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: any(pids.iterdir()), timeout=20_000)
+    with qtbot.waitSignal(panel.experiment_done, timeout=20_000):
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    assert panel.state.experiment("fast").status == "cancelled"
+    started = [int(f.name) for f in pids.iterdir()]
+    assert len(started) == 1                      # the sweep went no further
+    for pid in started:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert panel.tasks.active_count() == 0
+    qtbot.waitUntil(lambda: panel.test_button.isEnabled() and not panel.cancel_button.isEnabled())
+    assert panel.tree.topLevelItem(0).text(3) == "cancelled"
+
+
+def test_recipe_proposal_cannot_be_tested_and_apply_gives_a_shell_line(qtbot, tiny_trace):
+    doc, panel = make_panel(qtbot, tiny_trace)
+    code_change = fast_proposal("code", env={}, recipe="torch.compile(model)")
+    knob = fast_proposal("knob", env={"HIPSCOPE_FAST": "1", "OLD_KNOB": None})
+    knob.estimated_gain_fraction = 0.9                # best first
+    with_program(qtbot, panel, [sys.executable, "-c", "pass"], [code_change, knob])
+    assert panel.tree.topLevelItem(0).data(0, Qt.ItemDataRole.UserRole) == "knob"
+    panel.state.select("code")
+    qtbot.waitUntil(lambda: "torch.compile" in panel.experiment_box.toPlainText())
+    assert not panel.test_button.isEnabled() and not panel.apply_button.isEnabled()
+    panel.state.select("knob")
+    qtbot.waitUntil(lambda: panel.apply_button.isEnabled())
+    with qtbot.waitSignal(panel.apply_requested) as got:
+        qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton)
+    spec = got.args[0]
+    assert spec.env == {"HIPSCOPE_FAST": "1", "OLD_KNOB": None}
+    line = QGuiApplication.clipboard().text()
+    assert line == f"env -u OLD_KNOB HIPSCOPE_FAST=1 {shlex.join(spec.command)}"
+
+
+def test_program_comes_from_the_trace_command(qtbot, tiny_trace):
+    tiny_trace.meta["command"] = "python train.py --bs 8"
+    doc, panel = make_panel(qtbot, tiny_trace)
+    assert panel.state.program.command == ["python", "train.py", "--bs", "8"]
+    qtbot.waitUntil(lambda: "train.py" in panel.program_label.text())
+
+
+def test_evidence_with_a_compare_link(qtbot, tiny_trace):
+    doc, panel = make_panel(qtbot, tiny_trace)
+    p = fast_proposal()
+    with_program(qtbot, panel, [sys.executable, "-c", "pass"], [p])
+    from hipscope.tuner.stats import compare
+
+    runs = [{"side": s, "repeat": i, "wall_s": w, "trace_path": f"/t/{s}-{i}.json"}
+            for s, ws in ((0, [1.0, 1.1, 1.2]), (1, [0.5, 0.6, 0.7])) for i, w in enumerate(ws)]
+    panel.state.update_experiment("fast", status="finished", runs=runs,
+                                  result=compare([1.0, 1.1, 1.2], [0.5, 0.6, 0.7],
+                                                 resamples=500))
+    qtbot.waitUntil(lambda: "comparison" in panel.compare_label.text())
+    with qtbot.waitSignal(panel.compare_requested) as got:
+        panel.compare_label.linkActivated.emit("compare")
+    assert got.args[0] == ["/t/0-1.json", "/t/1-1.json"]      # the median runs
+
+
+def test_create_resize_close_without_leaks(qtbot, eager):
+    before = threading.active_count()
+    doc, panel = make_panel(qtbot, eager)
+    panel.show()
+    for w, h in ((300, 200), (1600, 500), (900, 300)):
+        panel.resize(w, h)
+        qtbot.wait(10)
+    panel.grab()
+    panel.close()
+    assert panel.tasks.active_count() == 0
+    qtbot.waitUntil(lambda: threading.active_count() <= before, timeout=5000)
