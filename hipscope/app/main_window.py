@@ -73,6 +73,7 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self._build_status()
         self._build_menus()
+        self._build_run_ui()
         self.resize(1500, 950)
         if persist:
             geo, state = self.settings.geometry(), self.settings.window_state()
@@ -149,7 +150,8 @@ class MainWindow(QMainWindow):
                 ("summary", "Kernel summary", bottom),
                 ("kernels", "All kernels", bottom),
                 ("queue_delay", "Queue delay", bottom),
-                ("counters", "Counters", bottom))
+                ("counters", "Counters", bottom),
+                ("tuner", "Tuner", bottom))
         for key, title, area in spec:
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock_{key}")
@@ -161,7 +163,7 @@ class MainWindow(QMainWindow):
             dock.setWidget(stack)
             self.addDockWidget(area, dock)
             self.docks[key], self._dock_stacks[key] = dock, stack
-        for key in ("kernels", "queue_delay", "counters"):
+        for key in ("kernels", "queue_delay", "counters", "tuner"):
             self.tabifyDockWidget(self.docks["summary"], self.docks[key])
         self.docks["summary"].raise_()
         self.resizeDocks([self.docks["details"]], [380], Qt.Orientation.Horizontal)
@@ -298,6 +300,9 @@ class MainWindow(QMainWindow):
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
         tab.range_text_changed.connect(lambda s, t=tab: self._on_tab_range_text_changed(t, s))
+        tuner = tab.panels["tuner"]
+        tuner.compare_requested.connect(lambda paths: self.compare_paths(paths))
+        tuner.apply_requested.connect(lambda spec: self.new_run(spec))
         d = tab.document
         d.color_mode_changed.connect(lambda _m, t=tab: self._sync_toolbar(t))
         d.grouping_changed.connect(lambda _g, t=tab: self._sync_toolbar(t))
@@ -568,6 +573,85 @@ class MainWindow(QMainWindow):
         """Compare a loaded tab's trace (A, not read again) with ``paths``."""
         return self.compare_paths([tab.paths[0], *paths], {0: tab.document.trace})
 
+    # ---- runs (Run menu, Runs dock) -----------------------------------------------------
+    def _build_run_ui(self) -> None:
+        from ..views.run_panel import RunManager
+        from ..views.runs_panel import RunsDock
+
+        self.run_manager = RunManager(self)
+        self.run_manager.trace_ready.connect(self.open_run_trace)
+        self.runs_dock = RunsDock(self.run_manager, self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
+        self.tabifyDockWidget(self.docks["summary"], self.runs_dock)
+        self.docks["summary"].raise_()
+        self.runs_dock.open_requested.connect(self.open_run_trace)
+        self.runs_dock.rerun_requested.connect(self.new_run)
+        self.runs_dock.compare_requested.connect(self.compare_runs)
+        self.runs_dock.runs_panel.compare_multi = hasattr(self, "open_comparison")
+        mb = self.menuBar()
+        m = QMenu("&Run", self)
+        mb.insertMenu(mb.actions()[-1], m)          # before Help
+        self.new_run_action = self._action(m, "&New Run…", self.new_run, "Ctrl+R")
+        self.runs_panel_action = self._action(m, "Runs &Panel", self.show_runs_panel)
+
+    def new_run(self, spec=None) -> None:
+        """The Run dialog (pre-filled from ``spec``, else the last run); starts the run."""
+        from PySide6.QtWidgets import QDialog
+
+        from ..views.launch_dialog import LaunchDialog
+
+        dlg = LaunchDialog(self.settings, spec, self)
+        if dlg.exec() == QDialog.DialogCode.Accepted:
+            self.start_run(dlg.result_spec)
+
+    def start_run(self, spec):
+        try:
+            return self.run_manager.start(spec)
+        except (ValueError, OSError) as exc:
+            log.info("run not started: %s", exc)
+            self.statusBar().showMessage(f"The run could not start: {exc}", 15000)
+            return None
+
+    def show_runs_panel(self) -> None:
+        self.runs_dock.show()
+        self.runs_dock.raise_()
+        self.runs_dock.tabs.setCurrentIndex(0)
+        self.runs_dock.runs_panel.refresh()
+
+    def open_run_trace(self, paths) -> TraceTab:
+        """Open the files of one run (one per process or rank) as one trace, one tab."""
+        paths = [Path(p) for p in paths]
+        want = [p.resolve() for p in paths]
+        for t in self.tab_list():
+            if isinstance(t, TraceTab) and [x.resolve() for x in t.paths] == want \
+                    and t.state in ("loading", "loaded"):
+                self.tabs.setCurrentWidget(t)
+                return t
+        return self._add_tab(paths)
+
+    def compare_runs(self, paths_a, paths_b):
+        """Compare two runs (each one trace of one or more files)."""
+        if hasattr(self, "open_comparison"):
+            return self.open_comparison(paths_a, paths_b)
+        if len(paths_a) == 1 and len(paths_b) == 1:
+            return self.compare_paths([paths_a[0], paths_b[0]])
+        return [self.open_run_trace(paths_a), self.open_run_trace(paths_b)]
+
+    def ask_close_runs(self, active) -> str | None:
+        from ..views.runs_panel import ask_close_runs
+
+        return ask_close_runs(self, active)
+
+    def _stop_runs(self) -> bool:
+        """On close: local runs are cancelled; remote ones may be left running."""
+        active = self.run_manager.active()
+        choice = self.ask_close_runs(active) if active else "cancel"
+        if choice is None:
+            return False
+        self.run_manager.shutdown(detach_remote=choice == "detach")
+        self.runs_dock.shutdown()
+        return True
+
     # ---- export --------------------------------------------------------------------------
     def _ask_save(self, title: str, suggested: str, filt: str) -> Path | None:
         start = str(Path(self.settings.last_dir() or ".") / suggested)
@@ -656,6 +740,9 @@ class MainWindow(QMainWindow):
                           f"hipscope {__version__}\nGPU trace viewer for ROCm and CUDA.")
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        if not self._stop_runs():
+            event.ignore()
+            return
         self._show_docks(True)                  # save the layout the user chose
         if self.persist:
             self.settings.save_window(self.saveGeometry(), self.saveState())

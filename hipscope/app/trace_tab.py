@@ -23,6 +23,7 @@ from ..views.heatmap import CounterHeatmapView
 from ..views.queue_delay import QueueDelayView
 from ..views.tables import KernelSummaryView, KernelsTableView
 from ..views.tables.format import fmt_duration
+from ..views.tuner_panel import TunerPanel
 from .document import Document
 from .tasks import TaskHandle, TaskRunner
 
@@ -123,6 +124,7 @@ class TraceTab(QWidget):
             "details": self.details_view, "summary": self.summary_view,
             "kernels": self.kernels_view, "queue_delay": QueueDelayView(self.document),
             "counters": CounterHeatmapView(self.document),
+            "tuner": TunerPanel(self.document),
         }
 
     @property

@@ -1,0 +1,490 @@
+"""One run in the GUI: :class:`RunSession` (a launcher bound to the GUI thread),
+:class:`RunManager` (the window's runs, started and shut down together) and
+:class:`RunPanel` (live console, state line, telemetry strip charts, Cancel).
+
+Launcher events arrive on the launcher's threads (run, output readers, telemetry
+poller). Output lines go into a locked buffer that a GUI timer drains in batches (fast
+output never becomes one signal per line); every other event crosses by a queued
+signal. Panels bind to the session's plain state (``state``, ``reason``, ``telemetry``)
+and its signals; they hold no run logic.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QDesktopServices, QFontDatabase, QPalette, QTextCharFormat, \
+    QTextCursor
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..launchers.base import RunResult, RunState
+from ..launchers.spec import RunSpec
+from .launch_widgets import HostKeyAsker
+
+log = logging.getLogger(__name__)
+
+FLUSH_MS = 50                 # console batches
+MAX_CONSOLE_BLOCKS = 50_000   # lines kept in the console (the log file has them all)
+MAX_POINTS = 3600             # telemetry samples kept per GPU for the charts
+STATE_TEXT = {"queued": "⏳ queued", "starting": "◔ starting…", "running": "▶ running",
+              "collecting": "⇩ collecting artifacts…", "finished": "✔ finished",
+              "failed": "✖ failed", "cancelled": "■ cancelled"}
+STATE_COLOUR = {"finished": "#3fa34d", "failed": "#d9534f", "cancelled": "#d08a00",
+                "running": "#3d8bd9"}
+METRICS = (("util_pct", "Utilisation", "%", 1.0), ("mem_used_mib", "Memory", "GiB", 1 / 1024),
+           ("power_w", "Power", "W", 1.0), ("temp_c", "Temperature", "°C", 1.0),
+           ("sclk_mhz", "Clock", "MHz", 1.0))
+GPU_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2",
+               "#edc948", "#ff9da7", "#9c755f", "#bab0ac")
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+class TelemetryBuffer:
+    """Telemetry samples per GPU as growing columns (plain data, no Qt)."""
+
+    def __init__(self, t0: float | None = None, max_points: int = MAX_POINTS):
+        self.t0, self.max_points = t0, max_points
+        self.columns: dict[int, dict[str, list[float]]] = {}
+        self.count = 0
+
+    def add(self, samples) -> None:
+        for s in samples:
+            if self.t0 is None:
+                self.t0 = s.time
+            col = self.columns.setdefault(s.gpu, {k: [] for k in
+                                                  ("t", *(m[0] for m in METRICS))})
+            col["t"].append(s.time - self.t0)
+            for key, *_ in METRICS:
+                v = getattr(s, key)
+                col[key].append(np.nan if v is None else float(v))
+            if len(col["t"]) > self.max_points:
+                for v in col.values():
+                    del v[: len(v) - self.max_points]
+            self.count += 1
+
+    def gpus(self) -> list[int]:
+        return sorted(self.columns)
+
+    def series(self, gpu: int, key: str) -> tuple[np.ndarray, np.ndarray]:
+        col = self.columns[gpu]
+        return np.asarray(col["t"], float), np.asarray(col[key], float)
+
+
+class RunSession(QObject):
+    """One launcher bound to the GUI thread. Signals arrive on the GUI thread."""
+
+    state_changed = Signal(str, str)     # state, reason ("" when none)
+    lines_appended = Signal(list)        # [(stream, line), ...], one batch
+    message_added = Signal(str)
+    telemetry_added = Signal(int)        # samples added
+    finished = Signal(object)            # RunResult
+    _posted = Signal(object)
+
+    def __init__(self, spec: RunSpec, host_key_callback=None, parent: QObject | None = None):
+        super().__init__(parent)
+        from ..launchers import make_launcher
+
+        self.spec = spec
+        self.state = RunState.QUEUED.value
+        self.reason = ""
+        self.result: RunResult | None = None
+        self.line_count = 0
+        self.created_at = time.time()
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self.detached = False
+        self.telemetry = TelemetryBuffer()
+        self._buf: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self._flush)
+        self._posted.connect(self._on_posted, Qt.ConnectionType.QueuedConnection)
+        self.launcher = make_launcher(spec, observers=[self._observe],
+                                      host_key_callback=host_key_callback)
+
+    @property
+    def run_id(self) -> str:
+        return self.launcher.folder.run_id
+
+    @property
+    def folder(self) -> Path:
+        return self.launcher.folder.path
+
+    @property
+    def active(self) -> bool:
+        return not RunState(self.state).final and not self.detached
+
+    @property
+    def remote(self) -> bool:
+        return self.spec.target.remote
+
+    def start(self) -> None:
+        self._timer.start()
+        self.launcher.start()
+
+    def cancel(self) -> None:
+        self.launcher.cancel()
+
+    def detach(self) -> None:
+        """Stop following a remote run and leave it running on the target (the window
+        is closing); its run folder keeps what arrived so far."""
+        self.detached = True
+        self._timer.stop()
+
+    def elapsed(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.ended_at or time.time()) - self.started_at
+
+    # ---- launcher threads ------------------------------------------------------------
+    def _observe(self, ev) -> None:
+        if self.detached:                # the window is gone: nothing more to show
+            return
+        if ev.kind == "output":
+            with self._lock:
+                self._buf.append((ev.stream, ev.line))
+        else:
+            self._posted.emit(ev)
+
+    # ---- GUI thread ------------------------------------------------------------------
+    def _flush(self) -> None:
+        with self._lock:
+            batch, self._buf = self._buf, []
+        if batch:
+            self.line_count += len(batch)
+            self.lines_appended.emit(batch)
+
+    def _on_posted(self, ev) -> None:
+        if self.detached:
+            return
+        self._flush()                    # output before the event that followed it
+        if ev.kind == "state":
+            self.state, self.reason = ev.state.value, ev.reason or ""
+            if ev.state == RunState.RUNNING:
+                self.started_at = ev.time
+            if ev.state.final:
+                self.ended_at = ev.time
+                self.started_at = self.started_at or ev.time
+                self._timer.stop()
+                self.result = self.launcher.result()
+            self.state_changed.emit(self.state, self.reason)
+            if ev.state.final:
+                self.finished.emit(self.result)
+        elif ev.kind == "telemetry":
+            self.telemetry.add(ev.samples)
+            self.telemetry_added.emit(len(ev.samples))
+        elif ev.text:
+            self.message_added.emit(ev.text)
+
+
+class RunManager(QObject):
+    """The window's runs. ``trace_ready(list)``: a run finished with trace inputs."""
+
+    session_started = Signal(object)
+    session_finished = Signal(object)
+    trace_ready = Signal(list)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.asker = HostKeyAsker(parent)
+        self.sessions: list[RunSession] = []
+
+    def start(self, spec: RunSpec) -> RunSession:
+        s = RunSession(spec, self.asker, self)
+        s.finished.connect(lambda res, s=s: self._on_session_finished(s, res))
+        self.sessions.append(s)
+        s.start()
+        self.session_started.emit(s)
+        return s
+
+    def active(self) -> list[RunSession]:
+        return [s for s in self.sessions if s.active]
+
+    def _on_session_finished(self, s: RunSession, res: RunResult) -> None:
+        self.session_finished.emit(s)
+        if res.state == RunState.FINISHED and res.trace_inputs:
+            self.trace_ready.emit(list(res.trace_inputs))
+
+    def shutdown(self, detach_remote: bool = True, timeout: float = 20.0) -> list[RunSession]:
+        """Cancel local runs (and remote ones unless ``detach_remote``), wait for their
+        launchers to end; returns the remote runs left running."""
+        self.asker.shutdown()
+        left, stopping = [], []
+        for s in self.active():
+            if s.remote and detach_remote:
+                s.detach()
+                left.append(s)
+            else:
+                s.cancel()
+                stopping.append(s)
+        deadline = time.monotonic() + timeout
+        for s in stopping:
+            if s.launcher.wait(max(0.1, deadline - time.monotonic())) is None:
+                log.warning("run %s did not stop within %gs", s.run_id, timeout)
+        return left
+
+
+class TelemetryCharts(QWidget):
+    """Scrolling strip charts, one per metric, a curve per GPU (x: seconds)."""
+
+    WINDOW_S = 120.0
+
+    def __init__(self, buffer: TelemetryBuffer, parent=None):
+        super().__init__(parent)
+        self.buffer = buffer
+        pal = self.palette()
+        fg = pal.color(QPalette.ColorRole.WindowText)
+        self.glw = pg.GraphicsLayoutWidget(self)
+        self.glw.setBackground(pal.color(QPalette.ColorRole.Base))
+        self.glw.ci.layout.setSpacing(2)
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.curves: dict[tuple[str, int], pg.PlotDataItem] = {}
+        first = None
+        small = self.font()
+        small.setPointSizeF(max(6.0, small.pointSizeF() * 0.85))
+        for i, (key, title, unit, _scale) in enumerate(METRICS):
+            p = self.glw.addPlot(row=i // 3, col=i % 3)    # 3 × 2: fits a short dock
+            p.setMenuEnabled(False)
+            p.setMouseEnabled(x=False, y=False)
+            p.hideButtons()
+            p.showGrid(x=True, y=True, alpha=0.15)
+            p.setTitle(f"{title} ({unit})", color=fg.name(), size=f"{small.pointSizeF():.0f}pt")
+            for ax in ("left", "bottom"):
+                p.getAxis(ax).setPen(pg.mkPen(fg))
+                p.getAxis(ax).setTextPen(pg.mkPen(fg))
+                p.getAxis(ax).setStyle(tickFont=small)
+            p.getAxis("left").setWidth(44)
+            p.getAxis("bottom").setHeight(20)
+            if key == "util_pct":
+                p.setYRange(0, 100, padding=0.02)
+            if first is None:
+                first = p
+            else:
+                p.setXLink(first)
+            self.plots[key] = p
+        self.legend = QLabel(self)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
+        v = QVBoxLayout(self)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.setSpacing(2)
+        v.addWidget(self.legend)
+        v.addWidget(self.glw, 1)
+        self._pending = QTimer(self)
+        self._pending.setSingleShot(True)
+        self._pending.setInterval(100)
+        self._pending.timeout.connect(self.redraw)
+
+    def schedule(self, *_a) -> None:
+        """Redraw soon (several telemetry events in 100 ms become one redraw)."""
+        if not self._pending.isActive():
+            self._pending.start()
+
+    def redraw(self) -> None:
+        gpus = self.buffer.gpus()
+        tmax = 0.0
+        for g in gpus:
+            colour = GPU_COLOURS[g % len(GPU_COLOURS)]
+            for key, _title, _unit, scale in METRICS:
+                c = self.curves.get((key, g))
+                if c is None:
+                    c = self.plots[key].plot(pen=pg.mkPen(colour, width=1.5),
+                                             connect="finite")
+                    self.curves[(key, g)] = c
+                t, y = self.buffer.series(g, key)
+                c.setData(t, y * scale)
+                if len(t):
+                    tmax = max(tmax, float(t[-1]))
+        window = self.WINDOW_S
+        self.plots[METRICS[0][0]].setXRange(max(0.0, tmax - window), max(tmax, 10.0),
+                                            padding=0.01)
+        if gpus:
+            self.legend.setText("  ".join(
+                f"<span style='color:{GPU_COLOURS[g % len(GPU_COLOURS)]}'>■</span> GPU {g}"
+                for g in gpus) + "  <span style='color:gray'>(x: seconds since the first "
+                "sample)</span>")
+        elif not self.legend.text():
+            self.legend.setText("waiting for the first telemetry sample…")
+
+
+class RunPanel(QWidget):
+    """The live view of one run. ``open_requested(list)``: open this run's trace."""
+
+    open_requested = Signal(list)
+
+    def __init__(self, session: RunSession, parent=None):
+        super().__init__(parent)
+        self.session = session
+        spec = session.spec
+        cmd = shlex.join(spec.command).replace("\n", " ⏎ ")
+        self.title_label = QLabel(f"<b>{_html(cmd if len(cmd) < 160 else cmd[:157] + '…')}</b>",
+                                  self)
+        self.title_label.setTextFormat(Qt.TextFormat.RichText)
+        self.title_label.setToolTip(shlex.join(spec.command))
+        self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        prof = "no profiler" if spec.profiler.name == "none" else spec.profiler.name
+        self.info_label = QLabel(f"on {spec.target.label()} · {prof} · {session.run_id}", self)
+        self.info_label.setEnabled(False)
+        self.state_label = QLabel(self)
+        self.state_label.setObjectName("run_state")
+        self.state_label.setTextFormat(Qt.TextFormat.RichText)
+        self.state_label.setWordWrap(True)
+        self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setToolTip("Stop the program (its whole process group)")
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
+        self.open_button = QPushButton("Open trace", self)
+        self.open_button.clicked.connect(
+            lambda: self.open_requested.emit(list(self.session.result.trace_inputs)))
+        self.folder_button = QPushButton("Open folder", self)
+        self.folder_button.setToolTip(str(session.folder))
+        self.folder_button.clicked.connect(
+            lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.session.folder))))
+        self.console = QPlainTextEdit(self)
+        self.console.setReadOnly(True)
+        self.console.setMaximumBlockCount(MAX_CONSOLE_BLOCKS)
+        self.console.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.console.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.console.setPlaceholderText("The program's output appears here.")
+        self.charts = TelemetryCharts(session.telemetry, self)
+        self.charts.setVisible(spec.telemetry_interval is not None)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.addWidget(self.console)
+        self.splitter.addWidget(self.charts)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        head = QHBoxLayout()
+        texts = QVBoxLayout()
+        texts.addWidget(self.title_label)
+        texts.addWidget(self.info_label)
+        head.addLayout(texts, 1)
+        for b in (self.cancel_button, self.open_button, self.folder_button):
+            head.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
+        v = QVBoxLayout(self)
+        v.setContentsMargins(6, 6, 6, 6)
+        v.addLayout(head)
+        v.addWidget(self.state_label)
+        v.addWidget(self.splitter, 1)
+        self._fmt = {"stdout": QTextCharFormat(), "stderr": QTextCharFormat(),
+                     "message": QTextCharFormat()}
+        self._fmt["stderr"].setForeground(QColor("#e5534b"))
+        self._fmt["message"].setForeground(QColor("#8a8f98"))
+        self._fmt["message"].setFontItalic(True)
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._update_state)
+        self._clock.start()
+        session.lines_appended.connect(self.append_lines)
+        session.message_added.connect(self._on_session_message_added)
+        session.state_changed.connect(self._on_session_state_changed)
+        session.telemetry_added.connect(self.charts.schedule)
+        self._update_state()
+        self.charts.redraw()
+        self._sized = False
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
+        if not self._sized and self.width() > 200:   # console 55 %, charts 45 %
+            self._sized = True
+            self.splitter.setSizes([self.width() * 55 // 100, self.width() * 45 // 100])
+
+    @property
+    def title(self) -> str:
+        cmd = self.session.spec.command
+        return self.session.spec.name or Path(cmd[1] if Path(cmd[0]).name.startswith(
+            "python") and len(cmd) > 1 and not cmd[1].startswith("-") else cmd[0]).name
+
+    def append_lines(self, batch: list[tuple[str, str]]) -> None:
+        """Append a batch: one insert per run of lines of the same stream."""
+        bar = self.console.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 2
+        cur = QTextCursor(self.console.document())
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        cur.beginEditBlock()
+        first = self.console.document().isEmpty()
+        i = 0
+        while i < len(batch):
+            stream = batch[i][0]
+            j = i
+            while j < len(batch) and batch[j][0] == stream:
+                j += 1
+            if not first:
+                cur.insertBlock()
+            first = False
+            cur.insertText("\n".join(ln for _s, ln in batch[i:j]), self._fmt[stream])
+            i = j
+        cur.endEditBlock()
+        if at_end:
+            bar.setValue(bar.maximum())
+
+    def _on_session_message_added(self, text: str) -> None:
+        self.append_lines([("message", f"— {text}")])
+        if text.startswith("telemetry off"):
+            self.charts.legend.setText(_html(text))
+
+    def _on_cancel_clicked(self) -> None:
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setText("Cancelling…")
+        self.session.cancel()
+
+    def _on_session_state_changed(self, state: str, reason: str) -> None:
+        self._update_state()
+        if RunState(state).final:
+            self._clock.stop()
+            self.charts.redraw()
+
+    def _update_state(self) -> None:
+        s = self.session
+        final = RunState(s.state).final
+        colour = STATE_COLOUR.get(s.state, "")
+        text = STATE_TEXT.get(s.state, s.state)
+        if s.reason:
+            text += f": {s.reason}"
+        parts = [f"<span style='color:{colour}'><b>{_html(text)}</b></span>" if colour
+                 else f"<b>{_html(text)}</b>"]
+        el = s.elapsed()
+        if el is not None:
+            parts.append(("took " if final else "for ") + fmt_seconds(el))
+        parts.append(f"{s.line_count:,} lines")
+        if s.telemetry.count:
+            parts.append(f"{s.telemetry.count:,} telemetry samples")
+        line = " · ".join(parts)
+        res = s.result
+        if final and s.state != "finished":
+            line += f"<br>The run folder is kept: <code>{_html(str(s.folder))}</code>"
+        elif final and res is not None and not res.trace_inputs:
+            line += f"<br>No trace was written; the run folder: <code>{_html(str(s.folder))}</code>"
+        self.state_label.setText(line)
+        self.cancel_button.setVisible(not final)
+        self.open_button.setEnabled(bool(final and res is not None and res.trace_inputs))
+        self.open_button.setToolTip("" if self.open_button.isEnabled() else
+                                    "no trace yet" if not final else "this run wrote no trace")
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
