@@ -39,16 +39,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from ..model import Trace, build_table, categorical
+from ._common import read_input
 from .base import (
     CancelledFn,
     ProgressFn,
     TraceFormatError,
     check_cancel,
     head_text,
-    read_bytes_tolerant,
     register,
 )
 
@@ -114,12 +113,7 @@ class NcuCsvReader:
                                 "tool": "Nsight Compute", "tool_version": None,
                                 "synthetic_timeline": True, "warnings": [], "provenance": {}}
         dropped: dict[str, int] = {}
-        try:
-            data, gzw = read_bytes_tolerant(path)
-        except OSError as exc:
-            raise TraceFormatError(path, None, "a readable file", str(exc)) from None
-        if gzw:
-            meta["warnings"].append(gzw)
+        data = read_input(path, meta["warnings"])
         text = data.decode("utf-8", errors="replace")
         m = _HEADER_RE.search(text)
         if not m:

@@ -55,10 +55,9 @@ from .base import (
     ProgressFn,
     TraceFormatError,
     check_cancel,
-    read_bytes_tolerant,
     register,
 )
-from ._common import DEVICE_COLUMNS, devices_table, group_rows
+from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input
 from ._csv import (
     I16,
     I32,
@@ -129,12 +128,7 @@ class _Csv:
 
     def __init__(self, path: Path, warnings: list[str], dropped: dict[str, int]):
         self.path = path
-        try:
-            data, gzw = read_bytes_tolerant(path)
-        except OSError as exc:
-            raise TraceFormatError(path, None, "a readable file", str(exc)) from None
-        if gzw:
-            warnings.append(gzw)
+        data = read_input(path, warnings)
         data = drop_torn_tail(path, data, 1, warnings, dropped, f"{path.name} rows")
         self.data = data
         self.header, self.table = read_csv_strings(path, data, 1)

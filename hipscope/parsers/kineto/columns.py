@@ -1,0 +1,235 @@
+"""Columns from decoded Kineto events: JSON values coerced to int/float arrays
+(vectorised, odd values become nulls), µs -> ns, categorical codes, small tables."""
+
+from __future__ import annotations
+
+import re
+from itertools import chain
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...model import build_table, categorical
+from ...model.table import Table
+from .decode import _ARG_FIELDS, _EMPTY_ARGS
+
+_NULL = -(1 << 62)
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _to_int(x: Any) -> int:
+    """Best-effort int from a JSON value; _NULL when there is none."""
+    if isinstance(x, bool) or x is None:
+        return _NULL
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        return int(x) if x == x and abs(x) < 9e18 else _NULL
+    if isinstance(x, str):
+        s = x.strip()
+        try:
+            return int(s, 16) if s.lower().startswith("0x") else int(s)
+        except ValueError:
+            m = re.search(r"-?\d+", s)
+            return int(m.group()) if m else _NULL
+    return _NULL
+
+
+def _int_col(values: list, null: int = _NULL) -> np.ndarray:
+    """int64 column from JSON values (None/invalid -> ``null``)."""
+    try:
+        return np.fromiter(values, np.int64, len(values))
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:
+        a = np.array(values, dtype=np.float64)
+        if a.ndim != 1:
+            raise ValueError
+        bad = np.isnan(a) | (np.abs(a) > 9e15)
+        out = np.where(bad, 0, a).astype(np.int64)
+        if bad.any():
+            out[bad] = null
+        return out
+    except (TypeError, ValueError, OverflowError):
+        out = np.fromiter((_to_int(v) for v in values), np.int64, len(values))
+        if null != _NULL:
+            out[out == _NULL] = null
+        return out
+
+
+def _float_col(values: list) -> np.ndarray:
+    try:
+        a = np.array(values, dtype=np.float64)
+        if a.ndim != 1:
+            raise ValueError
+        return a
+    except (TypeError, ValueError, OverflowError):
+        def f(v: Any) -> float:
+            if isinstance(v, bool):
+                return np.nan
+            if isinstance(v, (int, float)):
+                return float(v)
+            if isinstance(v, str):
+                try:
+                    return float(v)
+                except ValueError:
+                    return np.nan
+            return np.nan
+        return np.fromiter((f(v) for v in values), np.float64, len(values))
+
+
+def _us_to_ns(us: np.ndarray) -> np.ndarray:
+    """µs floats (3 printed decimals) -> int64 ns, exact for values < 2^43 µs."""
+    whole = np.floor(us)
+    frac = us - whole
+    return whole.astype(np.int64) * 1000 + np.rint(frac * 1000.0).astype(np.int64)
+
+
+def _codes(strings: list) -> tuple[np.ndarray, list[str]]:
+    """Categorical codes for a list of str (first-seen order)."""
+    try:
+        uniq = dict.fromkeys(strings)
+    except TypeError:
+        strings = [s if isinstance(s, str) else str(s) for s in strings]
+        uniq = dict.fromkeys(strings)
+    cats = [s if isinstance(s, str) else str(s) for s in uniq]
+    m = {k: i for i, k in enumerate(uniq)}
+    codes = np.fromiter(map(m.__getitem__, strings), np.int32, len(strings))
+    return codes, cats
+
+
+def _names(strings: list) -> Any:
+    codes, cats = _codes(strings)
+    return categorical(codes, cats)
+
+
+def _opt(values: np.ndarray, lo: int, hi: int) -> Any:
+    """Nullable pyarrow array: _NULL and out-of-range values become nulls."""
+    bad = (values == _NULL) | (values < lo) | (values > hi)
+    if bad.all():
+        return None
+    v = np.where(bad, 0, values)
+    return pa.array(v, mask=bad if bad.any() else None)
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _args_of(sub: list) -> list:
+    return [e.args or _EMPTY_ARGS for e in sub]
+
+
+def _args_cols(args: list, fields: tuple[str, ...] = _ARG_FIELDS) -> dict[str, np.ndarray]:
+    out = {}
+    for f in _ARG_FIELDS:
+        if f in fields:
+            out[f] = _int_col(list(map(attrgetter(f), args)))
+        else:
+            out[f] = np.full(len(args), _NULL, dtype=np.int64)
+    return out
+
+
+def _xyz(args: list, field: str) -> np.ndarray:
+    vals = [getattr(a, field) for a in args]
+    out = np.full((len(vals), 3), _NULL, dtype=np.int64)
+    for i, v in enumerate(vals):
+        if isinstance(v, list) and len(v) == 3:
+            for j in range(3):
+                x = v[j]
+                if isinstance(x, int) and not isinstance(x, bool):
+                    out[i, j] = x
+    return out
+
+
+def _xyz_fast(args: list, field: str) -> np.ndarray:
+    vals = list(map(attrgetter(field), args))
+    if not any(vals):
+        return np.full((len(vals), 3), _NULL, dtype=np.int64)
+    try:
+        if all(len(v) == 3 for v in vals):
+            return np.fromiter(chain.from_iterable(vals), np.int64, 3 * len(vals)).reshape(-1, 3)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return _xyz(args, field)
+
+
+def _pid_tid(sub: list) -> tuple[np.ndarray, np.ndarray]:
+    return _int_col([e.pid for e in sub]), _int_col([e.tid for e in sub])
+
+
+def _times(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """start, end (int64 ns) and a mask of rows with a valid ts."""
+    ts = _float_col([e.ts for e in sub])
+    dur = _float_col([e.dur for e in sub])
+    ok = np.isfinite(ts)
+    dur = np.where(np.isfinite(dur) & (dur > 0), dur, 0.0)
+    start = _us_to_ns(np.where(ok, ts, 0.0)) + base
+    end = start + _us_to_ns(dur)
+    return start, end, ok
+
+
+def _list_table(name: str, cols: dict[str, list]):
+    """A small table from Python lists (typed here: build_table would import pandas)."""
+    from ...model.schema import SPECS
+
+    spec = SPECS[name]
+    n = len(next(iter(cols.values()))) if cols else 0
+    arrays = {}
+    for c, vals in cols.items():
+        t = spec.by_name[c].type
+        arrays[c] = pa.array(vals, type=pa.string()) if pa.types.is_dictionary(t) else (
+            pa.array(vals, type=t))
+    return build_table(name, arrays, n=n)
+
+
+def _filtered_table(name: str, cols: dict[str, Any], keep: np.ndarray, n: int):
+    if n == 0 or keep.all():
+        return build_table(name, cols, n=n)
+    t = build_table(name, cols, n=n)
+    return t.take(np.flatnonzero(keep))
+
+
+def _drop_api_rows(api, ok: np.ndarray, kernels, copies):
+    """Remove API rows without a timestamp and renumber api_index links."""
+    new_index = np.cumsum(ok) - 1
+    new_index = np.where(ok, new_index, -1)
+    api = api.take(np.flatnonzero(ok))
+    out = [api]
+    for t in (kernels, copies):
+        if "api_index" in t.data.column_names:
+            col = t.column("api_index")
+            vals = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+            nv = new_index[vals]
+            mask = (~col.is_valid().to_numpy(zero_copy_only=False)) | (nv < 0)
+            arr = pa.array(np.where(mask, 0, nv).astype(np.int32), mask=mask)
+            data = t.data.set_column(t.data.column_names.index("api_index"), "api_index", arr)
+            t = Table(t.spec, data)
+        out.append(t)
+    return out
+
+
+def _corr_from_flows(flows: list, base: int, *groups) -> None:
+    """Fill missing correlation ids (in place) from ac2g flows: ``s`` at the runtime
+    call and ``f``/``bp:e`` at the GPU event share an id; both sit at their event's
+    (pid, tid, ts)."""
+    if not flows:
+        return
+    f_start, _e, f_ok = _times(flows, base)
+    by_key: dict[tuple[int, int, int], int] = {}
+    for e, t, ok in zip(flows, f_start.tolist(), f_ok.tolist()):
+        if not ok:
+            continue
+        fid = _to_int(e.id)
+        if fid == _NULL:
+            continue
+        by_key[(_to_int(e.pid), _to_int(e.tid), t)] = fid
+    for sub, start, pid, tid, corr in groups:
+        miss = np.flatnonzero(corr == _NULL)
+        for i in miss.tolist():
+            fid = by_key.get((int(pid[i]), int(tid[i]), int(start[i])))
+            if fid is not None:
+                corr[i] = fid

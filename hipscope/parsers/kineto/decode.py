@@ -1,0 +1,210 @@
+"""Kineto JSON decoded by msgspec into typed Structs (``args`` reduced to the keys the
+tables use), with a generic fallback for odd value types and recovery of a text cut
+short."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .._json import error_byte, error_place, gc_paused
+from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
+
+# --------------------------------------------------------------------------- structs
+
+
+class _Args(msgspec.Struct, gc=False):
+    """The args the tables use; every other key is skipped while decoding. Values are
+    left untyped (coerced later, vectorised) so that no odd value fails the decode."""
+
+    correlation: Any = None
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared: Any = msgspec.field(default=None, name="shared memory")
+    bytes: Any = None
+    size: Any = None
+    kind: Any = None
+    name: Any = None      # ph M process_name / thread_name
+    labels: Any = None    # ph M process_labels
+
+
+_EMPTY_ARGS = _Args()
+
+
+class _Ev(msgspec.Struct, gc=False):
+    ph: Any = ""
+    cat: Any = ""
+    name: Any = ""
+    pid: Any = -1
+    tid: Any = -1
+    ts: Any = None
+    dur: Any = None
+    id: Any = None
+    bp: Any = None
+    args: _Args | None = None
+
+
+# top-level keys besides traceEvents (metadata; every value kept as decoded)
+_TOP_FIELDS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds",
+               "displayTimeUnit", "traceName", "trace_id", "cupti_version",
+               "cuda_runtime_version", "cuda_driver_version", "roctracer_version",
+               "hip_runtime_version", "hip_driver_version")
+_TOP_TAIL = [(f, Any, None) for f in _TOP_FIELDS]
+# typed events; and the generic form for files whose values have odd types
+_Top = msgspec.defstruct("_Top", [("traceEvents", list[_Ev]), *_TOP_TAIL])
+_LooseTop = msgspec.defstruct("_LooseTop", [("traceEvents", list[Any]), *_TOP_TAIL])
+
+
+_ARG_FIELDS = ("correlation", "device", "stream", "registers", "shared", "bytes", "size")
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+API_CATS = ("cuda_runtime", "cuda_driver", "cuda_sync")
+HOST_MARKER_CATS = ("user_annotation", "cpu_op", "python_function")
+GPU_MARKER_CATS = ("gpu_user_annotation",)
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _decode_strict(buf: bytes) -> _Top:
+    with gc_paused():
+        return msgspec.json.decode(buf, type=_Top)
+
+
+def _loose_event(obj: Any) -> _Ev | None:
+    if not isinstance(obj, dict):
+        return None
+    args = obj.get("args")
+    try:
+        a = msgspec.convert(args, _Args) if isinstance(args, dict) else None
+    except msgspec.ValidationError:
+        a = None
+    return _Ev(ph=obj.get("ph", ""), cat=obj.get("cat", ""), name=obj.get("name", ""),
+               pid=obj.get("pid", -1), tid=obj.get("tid", -1), ts=obj.get("ts"),
+               dur=obj.get("dur"), id=obj.get("id"), bp=obj.get("bp"), args=a)
+
+
+def _decode_loose(path: Path, buf: bytes) -> tuple[_Top, int]:
+    """Decode with generic types and coerce: for files whose values have unusual
+    types. Returns the top object and the count of records that were not objects."""
+    try:
+        loose = msgspec.json.decode(buf, type=_LooseTop)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        raise TraceFormatError(path, "top level",
+                               "a JSON object with a 'traceEvents' list (PyTorch profiler trace)",
+                               msg) from None
+    evs = []
+    bad = 0
+    for obj in loose.traceEvents:
+        ev = _loose_event(obj)
+        if ev is None:
+            bad += 1
+        else:
+            evs.append(ev)
+    fields = {f: getattr(loose, f) for f in _Top.__struct_fields__ if f != "traceEvents"}
+    return _Top(traceEvents=evs, **fields), bad
+
+
+def _decode_any(path: Path, buf: bytes) -> tuple[_Top, int]:
+    """Typed decode, falling back to a generic one when values have odd types.
+    Raises msgspec.DecodeError for text that is not JSON (or cut short)."""
+    try:
+        return _decode_strict(buf), 0
+    except msgspec.ValidationError:
+        return _decode_loose(path, buf)
+
+
+def _recover_truncated(path: Path, buf: bytes) -> tuple[_Top, int, int] | None:
+    """A JSON text cut short: close it after the last whole element and decode.
+    Returns (top, records that were not objects, bytes dropped) or None when no cut
+    point works."""
+    start = buf.find(b'"traceEvents"')
+    if start < 0:
+        return None
+    tries = 0
+    window = 1 << 20
+    seen: set[int] = set()
+    while tries < 10:
+        lo = max(start, len(buf) - window)
+        cands = []
+        for m in re.finditer(rb"([}\]])\s*,", buf[lo:]):
+            pos = lo + m.start(1)
+            if pos not in seen:
+                cands.append((pos, m.group(1)))
+        for pos, ch in reversed(cands):
+            seen.add(pos)
+            tail = b"]}" if ch == b"}" else b"}"
+            tries += 1
+            try:
+                top, bad = _decode_any(path, buf[:pos + 1] + tail)
+            except (msgspec.DecodeError, TraceFormatError):
+                if tries >= 10:
+                    break
+                continue
+            return top, bad, len(buf) - pos - 1
+        if lo == start:
+            break
+        window *= 16
+    return None
+
+
+def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> _Top:
+    """The decoded file (gzip or plain JSON, which is decoded from a memory map)."""
+    try:
+        if is_gzip(path):
+            buf, gz_warn = read_bytes_tolerant(path)
+            if gz_warn:
+                warnings.append(gz_warn)
+            return decode(path, buf, warnings, dropped)
+        # plain JSON: decode straight from a memory map (no copy into the heap;
+        # nothing decoded keeps a reference into it)
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                raise TraceFormatError(path, "byte 0", "a JSON object with a "
+                                       "'traceEvents' list", "an empty file")
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return decode(path, mm, warnings, dropped)
+    except OSError as exc:
+        raise TraceFormatError(path, None, "a readable file", str(exc)) from None
+
+
+def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> _Top:
+    """Decode, keeping the whole events of a text cut short (reported)."""
+    bad = 0
+    try:
+        top, bad = _decode_any(path, buf)
+    except msgspec.DecodeError as exc:
+        msg = str(exc)
+        buf = bytes(buf)
+        if not buf.strip():
+            raise TraceFormatError(path, "byte 0", "a JSON object with a 'traceEvents' "
+                                   "list", "an empty file") from None
+        off = error_byte(msg)
+        cut_short = "truncated" in msg or (off is not None and off >= len(buf) - 64)
+        rec = _recover_truncated(path, buf) if cut_short else None
+        if rec is None:
+            where = error_place(msg, buf, records=True) or f"byte {len(buf)} (end of data)"
+            raise TraceFormatError(path, where,
+                                   "JSON text: an object with a 'traceEvents' list",
+                                   msg) from None
+        top, bad, lost = rec
+        n_ok = len(top.traceEvents)
+        warnings.append(
+            f"{path}: the JSON text ends early ({msg}); kept {n_ok:,} whole events of "
+            f"traceEvents and dropped the last {lost:,} bytes (a partial event and any "
+            "top-level keys after it)")
+        dropped["bytes"] = lost
+    if bad:
+        dropped["records that are not objects"] = bad
+        warnings.append(f"{path}: {bad:,} elements of traceEvents are not objects "
+                        "and were skipped")
+    return top

@@ -1,0 +1,400 @@
+"""The trace's tables from decoded Kineto events: API calls, kernels, copies, markers,
+linked by correlation id (from args, else from ac2g flows)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ...model import Trace, build_table, categorical, link_by_correlation
+from .._common import copy_direction, group_key, nesting_depth
+from ..base import check_cancel
+from .columns import (
+    _NULL,
+    _args_cols,
+    _args_of,
+    _codes,
+    _corr_from_flows,
+    _drop_api_rows,
+    _filtered_table,
+    _names,
+    _opt,
+    _pid_tid,
+    _times,
+    _to_int,
+    _xyz_fast,
+)
+from .decode import API_CATS, GPU_MARKER_CATS, HOST_MARKER_CATS, _Top
+from .devices import _devices, _meta, _streams, _vendor
+
+# grid of these AMD launch calls is the global work size (work-items), not blocks
+_AMD_GLOBAL_SIZE_LAUNCHES = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
+_COPY_KINDS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
+_I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
+
+
+class _Events:
+    """The decoded events with their categories coded once, selectable by category."""
+
+    def __init__(self, top: _Top):
+        self.evs = top.traceEvents
+        cats = [e.cat for e in self.evs]
+        self.cat_codes, cat_names = _codes(cats)
+        del cats
+        self.cat_index = {c: i for i, c in enumerate(cat_names)}
+
+    def select(self, names: tuple[str, ...], phase: str | None = "X") -> list:
+        wanted = [self.cat_index[c] for c in names if c in self.cat_index]
+        if not wanted:
+            return []
+        idx = np.flatnonzero(np.isin(self.cat_codes, wanted))
+        sub = list(map(self.evs.__getitem__, idx.tolist()))
+        if phase is not None:
+            sub = [e for e in sub if e.ph == phase]
+        return sub
+
+
+def _process_names(ev: _Events) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
+    proc_labels: dict[int, str] = {}
+    thread_names: dict[tuple[int, int], str] = {}
+    for e in ev.select(("",), phase="M"):
+        a = e.args
+        if a is None:
+            continue
+        pid = _to_int(e.pid)
+        if e.name == "process_labels" and isinstance(a.labels, str):
+            proc_labels[pid] = a.labels
+        elif e.name == "thread_name" and isinstance(a.name, str):
+            thread_names[(pid, _to_int(e.tid))] = a.name.strip()
+    return proc_labels, thread_names
+
+
+def _api_side(ev: _Events, base: int, vendor: str | None) -> SimpleNamespace:
+    """Host runtime / driver / sync calls as columns."""
+    a = SimpleNamespace(sub=ev.select(API_CATS))
+    a.args = _args_of(a.sub)
+    a.n = len(a.sub)
+    a.start, a.end, a.ok = _times(a.sub, base)
+    a.pid, a.tid = _pid_tid(a.sub)
+    a.cols = _args_cols(a.args, ("correlation", "stream", "device", "shared", "size", "bytes")
+                        if vendor == "AMD" else ("correlation", "stream", "device"))
+    a.dom_codes, a.dom = _codes([e.cat for e in a.sub])
+    a.name_codes, a.name_cats = _codes([e.name for e in a.sub])
+    a.is_sync = np.zeros(a.n, bool)
+    if "cuda_sync" in a.dom:
+        a.is_sync = a.dom_codes == a.dom.index("cuda_sync")
+    a.corr = a.cols["correlation"]
+    a.stream = np.where(a.cols["stream"] == 0xFFFFFFFF, _NULL, a.cols["stream"])
+    a.sync_dev_raw = np.where(a.is_sync, a.cols["device"], _NULL)
+    return a
+
+
+def _gpu_side(sub: list, base: int, fields: tuple[str, ...]) -> SimpleNamespace:
+    """GPU events (kernels or copies): times, raw device and stream, args columns."""
+    g = SimpleNamespace(sub=sub, args=_args_of(sub))
+    g.start, g.end, g.ok = _times(sub, base)
+    g.pid, g.tid = _pid_tid(sub)
+    g.cols = _args_cols(g.args, fields)
+    g.dev_raw = np.where(g.cols["device"] != _NULL, g.cols["device"], g.pid)
+    g.stream = np.where(g.cols["stream"] != _NULL, g.cols["stream"], g.tid)
+    g.corr = g.cols["correlation"]
+    return g
+
+
+def _linker(a: SimpleNamespace):
+    """corr -> row of the launching (non-sync) API call, -1 where none."""
+    launch_rows = np.flatnonzero(~a.is_sync & (a.corr != _NULL))
+    lr_corr = a.corr[launch_rows]
+
+    def link(corr: np.ndarray) -> np.ndarray:
+        out = np.full(len(corr), -1, dtype=np.int64)
+        has = corr != _NULL
+        if has.any() and len(launch_rows):
+            li = link_by_correlation(corr[has], None, lr_corr, None)
+            out[has] = np.where(li >= 0, launch_rows[np.maximum(li, 0)], -1)
+        return out
+
+    return link
+
+
+def _device_mapper(dev_map: dict[int, int]):
+    def map_dev(raw: np.ndarray) -> np.ndarray:
+        out = np.full(len(raw), _NULL, dtype=np.int64)
+        for r, d in dev_map.items():
+            out[raw == r] = d
+        return out
+
+    return map_dev
+
+
+def _grid(k: SimpleNamespace, a: SimpleNamespace, vendor: str | None,
+          provenance: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Grid in work-items (x, y, z) and block of each kernel."""
+    grid = _xyz_fast(k.args, "grid")
+    block = _xyz_fast(k.args, "block")
+    linked, li = k.api >= 0, np.maximum(k.api, 0)
+    if a.n:
+        a_grid = _xyz_fast(a.args, "grid")
+        a_block = _xyz_fast(a.args, "block")
+        fill = linked & (grid[:, 0] == _NULL)
+        if fill.any():
+            grid[fill] = a_grid[li[fill]]
+            block[fill] = np.where(block[fill] == _NULL, a_block[li[fill]], block[fill])
+            provenance["grid_x"] = "kernel args.grid, else the launching call's args.grid"
+    if vendor == "AMD":
+        gs_codes = [i for i, nm in enumerate(a.name_cats) if nm in _AMD_GLOBAL_SIZE_LAUNCHES]
+        if a.n:
+            is_global = linked & np.isin(a.name_codes[li], gs_codes)
+        else:
+            is_global = np.zeros(len(k.sub), bool)
+        blocks_known = linked & ~is_global
+        gx = np.where(is_global[:, None], grid,
+                      np.where(blocks_known[:, None], grid * block, _NULL))
+        gx = np.where((grid == _NULL) | (block == _NULL), _NULL, gx)
+        provenance["grid_x"] = (
+            "Kineto args.grid x args.block (grid counted workgroups) for hipLaunchKernel/"
+            "hipModuleLaunchKernel launches; as printed for hipExtModuleLaunchKernel/"
+            "hipHccModuleLaunchKernel, whose grid is already the global size in work-items; "
+            "null for kernels without a linked launch call (unit unknown)")
+    else:
+        gx = np.where((grid == _NULL) | (block == _NULL), _NULL, grid * block)
+        provenance["grid_x"] = ("Kineto args.grid (blocks) x args.block (threads per block): "
+                                "grid_* are work-items (threads), as everywhere in hipscope")
+    provenance["block_x"] = "Kineto args.block (threads per block)"
+    return gx, block
+
+
+def _launcher_cols(g: SimpleNamespace, a: SimpleNamespace) -> dict[str, Any]:
+    """api_index, pid and tid of GPU events, from their launching call."""
+    linked, li = g.api >= 0, np.maximum(g.api, 0)
+    return {
+        "api_index": _opt(np.where(linked, g.api, _NULL), 0, _I31),
+        "pid": _opt(np.where(linked, a.pid[li] if a.n else _NULL, _NULL), 0, _I31),
+        "tid": _opt(np.where(linked, a.tid[li] if a.n else _NULL, _NULL), 0, _I62),
+    }
+
+
+def _kernel_table(path: Path, k: SimpleNamespace, a: SimpleNamespace, vendor: str | None,
+                  ctx: SimpleNamespace):
+    provenance, warnings = ctx.provenance, ctx.warnings
+    gx, block = _grid(k, a, vendor, provenance)
+    kc = k.cols
+    k_cols: dict[str, Any] = {
+        "name": _names([e.name for e in k.sub]),
+        "device": k.dev,
+        "start": k.start,
+        "end": k.end,
+        "stream": _opt(k.stream, -(1 << 31), _I31),
+        "correlation_id": _opt(k.corr, -(1 << 63) + 1, _I63),
+        **_launcher_cols(k, a),
+        "grid_x": _opt(gx[:, 0], 0, _I31),
+        "grid_y": _opt(gx[:, 1], 0, _I31),
+        "grid_z": _opt(gx[:, 2], 0, _I31),
+        "block_x": _opt(block[:, 0], 0, 32767),
+        "block_y": _opt(block[:, 1], 0, 32767),
+        "block_z": _opt(block[:, 2], 0, 32767),
+        "registers": _opt(kc["registers"], 0, 32767),
+        "lds_bytes": _opt(kc["shared"], 0, _I31),
+    }
+    if kc["shared"].size and (kc["shared"] != _NULL).any():
+        provenance["lds_bytes"] = ("NVIDIA Kineto args['shared memory'] = static + dynamic "
+                                   "shared memory per block")
+    if kc["registers"].size and (kc["registers"] != _NULL).any():
+        provenance["registers"] = "Kineto args['registers per thread']"
+    if vendor == "AMD" and a.n:
+        dyn = np.where(k.api >= 0, a.cols["shared"][np.maximum(k.api, 0)], _NULL)
+        k_cols["dyn_lds_bytes"] = _opt(dyn, 0, _I31)
+        provenance["dyn_lds_bytes"] = ("the launching HIP call's args['shared memory'] "
+                                       "(dynamic LDS requested at launch)")
+    overflow = ((gx != _NULL) & (gx > _I31)).any(axis=1)
+    if overflow.any():
+        warnings.append(f"{path}: {int(overflow.sum()):,} kernels have a grid over 2^31 "
+                        "work-items in one dimension; stored as null")
+    keep = k.ok & (k.dev != _NULL)
+    n_bad = int((~keep).sum())
+    if n_bad:
+        ctx.dropped["kernels without ts or device"] = n_bad
+        warnings.append(f"{path}: {n_bad:,} kernel events without a timestamp or device "
+                        "were skipped")
+    return _filtered_table("kernels", k_cols, keep, len(k.sub))
+
+
+def _copy_direction(e, a) -> str:
+    if e.cat == "gpu_memset":
+        return "memset"
+    d = copy_direction(e.name, None)
+    if d is None and isinstance(a.kind, str) and a.kind in _COPY_KINDS:
+        d = a.kind
+    return d if d in _COPY_KINDS else "other"
+
+
+def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, str]):
+    directions = [_copy_direction(e, x) for e, x in zip(c.sub, c.args)]
+    cc = c.cols
+    if a.n and len(c.sub):
+        # AMD: the copy's bytes may only be on the runtime call (args.size)
+        cli = np.maximum(c.api, 0)
+        a_size, a_bytes = a.cols["size"], a.cols["bytes"]
+        c_bytes = np.where(cc["bytes"] != _NULL, cc["bytes"],
+                           np.where(c.api >= 0, np.where(a_bytes[cli] != _NULL, a_bytes[cli],
+                                                         a_size[cli]), _NULL))
+        if ((cc["bytes"] == _NULL) & (c_bytes != _NULL)).any():
+            provenance["bytes"] = ("GPU event args.bytes, else the runtime call's "
+                                   "args.size/args.bytes")
+    else:
+        c_bytes = cc["bytes"]
+    c_cols: dict[str, Any] = {
+        "direction": _names(directions),
+        "start": c.start,
+        "end": c.end,
+        "name": _names([e.name for e in c.sub]),
+        "bytes": _opt(c_bytes, 0, _I62),
+        "device": _opt(c.dev, 0, 32767),
+        "stream": _opt(c.stream, -(1 << 31), _I31),
+        "correlation_id": _opt(c.corr, -(1 << 63) + 1, _I63),
+        **_launcher_cols(c, a),
+    }
+    return _filtered_table("copies", c_cols, c.ok, len(c.sub))
+
+
+def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNamespace):
+    # cuda_sync events sit on the GPU row (pid = device, tid = stream): no OS pid/tid
+    a_cols_t: dict[str, Any] = {
+        "name": categorical(a.name_codes, a.name_cats),
+        "domain": categorical(a.dom_codes, a.dom),
+        "start": a.start,
+        "end": a.end,
+        "pid": _opt(np.where(a.is_sync, _NULL, a.pid), 0, _I31),
+        "tid": _opt(np.where(a.is_sync, _NULL, a.tid), 0, _I62),
+        "correlation_id": _opt(a.corr, -(1 << 63) + 1, _I63),
+        "stream": _opt(a.stream, 0, _I31),
+        "device": _opt(a.dev, 0, 32767),
+    }
+    api = build_table("api", a_cols_t, n=a.n)
+    if not a.ok.all():
+        # calls without ts cannot be placed in time: drop them, renumber the links
+        n_bad = int((~a.ok).sum())
+        ctx.warnings.append(f"{path}: {n_bad:,} runtime calls without a timestamp were skipped")
+        ctx.dropped["api calls without ts"] = n_bad
+        api, kernels, copies = _drop_api_rows(api, a.ok, kernels, copies)
+    ctx.provenance["api.stream"] = ("cuda_sync args.stream; HIP calls print the stream as a "
+                                    "hex handle which is kept only when it fits (the null "
+                                    "stream 0x0)")
+    return api, kernels, copies
+
+
+def _marker_table(ev: _Events, base: int, ga: SimpleNamespace, provenance: dict[str, str]):
+    h_sub = ev.select(HOST_MARKER_CATS)
+    h_start, h_end, h_ok = _times(h_sub, base)
+    h_pid, h_tid = _pid_tid(h_sub)
+    ga_stream = ga.tid
+    nh, ng = len(h_sub), len(ga.sub)
+    start = np.concatenate([h_start, ga.start])
+    end = np.concatenate([h_end, ga.end])
+    ok = np.concatenate([h_ok, ga.ok])
+    # one group per host (pid, tid) and per GPU (device, stream)
+    gkey_pid = np.concatenate([h_pid, ga.dev])
+    gkey_tid = np.concatenate([h_tid, ga_stream])
+    gkind = np.concatenate([np.zeros(nh, np.int64), np.ones(ng, np.int64)])
+    group = group_key(gkind, gkey_pid, gkey_tid)
+    full_depth = np.zeros(nh + ng, dtype=np.int16)
+    full_depth[ok] = nesting_depth(start[ok], end[ok], group[ok])
+    mk_cols: dict[str, Any] = {
+        "name": _names([e.name for e in h_sub] + [e.name for e in ga.sub]),
+        "domain": _names([e.cat for e in h_sub] + [e.cat for e in ga.sub]),
+        "start": start,
+        "end": end,
+        "depth": full_depth,
+        "pid": _opt(np.concatenate([h_pid, np.full(ng, _NULL, np.int64)]), -(1 << 31), _I31),
+        "tid": _opt(np.concatenate([h_tid, np.full(ng, _NULL, np.int64)]), -(1 << 62), _I62),
+        "device": _opt(np.concatenate([np.full(nh, _NULL, np.int64), ga.dev]), 0, 32767),
+        "stream": _opt(np.concatenate([np.full(nh, _NULL, np.int64), ga_stream]),
+                       -(1 << 31), _I31),
+    }
+    provenance["markers.depth"] = ("nesting computed from the intervals per host (pid, tid) "
+                                   "and per GPU (device, stream)")
+    return _filtered_table("markers", mk_cols, ok, nh + ng)
+
+
+def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> None:
+    """Fill missing correlation ids from ac2g flows (in place)."""
+    if (k.corr == _NULL).any() or (c.corr == _NULL).any() or \
+            (a.corr[~a.is_sync] == _NULL).any():
+        _corr_from_flows(ev.select(("ac2g",), phase=None), base,
+                         (k.sub, k.start, k.pid, k.tid, k.corr),
+                         (c.sub, c.start, c.pid, c.tid, c.corr),
+                         (a.sub, a.start, a.pid, a.tid, a.corr))
+        provenance["correlation_id"] = ("args.correlation; where absent, the id of the ac2g "
+                                        "flow (ph s at the runtime call, ph f at the GPU event)")
+    else:
+        provenance["correlation_id"] = "args.correlation"
+
+
+def _base_ns(top: _Top) -> int:
+    base = top.baseTimeNanoseconds
+    if isinstance(base, float) and base == base:
+        base = int(base)
+    if not isinstance(base, int) or isinstance(base, bool):
+        base = 0
+    return base
+
+
+def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
+          progress, cancelled) -> Trace:
+    """The trace of a decoded Kineto file."""
+    base = _base_ns(top)
+    ctx = SimpleNamespace(provenance={}, warnings=warnings, dropped=dropped)
+    ev = _Events(top)
+    proc_labels, thread_names = _process_names(ev)
+    check_cancel(cancelled)
+    props = top.deviceProperties if isinstance(top.deviceProperties, list) else []
+    props = [p for p in props if isinstance(p, dict)]
+    vendor = _vendor(top, props)
+    a = _api_side(ev, base, vendor)
+    check_cancel(cancelled)
+    k_sub = ev.select(("kernel",))
+    c_sub = ev.select(("gpu_memcpy", "gpu_memset"))
+    ga_sub = ev.select(GPU_MARKER_CATS)
+    progress(0.7)
+    check_cancel(cancelled)
+    k = _gpu_side(k_sub, base, ("correlation", "device", "stream", "registers", "shared"))
+    c = _gpu_side(c_sub, base, ("correlation", "device", "stream", "bytes"))
+    ga = SimpleNamespace(sub=ga_sub)
+    ga.start, ga.end, ga.ok = _times(ga_sub, base)
+    ga.pid, ga.tid = _pid_tid(ga_sub)
+    _correlate(ev, base, k, c, a, ctx.provenance)
+    # ---- devices
+    used = np.unique(np.concatenate([
+        k.dev_raw[k.dev_raw != _NULL], c.dev_raw[c.dev_raw != _NULL],
+        ga.pid[ga.pid != _NULL], a.sync_dev_raw[a.sync_dev_raw != _NULL]]).astype(np.int64))
+    used = used[(used >= 0) & (used < 32768)]
+    dev_map, devices = _devices(top, props, used, vendor, ctx.provenance, warnings)
+    map_dev = _device_mapper(dev_map)
+    k.dev, c.dev, ga.dev, a.dev = (map_dev(k.dev_raw), map_dev(c.dev_raw), map_dev(ga.pid),
+                                   map_dev(a.sync_dev_raw))
+    # ---- links
+    link = _linker(a)
+    k.api, c.api = link(k.corr), link(c.corr)
+    n_unlinked = int((k.api < 0).sum())
+    if len(k.sub) and a.n and n_unlinked:
+        warnings.append(f"{path}: {n_unlinked:,} of {len(k.sub):,} kernels have no runtime "
+                        "call with the same correlation id (the call was outside the "
+                        "profiling window or not recorded)")
+    check_cancel(cancelled)
+    kernels = _kernel_table(path, k, a, vendor, ctx)
+    copies = _copy_table(c, a, ctx.provenance)
+    api, kernels, copies = _api_table(path, a, kernels, copies, ctx)
+    progress(0.8)
+    check_cancel(cancelled)
+    markers = _marker_table(ev, base, ga, ctx.provenance)
+    progress(0.9)
+    streams = _streams(np.concatenate([k.dev, c.dev]), np.concatenate([k.stream, c.stream]),
+                       np.concatenate([k.dev_raw, c.dev_raw]), thread_names)
+    meta = _meta(path, top, base, vendor, a.pid[~a.is_sync], proc_labels, warnings, dropped,
+                 ctx.provenance, len(ev.evs))
+    progress(1.0)
+    return Trace(kernels=kernels, api=api, copies=copies, markers=markers, devices=devices,
+                 streams=streams, meta=meta)

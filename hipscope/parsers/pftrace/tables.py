@@ -1,0 +1,505 @@
+"""Tables from pftrace slices: kernels, copies, API calls, markers, PMC counters,
+devices, queues and streams, linked by flow ids (else correlation ids)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...model import Trace, build_table, link_by_correlation
+from ...model.schema import SPECS
+from .._common import dense_codes, devices_table, finish_meta, nesting_depth, new_meta
+from .proto import (
+    _KERNEL_KNOWN,
+    _RE_COMPUTE,
+    _RE_COPY,
+    _RE_STREAM,
+    _RE_THREAD,
+    API_CATEGORIES,
+    IGNORED_CATEGORIES,
+    _agent_key,
+    _api_domain,
+    _as_int,
+    _direction,
+    _int_column,
+)
+
+# kernel columns from annotations, in column order (None: grid_x/block_x, whose
+# product annotations stand in when the x one is missing)
+_KERNEL_ANNS = (("correlation_id", "corr_id"), ("dispatch_id", "dispatch_id"),
+                ("dispatch_ns", "dispatch_ns"), ("grid_x", None), ("grid_y", "grid_y"),
+                ("grid_z", "grid_z"), ("block_x", None), ("block_y", "block_y"),
+                ("block_z", "block_z"), ("vgpr", "VGPR_Count"),
+                ("accum_vgpr", "Accum_VGPR_Count"), ("sgpr", "SGPR_Count"),
+                ("registers", "registers"), ("lds_bytes", "LDS_Block_Size"),
+                ("dyn_lds_bytes", "dyn_lds_bytes"), ("scratch_bytes", "Scratch_Size"))
+_PRODUCT_ANNS = {"grid_x": "grid_size", "block_x": "workgroup_size"}
+
+PROVENANCE = {
+    "kernels.start/end": (
+        "begin_ns/end_ns debug annotations where present, else the slice times. "
+        "rocprofv3 rewrites overlapping kernels on one queue to meet at their "
+        "midpoint before writing (firmware-timestamp work-around in "
+        "generatePerfetto.cpp) and its begin_ns/end_ns annotations carry the same "
+        "rewritten values, so such kernels can differ from CSV/JSON/rocpd"),
+    "kernels.grid_x": "grid_size annotation = product x*y*z of the grid in "
+                      "work-items (grid_y/z left null) unless grid_x/y/z annotations",
+    "kernels.block_x": "workgroup_size annotation = product x*y*z of the workgroup "
+                       "(block_y/z left null) unless block_x/y/z annotations",
+    "kernels.device": "agent annotation ('Agent-N'/'GPU-N') or the "
+                      "'COMPUTE <Agent|GPU> [N] QUEUE [q]' track name",
+    "kernels.queue": "queue annotation (handle - 1) or the COMPUTE track name",
+    "kernels.stream": "stream_ID annotation or the 'STREAM [\" N \"]' track name",
+    "kernels.lds_bytes": "LDS_Block_Size annotation (dispatch group segment size)",
+    "kernels.scratch_bytes": "Scratch_Size annotation (private segment size)",
+    "kernels.api_index": "shared flow id (Flow::ProcessScoped(correlation id)), "
+                         "else equal corr_id annotations within a pid",
+    "copies.direction": "direction annotation or the copy slice name "
+                        "(MEMORY_COPY_HOST_TO_DEVICE ...)",
+    "copies.bytes": "copy_bytes annotation",
+    "api.domain": "slice category (hip_api -> HIP_RUNTIME_API, __hip* names -> "
+                  "HIP_COMPILER_API; hsa_api -> HSA_CORE_API, hsa_amd_* -> "
+                  "HSA_AMD_EXT_API ...)",
+    "markers.depth": "computed from the nesting of ranges per pid/tid/device/stream; "
+                     "instant marks get 0",
+    "counters": "kernel slice annotations other than the writer's known fields "
+                "(one per PMC)",
+}
+
+
+def _pid_tid(cols: dict, ann: dict, ti: dict) -> None:
+    cols["pid"].append(_as_int(ann.get("pid")) if "pid" in ann else ti.get("pid"))
+    tid = _as_int(ann.get("tid"))
+    cols["tid"].append(tid if tid is not None else ti.get("tid"))
+
+
+class _Tracks:
+    """Per-track facts (pid, tid, COMPUTE/STREAM/COPY names...) through the parent chain."""
+
+    def __init__(self, tracks: dict):
+        self.tracks = tracks
+        self.cache: dict[int, dict] = {}
+
+    def __call__(self, uuid: int) -> dict:
+        got = self.cache.get(uuid)
+        if got is None:
+            got = self.cache[uuid] = self._resolve(uuid)
+        return got
+
+    def _chain(self, uuid: int) -> list[dict]:
+        chain, cur, seen = [], uuid, set()
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            t = self.tracks.get(cur)
+            if t is None:
+                break
+            chain.append(t)
+            cur = t.get("parent")
+        return chain
+
+    def _resolve(self, uuid: int) -> dict:
+        chain = self._chain(uuid)
+        out: dict[str, Any] = {"name": (chain[0] if chain else {}).get("name")}
+        for t in chain:
+            out.setdefault("pid", t.get("pid"))
+            if out["pid"] is None:
+                out["pid"] = t.get("pid")
+            if "tid" in t and out.get("tid") is None:
+                out["tid"] = t["tid"]
+            self._from_name(out, t.get("name") or "")
+            desc = t.get("description")
+            if desc and out.get("hs_device") is None and desc.startswith("{"):
+                try:
+                    d = json.loads(desc)
+                except ValueError:
+                    d = None
+                if isinstance(d, dict) and isinstance(d.get("hipscope_device"), dict):
+                    out["hs_device"] = d["hipscope_device"]
+        return out
+
+    @staticmethod
+    def _from_name(out: dict, nm: str) -> None:
+        if out.get("compute") is None:
+            m = _RE_COMPUTE.match(nm)
+            if m:
+                out["compute"] = (m.group(1), int(m.group(2)), int(m.group(3)))
+        if out.get("stream") is None:
+            m = _RE_STREAM.match(nm)
+            if m:
+                out["stream"] = int(m.group(1))
+        if out.get("copy_agent") is None:
+            m = _RE_COPY.match(nm)
+            if m:
+                out["copy_agent"] = int(m.group(1))
+        if out.get("tid") is None:
+            m = _RE_THREAD.match(nm)
+            if m:
+                out["tid"] = int(m.group(1))
+
+
+class Builder:
+    """Tables and meta of one trace from its sorted slices."""
+
+    def __init__(self, name: str, path: Path, slices: list, tracks: dict, warnings: list[str],
+                 dropped: dict, hipscope_made: bool):
+        self.name, self.path, self.warnings, self.dropped = name, path, warnings, dropped
+        self.hipscope_made = hipscope_made
+        self.tinfo = _Tracks(tracks)
+        self.dev_keys: dict[tuple, dict] = {}
+        self.tools: set[str] = set()
+        self.kern, self.copies, self.api, self.marks = [], [], [], []
+        self.ignored: dict[str, int] = defaultdict(int)
+        self._sort(slices)
+
+    def _sort(self, slices: list) -> None:
+        for s in slices:
+            cats = s[4]
+            cat = cats[0] if cats else ""
+            if cat == "kernel_dispatch":
+                self.kern.append(s)
+            elif cat == "memory_copy":
+                self.copies.append(s)
+            elif cat == "marker_api":
+                self.marks.append(s)
+            elif cat in API_CATEGORIES or cat.endswith("_api") or cat.startswith("api:"):
+                self.api.append(s)
+            else:
+                self.ignored[cat or "(no category)"] += 1
+            if not self.hipscope_made and (cat in API_CATEGORIES or cat in (
+                    "kernel_dispatch", "memory_copy", "marker_api")):
+                self.tools.add("rocprofiler-sdk")
+        for cat, n in self.ignored.items():
+            if cat not in IGNORED_CATEGORIES:
+                self.warnings.append(f"{n} slice(s) of category {cat!r} are not GPU work or "
+                                     f"API calls hipscope knows; skipped")
+
+    # ------------------------------------------------------------------ devices
+    def dev_of(self, ann_val, ti: dict, hs_fallback=True) -> tuple | None:
+        key = _agent_key(ann_val)
+        if key is None and ti.get("compute") is not None:
+            label, idx, _q = ti["compute"]
+            key = ("GPU" if label.upper() == "GPU" else "AGENT", idx)
+        if key is None and hs_fallback and ti.get("hs_device") is not None:
+            idx = _as_int(ti["hs_device"].get("index"))
+            if idx is not None:
+                key = ("GPU", idx)
+        dev_keys = self.dev_keys
+        if key is not None and key not in dev_keys:
+            dev_keys[key] = {"raw": str(ann_val) if ann_val is not None else
+                             f"{'GPU' if key[0] == 'GPU' else 'Agent'} {key[1]}",
+                             "hs": ti.get("hs_device")}
+        elif key is not None and dev_keys[key]["hs"] is None and ti.get("hs_device"):
+            dev_keys[key]["hs"] = ti["hs_device"]
+        return key
+
+    def _copy_sides(self, s: list) -> tuple[str, tuple | None, tuple | None]:
+        ann = s[5]
+        d = _direction(s[3], ann)
+        ti = self.tinfo(s[0])
+        src = dst = None
+        if d in ("DtoH", "DtoD", "PtoP"):
+            src = self.dev_of(ann.get("src_agent"), {}, False)
+        if d in ("HtoD", "DtoD", "PtoP", "memset"):
+            dst = self.dev_of(ann.get("dst_agent"), {}, False)
+        if d in ("HtoD", "DtoD", "PtoP", "memset") and dst is None and \
+                ti.get("copy_agent") is not None:
+            dst = self.dev_of(f"Agent {ti['copy_agent']}", {}, False)
+        if src is None and dst is None and ti.get("hs_device") is not None:
+            dst = self.dev_of(None, ti)
+        return d, src, dst
+
+    def devices(self) -> None:
+        """Device keys of every slice, then their indices and the devices rows."""
+        self.k_dev = [self.dev_of(s[5].get("agent"), self.tinfo(s[0])) for s in self.kern]
+        n_nodev = sum(k is None for k in self.k_dev)
+        if n_nodev:
+            unknown = ("UNKNOWN", 0)
+            self.dev_keys.setdefault(unknown, {"raw": None, "hs": None})
+            self.k_dev = [unknown if k is None else k for k in self.k_dev]
+            self.warnings.append(f"{n_nodev} kernel(s) name no agent (no agent annotation, "
+                                 f"no COMPUTE track); put on an 'unknown device'")
+        self.c_dir, self.c_src, self.c_dst = [], [], []
+        for s in self.copies:
+            d, src, dst = self._copy_sides(s)
+            self.c_dir.append(d)
+            self.c_src.append(src)
+            self.c_dst.append(dst)
+        self.a_dev = [self.dev_of(s[5].get("agent"), {}, False) if "agent" in s[5] else None
+                      for s in self.api]
+        self.m_dev = [self.dev_of(s[5].get("agent"), {}, False) if "agent" in s[5] else None
+                      for s in self.marks]
+        keys = sorted(self.dev_keys)
+        if keys and all(k[0] == "GPU" for k in keys):
+            self.dev_index = {k: k[1] for k in keys}
+        else:
+            self.dev_index = {k: i for i, k in enumerate(keys)}
+        self.dev_rows = [self._device_row(k) for k in keys]
+
+    def _device_row(self, k: tuple) -> dict[str, Any]:
+        hs = self.dev_keys[k]["hs"] or {}
+        return {
+            "index": self.dev_index[k],
+            "name": hs.get("name") or self.dev_keys[k]["raw"] or "unknown device",
+            "vendor": hs.get("vendor", "AMD" if "rocprofiler-sdk" in self.tools else None),
+            "arch": hs.get("arch"),
+            "compute_units": _as_int(hs.get("compute_units")),
+            "raw_id": hs.get("raw_id", self.dev_keys[k]["raw"]),
+            "host": hs.get("host"),
+            "memory_bytes": _as_int(hs.get("memory_bytes")),
+        }
+
+    def di(self, k):
+        return None if k is None else self.dev_index[k]
+
+    # ------------------------------------------------------------------ api and links
+    def api_cols(self) -> None:
+        self.api_flow: dict[int, int] = {}
+        a_cols: dict[str, list] = {c: [] for c in ("name", "domain", "start", "end", "pid",
+                                                   "tid", "correlation_id", "stream",
+                                                   "device")}
+        for j, s in enumerate(self.api):
+            ann = s[5]
+            dom = next((c[4:] for c in s[4][1:] if c.startswith("api:")), None)
+            if dom is None:
+                dom = _api_domain(s[4][0], s[3])
+            a_cols["name"].append(s[3])
+            a_cols["domain"].append(dom)
+            a_cols["start"].append(s[1])
+            a_cols["end"].append(max(s[1], s[2]))
+            _pid_tid(a_cols, ann, self.tinfo(s[0]))
+            a_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
+            a_cols["stream"].append(_as_int(ann.get("stream_ID")))
+            a_cols["device"].append(self.di(self.a_dev[j]))
+            for f in s[6]:
+                self.api_flow.setdefault(f, j)
+        self.a_cols = a_cols
+
+    def link(self, rows: list) -> tuple[list, int]:
+        out = []
+        by_flow = 0
+        for s in rows:
+            hit = None
+            for f in s[6]:
+                hit = self.api_flow.get(f)
+                if hit is not None:
+                    break
+            out.append(-1 if hit is None else hit)
+            by_flow += hit is not None
+        return out, by_flow
+
+    def link_by_corr(self, k_api: list, c_api: list) -> int:
+        """corr_id fallback where no flow linked (in place); how many it linked."""
+        a_cols = self.a_cols
+        api_corr = np.array([-1 if v is None else v for v in a_cols["correlation_id"]],
+                            dtype=np.int64)
+        api_pid = np.array([-1 if v is None else v for v in a_cols["pid"]], dtype=np.int64)
+        by_corr = 0
+        for cols, links in ((self.k_cols, k_api), (self.c_cols, c_api)):
+            if not links or not len(api_corr):
+                continue
+            need = [i for i, v in enumerate(links) if v < 0 and
+                    cols["correlation_id"][i] is not None]
+            if not need:
+                continue
+            kc = np.array([cols["correlation_id"][i] for i in need], dtype=np.int64)
+            kp = np.array([-1 if cols["pid"][i] is None else cols["pid"][i] for i in need],
+                          dtype=np.int64)
+            hit = link_by_correlation(kc, kp, np.where(api_corr < 0, -2, api_corr), api_pid)
+            for i, h in zip(need, hit.tolist()):
+                if h >= 0:
+                    links[i] = h
+                    by_corr += 1
+        return by_corr
+
+    # ------------------------------------------------------------------ GPU work
+    def kernel_cols(self) -> None:
+        k_cols: dict[str, list] = defaultdict(list)
+        self.pmc_rows: list[tuple[int, str, float]] = []
+        self.ann_times = 0
+        for j, s in enumerate(self.kern):
+            ann = s[5]
+            ti = self.tinfo(s[0])
+            start, end = s[1], s[2]
+            b_ns, e_ns = _as_int(ann.get("begin_ns")), _as_int(ann.get("end_ns"))
+            if b_ns is not None and e_ns is not None and e_ns >= b_ns:
+                if (b_ns, e_ns) != (start, end):
+                    self.ann_times += 1
+                start, end = b_ns, e_ns
+            k_cols["name"].append(s[3])
+            k_cols["device"].append(self.di(self.k_dev[j]))
+            k_cols["start"].append(start)
+            k_cols["end"].append(max(start, end))
+            q = _as_int(ann.get("queue"))
+            if q is None and ti.get("compute") is not None:
+                q = ti["compute"][2]
+            k_cols["queue"].append(q)
+            st = _as_int(ann.get("stream_ID"))
+            k_cols["stream"].append(st if st is not None else ti.get("stream"))
+            _pid_tid(k_cols, ann, ti)
+            self._kernel_anns(k_cols, ann)
+            for an, v in ann.items():
+                if an not in _KERNEL_KNOWN and isinstance(v, (int, float)) and \
+                        not isinstance(v, bool):
+                    self.pmc_rows.append((j, an, float(v)))
+        self.k_cols = k_cols
+
+    @staticmethod
+    def _kernel_anns(k_cols: dict, ann: dict) -> None:
+        for col, key in _KERNEL_ANNS:
+            if key is None:
+                v = _as_int(ann.get(col))
+                k_cols[col].append(v if v is not None else _as_int(ann.get(_PRODUCT_ANNS[col])))
+            else:
+                k_cols[col].append(_as_int(ann.get(key)))
+
+    def copy_cols(self) -> None:
+        c_cols: dict[str, list] = defaultdict(list)
+        for j, s in enumerate(self.copies):
+            ann = s[5]
+            ti = self.tinfo(s[0])
+            c_cols["direction"].append(self.c_dir[j])
+            c_cols["start"].append(s[1])
+            c_cols["end"].append(max(s[1], s[2]))
+            c_cols["name"].append(ann.get("name") if isinstance(ann.get("name"), str)
+                                  else s[3])
+            c_cols["bytes"].append(_as_int(ann.get("copy_bytes")))
+            src, dst = self.di(self.c_src[j]), self.di(self.c_dst[j])
+            dev = _as_int(ann.get("device"))
+            dev = dev if dev is not None and dev in self.dev_index.values() else (
+                dst if dst is not None else src)
+            c_cols["device"].append(dev)
+            c_cols["src_device"].append(src)
+            c_cols["dst_device"].append(dst)
+            c_cols["queue"].append(_as_int(ann.get("queue")))
+            st = _as_int(ann.get("stream_ID"))
+            c_cols["stream"].append(st if st is not None else ti.get("stream"))
+            _pid_tid(c_cols, ann, ti)
+            c_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
+        self.c_cols = c_cols
+
+    def marker_cols(self) -> None:
+        m_cols: dict[str, list] = defaultdict(list)
+        for j, s in enumerate(self.marks):
+            ann = s[5]
+            dom = None
+            for c in s[4][1:]:
+                if c.startswith("marker:"):
+                    dom = c[len("marker:"):]
+            m_cols["name"].append(s[3])
+            m_cols["domain"].append(dom or "roctx")
+            m_cols["start"].append(s[1])
+            m_cols["end"].append(max(s[1], s[2]))
+            _pid_tid(m_cols, ann, self.tinfo(s[0]))
+            m_cols["device"].append(self.di(self.m_dev[j]))
+            m_cols["stream"].append(_as_int(ann.get("stream_ID")))
+        if m_cols["start"]:
+            group = dense_codes(zip(m_cols["pid"], m_cols["tid"], m_cols["device"],
+                                    m_cols["stream"]))
+            # instant marks (roctxMark) never enter the range stack -> depth 0
+            m_cols["depth"] = nesting_depth(m_cols["start"], m_cols["end"], group,
+                                            instant_depth_zero=True).tolist()
+        else:
+            m_cols["depth"] = []
+        self.m_cols = m_cols
+
+    # ------------------------------------------------------------------ tables
+    def mk(self, spec: str, cols: dict, n: int) -> Any:
+        import pyarrow as pa
+
+        out: dict[str, Any] = {}
+        for c, vals in cols.items():
+            col = SPECS[spec].by_name[c]
+            if pa.types.is_integer(col.type) and c not in ("start", "end"):
+                out[c] = _int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{c}",
+                                     self.warnings)
+            else:
+                out[c] = vals
+        return build_table(spec, out, n=n)
+
+    def id_tables(self) -> dict[str, Any]:
+        k_cols, c_cols = self.k_cols, self.c_cols
+        qset = {}
+        for d, q in zip(k_cols["device"], k_cols["queue"]):
+            if d is not None and q is not None:
+                qset.setdefault((d, q), None)
+        sset: dict[int, dict] = {}
+        for cols in (k_cols, c_cols):
+            for d, q, st, p in zip(cols["device"], cols["queue"], cols["stream"],
+                                   cols["pid"]):
+                if st is None:
+                    continue
+                e = sset.setdefault(st, {"device": d, "queues": set(), "pid": p})
+                if q is not None:
+                    e["queues"].add(q)
+        return {
+            "devices": devices_table(self.dev_rows, SPECS["devices"].by_name),
+            "queues": build_table("queues", {"device": [k[0] for k in qset],
+                                             "queue": [k[1] for k in qset]}, n=len(qset)),
+            "streams": build_table("streams", {
+                "stream": list(sset),
+                "device": [e["device"] for e in sset.values()],
+                "queue": [next(iter(e["queues"])) if len(e["queues"]) == 1 else None
+                          for e in sset.values()],
+                "pid": [e["pid"] for e in sset.values()],
+            }, n=len(sset)),
+        }
+
+    def meta(self, clock_name: str, n_packets: int, counters_seen: dict,
+             links: dict[str, int]) -> dict[str, Any]:
+        pids = sorted({p for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
+                       for p in t.get("pid", []) if p is not None})
+        meta = new_meta(self.name, [self.path], clock_name, pids=pids,
+                        provenance=dict(PROVENANCE), warnings=self.warnings,
+                        packets=n_packets)
+        if "rocprofiler-sdk" in self.tools:
+            meta["tool"] = "rocprofv3"
+        elif self.hipscope_made:
+            meta["tool"] = "hipscope (pftrace export)"
+        finish_meta(meta, self.warnings, self.dropped)
+        n_cnt = sum(counters_seen.values())
+        if n_cnt:
+            meta["counter_track_values_skipped"] = n_cnt
+        if self.ignored:
+            meta["skipped_slices"] = dict(self.ignored)
+        meta["api_links"] = links
+        if self.ann_times:
+            meta["kernels_times_from_annotations"] = self.ann_times
+        return meta
+
+
+def build(name: str, path: Path, slices: list, tracks: dict, counters_seen: dict,
+          clock_name: str, warnings: list[str], dropped: dict, n_packets: int,
+          progress, hipscope_made: bool = False) -> Trace:
+    b = Builder(name, path, slices, tracks, warnings, dropped, hipscope_made)
+    progress(0.9)
+    b.devices()
+    b.api_cols()
+    b.kernel_cols()
+    k_api, k_by_flow = b.link(b.kern)
+    b.copy_cols()
+    c_api, c_by_flow = b.link(b.copies)
+    by_corr = b.link_by_corr(k_api, c_api)
+    b.marker_cols()
+    b.k_cols["api_index"] = [None if v < 0 else v for v in k_api]
+    b.c_cols["api_index"] = [None if v < 0 else v for v in c_api]
+    pmc = b.pmc_rows
+    tables = {
+        "kernels": b.mk("kernels", b.k_cols, len(b.kern)),
+        "copies": b.mk("copies", b.c_cols, len(b.copies)),
+        "api": b.mk("api", b.a_cols, len(b.api)),
+        "markers": b.mk("markers", b.m_cols, len(b.marks)),
+        **b.id_tables(),
+        "counters": build_table("counters", {
+            "counter": [r[1] for r in pmc],
+            "value": np.array([r[2] for r in pmc], dtype=np.float64),
+            "kernel_index": np.array([r[0] for r in pmc], dtype=np.int32),
+        }, n=len(pmc)),
+    }
+    links = {"kernels_by_flow": k_by_flow, "copies_by_flow": c_by_flow, "by_corr_id": by_corr}
+    meta = b.meta(clock_name, n_packets, counters_seen, links)
+    progress(1.0)
+    return Trace(meta=meta, **tables)

@@ -1,0 +1,103 @@
+"""rocpd SQLite databases (rocprofv3 ``--output-format rocpd``, default from ROCm 7.0;
+``<pid>_results.db``).
+
+Schema: rocprofiler-sdk ``source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql`` (physical
+tables carry a per-run ``{{uuid}}`` suffix), ``rocpd_views.sql`` (unsuffixed views over
+them) and ``data_views.sql`` (``kernels``, ``regions``, ``samples``, ``memory_copies``,
+``processes``, ``counters_collection``...). This reader only queries the unsuffixed views.
+Every row carries ``guid`` (one per profiled process); several databases (one per
+process or rank) read as one trace.
+
+Facts from ``source/lib/output/generateRocpd.cpp``: ``rocpd_event.stack_id`` is the
+internal correlation id and ``rocpd_event.correlation_id`` the *external* one, so a kernel
+or copy links to its launching API region by ``stack_id`` (and guid), not ``corr_id``.
+API calls and roctx ranges are regions (category = buffer-tracing kind name, e.g.
+``HIP_RUNTIME_API_EXT``, ``MARKER_CORE_API``; name = operation); calls whose start equals
+their end are samples instead. roctx messages sit in the event's ``extdata``
+(``{"message": ...}``). Agents' ``id``/``absolute_index`` are KFD node ids; queue and
+stream ids are the profiler's handles with names "Queue N"/"Stream N".
+"""
+
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pyarrow as pa
+
+from ...model import Trace, merge_traces
+from ..base import TraceFormatError, check_cancel, register
+from .db import _db_files, _Db, _is_sqlite, _table_names, is_rocpd
+from .tables import read_db
+
+__all__ = ["RocpdReader", "is_rocpd"]
+
+@register
+class RocpdReader:
+    name = "rocpd"
+    description = "rocprofv3 rocpd SQLite database"
+    patterns = ("*_results.db", "*.db")
+    priority = 60
+    directories = True
+
+    def sniff(self, path: Path) -> float:
+        path = Path(path)
+        if path.is_dir():
+            try:
+                return 0.9 if _db_files(path) else 0.0
+            except OSError:
+                return 0.0
+        if not _is_sqlite(path):
+            return 0.0
+        try:
+            names = _table_names(path)
+        except (sqlite3.Error, UnicodeDecodeError):
+            return 0.0
+        if "rocpd_metadata" in names:
+            return 1.0
+        if any(n.startswith("rocpd_") for n in names):
+            return 0.9
+        return 0.0
+
+    def read(self, path, progress, cancelled) -> Trace:
+        path = Path(path)
+        if path.is_dir():
+            files = _db_files(path)
+            if not files:
+                raise TraceFormatError(path, None, "a folder holding rocpd *_results.db files",
+                                       "no rocpd database in it")
+        else:
+            files = [path]
+        traces = []
+        for i, f in enumerate(files):
+            check_cancel(cancelled)
+
+            def sub(x: float, i=i) -> None:
+                progress((i + x) / len(files))
+
+            traces.append(self._read_one(f, sub, cancelled))
+        if len(traces) == 1:
+            return traces[0]
+        return merge_traces(traces, meta={"sources": [str(f) for f in files],
+                                          "pids": sorted({p for t in traces
+                                                          for p in t.meta.get("pids", [])})})
+
+    # ------------------------------------------------------------------
+    def _read_one(self, path: Path, progress, cancelled) -> Trace:
+        if not path.is_file():
+            raise TraceFormatError(path, None, "a rocpd SQLite file", "not a file")
+        if not _is_sqlite(path):
+            raise TraceFormatError(path, "byte 0", "an SQLite 3 database (rocpd)",
+                                   "no SQLite header")
+        db = _Db(path)
+        try:
+            return read_db(self.name, db, progress, cancelled)
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise TraceFormatError(path, None, "a readable rocpd database", str(exc)) from None
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError,
+                pa.ArrowException) as exc:
+            raise TraceFormatError(path, None, "rows that follow the rocpd schema",
+                                   f"{type(exc).__name__}: {exc}") from None
+        finally:
+            db.close()

@@ -1,0 +1,423 @@
+"""The trace of one rocpd database, view by view."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...model import Trace, build_table, link_by_correlation
+from .._common import (
+    copy_directions,
+    devices_table,
+    group_key,
+    group_rows,
+    nesting_depth,
+    new_meta,
+    number_per_device,
+)
+from ..base import TraceFormatError, check_cancel
+from .db import _LEGACY_TABLES, _Db, _int, _masked, _str
+
+_MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+
+
+class _Guids:
+    """guid text -> small int, shared by every view of one database."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+
+    def __call__(self, arr: pa.Array | None, n: int) -> np.ndarray:
+        enc = pc.dictionary_encode(_str(arr, n))
+        lut = np.array([self.codes.setdefault(v, len(self.codes))
+                        for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int64)
+        idx = pc.fill_null(enc.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
+        return lut[idx]
+
+
+def _processes(db: _Db, meta: dict[str, Any]) -> dict[int, str]:
+    """Metadata, pids, command, hosts (node id -> hostname) into meta."""
+    if db.has("rocpd_metadata"):
+        md = db.fetch("rocpd_metadata", ["tag", "value"])
+        if len(md.get("tag", [])):
+            meta["rocpd_metadata"] = dict(zip(_str(md["tag"], 0).to_pylist(),
+                                              _str(md["value"], 0).to_pylist()))
+    host_of_nid: dict[int, str] = {}
+    if db.has("processes"):
+        pr = db.fetch("processes", ["guid", "nid", "pid", "init", "fini", "start", "end",
+                                    "command", "hostname"])
+        n = len(next(iter(pr.values()))) if pr else 0
+        pids = [int(p) for p in _int(pr.get("pid"), n).tolist() if p >= 0]
+        meta["pids"] = sorted(set(pids))
+        cmds = [c for c in _str(pr.get("command"), n).to_pylist() if c]
+        if cmds:
+            meta["command"] = cmds[0] if len(set(cmds)) == 1 else sorted(set(cmds))
+        hosts = _str(pr.get("hostname"), n).to_pylist()
+        for nid, h in zip(_int(pr.get("nid"), n).tolist(), hosts):
+            if h:
+                host_of_nid[nid] = h
+        if len(set(h for h in hosts if h)) == 1:
+            meta["host"] = next(h for h in hosts if h)
+        for key in ("init", "fini"):
+            v = [x for x in _int(pr.get(key), n).tolist() if x >= 0]
+            if v:
+                meta[f"{key}_time"] = min(v) if key == "init" else max(v)
+    if db.has("rocpd_info_node") and not host_of_nid:
+        nd = db.fetch("rocpd_info_node", ["id", "hostname"])
+        n = len(next(iter(nd.values())))
+        for nid, h in zip(_int(nd.get("id"), n).tolist(), _str(nd.get("hostname"), n)
+                          .to_pylist()):
+            if h:
+                host_of_nid[nid] = h
+    return host_of_nid
+
+
+def _agent_row(i: int, key: tuple[int, int], index: int, a: dict, host_of_nid: dict) -> dict:
+    ext: dict[str, Any] = {}
+    if a["ext"][i]:
+        try:
+            ext = json.loads(a["ext"][i])
+            if not isinstance(ext, dict):
+                ext = {}
+        except ValueError:
+            ext = {}
+    mem = ext.get("mem_banks")
+    mem_bytes = None
+    if isinstance(mem, list):
+        mem_bytes = sum(int(b.get("size_in_bytes", 0)) for b in mem
+                        if isinstance(b, dict)) or None
+    cu = ext.get("cu_count")
+    return {
+        "index": index,
+        "name": a["prod"][i] or a["names"][i] or f"GPU {a['log'][i]}",
+        "vendor": "AMD", "arch": a["names"][i] or None,
+        "compute_units": int(cu) if isinstance(cu, int) and cu > 0 else None,
+        "raw_id": str(key[1]), "host": host_of_nid.get(key[0]),
+        "memory_bytes": mem_bytes,
+    }
+
+
+def _devices(db: _Db, host_of_nid: dict[int, str]):
+    """GPU agents -> devices; and a mapper (node id, absolute index) -> device."""
+    ag = db.fetch("rocpd_info_agent",
+                  ["guid", "nid", "id", "type", "absolute_index", "logical_index",
+                   "type_index", "name", "product_name", "extdata"],
+                  where="WHERE \"type\" = 'GPU'", required=["type"])
+    na = len(next(iter(ag.values())))
+    a_nid = _int(ag.get("nid"), na, 0)
+    a_abs = _int(ag.get("absolute_index"), na)
+    a_abs = np.where(a_abs < 0, _int(ag.get("id"), na), a_abs)
+    a = {"log": _int(ag.get("logical_index"), na),
+         "names": _str(ag.get("name"), na).to_pylist(),
+         "prod": _str(ag.get("product_name"), na).to_pylist(),
+         "ext": _str(ag.get("extdata"), na).to_pylist()}
+    dev_key: dict[tuple[int, int], int] = {}
+    dev_rows: list[dict[str, Any]] = []
+    for i in sorted(range(na), key=lambda i: (a_nid[i], a_abs[i])):
+        key = (int(a_nid[i]), int(a_abs[i]))
+        if key in dev_key:
+            continue
+        dev_key[key] = len(dev_rows)
+        dev_rows.append(_agent_row(i, key, len(dev_rows), a, host_of_nid))
+
+    def to_device(nid: np.ndarray, absidx: np.ndarray) -> np.ndarray:
+        out = np.full(len(absidx), -1, np.int64)
+        for (kn, ka), d in dev_key.items():
+            out[(absidx == ka) & ((nid == kn) | (nid < 0))] = d
+        return out
+
+    return to_device, devices_table(dev_rows)
+
+
+def _with_message(names: pa.Array, cols: dict, n: int, rows=None) -> pa.Array:
+    """roctx text (extdata.message) where there is one, else the name."""
+    if "message" not in cols:
+        return names
+    msg = _str(cols["message"], n)
+    if rows is not None:
+        msg = msg.take(rows)
+    return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), 0), False), msg, names)
+
+
+def _regions(db: _Db, guids: _Guids):
+    """API calls and roctx ranges (regions), plus instant marks (samples)."""
+    rg = db.fetch("regions", ["guid", "category", "name", "pid", "tid", "start", "end",
+                              "stack_id"],
+                  required=["category", "name", "start", "end"],
+                  extra={"message": "CASE WHEN category LIKE 'MARKER%' THEN "
+                                    "json_extract(extdata, '$.message') END"}
+                  if "extdata" in db.columns("regions") else None)
+    nr = len(rg["start"])
+    r_cat = _str(rg["category"], nr)
+    is_marker = np.asarray(pc.fill_null(pc.is_in(r_cat, pa.array(_MARKER_CATEGORIES)),
+                                        False).to_numpy(zero_copy_only=False), dtype=bool)
+    r_guid = guids(rg.get("guid"), nr)
+    r_start, r_end = _int(rg["start"], nr, 0), _int(rg["end"], nr, 0)
+    r_stack = _int(rg.get("stack_id"), nr)
+    r_pid, r_tid = _int(rg.get("pid"), nr), _int(rg.get("tid"), nr)
+    api_rows = np.nonzero(~is_marker)[0]
+    a_take = pa.array(api_rows, type=pa.int64())
+    api_stack = r_stack[api_rows]
+    api = build_table("api", {
+        "name": _str(rg["name"], nr).take(a_take),
+        "domain": r_cat.take(a_take),
+        "start": r_start[api_rows], "end": np.maximum(r_end[api_rows], r_start[api_rows]),
+        "pid": _masked(r_pid[api_rows]), "tid": _masked(r_tid[api_rows]),
+        "correlation_id": _masked(api_stack),
+    }, n=len(api_rows))
+    mk_rows = np.nonzero(is_marker)[0]
+    m_take = pa.array(mk_rows, type=pa.int64())
+    m = {"name": _with_message(_str(rg["name"], nr).take(m_take), rg, nr, m_take),
+         "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
+    m["end"] = np.maximum(r_end[mk_rows], m["start"])
+    _add_samples(db, m)
+    return api, _marker_table(m), api_stack, r_guid[api_rows]
+
+
+def _add_samples(db: _Db, m: dict) -> None:
+    """Instant roctx marks are samples (start == end)."""
+    if not db.has("samples"):
+        return
+    sm_cols = db.columns("samples")
+    sm = db.fetch("samples", ["category", "name", "pid", "tid", "timestamp"],
+                  where="WHERE category IN ('MARKER_CORE_API', 'MARKER_CORE_RANGE_API')",
+                  extra={"message": "json_extract(extdata, '$.message')"}
+                  if "extdata" in sm_cols else None)
+    ns = len(sm.get("timestamp", []))
+    if not ns:
+        return
+    s_names = _with_message(_str(sm.get("name"), ns), sm, ns)
+    ts = _int(sm["timestamp"], ns, 0)
+    m["name"] = pa.concat_arrays([m["name"].cast(pa.string()), s_names.cast(pa.string())])
+    m["start"] = np.concatenate([m["start"], ts])
+    m["end"] = np.concatenate([m["end"], ts])
+    m["pid"] = np.concatenate([m["pid"], _int(sm.get("pid"), ns)])
+    m["tid"] = np.concatenate([m["tid"], _int(sm.get("tid"), ns)])
+
+
+def _marker_table(m: dict):
+    nm = len(m["start"])
+    return build_table("markers", {
+        "name": m["name"], "domain": ["roctx"] * nm, "start": m["start"], "end": m["end"],
+        "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
+        "pid": _masked(m["pid"]), "tid": _masked(m["tid"]),
+    }, n=nm)
+
+
+def _queue_names(db: _Db, guids: _Guids, view: str) -> dict[tuple[int, int], str]:
+    """(guid, id) -> name from rocpd_info_queue / rocpd_info_stream."""
+    names: dict[tuple[int, int], str] = {}
+    if db.has(view):
+        qi = db.fetch(view, ["guid", "id", "name"])
+        nq = len(qi.get("id", []))
+        for g, qid, qn in zip(guids(qi.get("guid"), nq).tolist(), _int(qi.get("id"), nq).tolist(),
+                              _str(qi.get("name"), nq).to_pylist()):
+            names[(g, qid)] = qn
+    return names
+
+
+def _queues(db: _Db, guids: _Guids, kn: dict, k_dev, k_guid, nk: int):
+    """Small queue ids per device, in (guid, handle) order, and the queues table."""
+    k_qh = _int(kn.get("queue_id"), nk)
+    queue_names = _queue_names(db, guids, "rocpd_info_queue")
+    k_queue = np.full(nk, -1, np.int64)
+    q_rows: dict[str, list] = {"device": [], "queue": [], "raw_id": [], "name": []}
+    if "queue_id" in kn and nk:
+        k_queue, (u_dev, u_guid, u_qh), small = number_per_device(k_dev, k_guid, k_qh)
+        q_rows["device"] = u_dev.tolist()
+        q_rows["queue"] = small.tolist()
+        q_rows["raw_id"] = [str(h) for h in u_qh.tolist()]
+        q_rows["name"] = [queue_names.get((g, h)) for g, h in zip(u_guid.tolist(),
+                                                                   u_qh.tolist())]
+    return k_queue, build_table("queues", q_rows, n=len(q_rows["device"]))
+
+
+_KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", "dispatch_id",
+                   "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
+                   "workgroup_x", "workgroup_y", "workgroup_z", "lds_size", "scratch_size",
+                   "vgpr_count", "accum_vgpr_count", "sgpr_count", "stack_id", "name"]
+_KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z"),
+                ("block_x", "workgroup_x"), ("block_y", "workgroup_y"),
+                ("block_z", "workgroup_z"), ("vgpr", "vgpr_count"),
+                ("accum_vgpr", "accum_vgpr_count"), ("sgpr", "sgpr_count"),
+                ("lds_bytes", "lds_size"), ("scratch_bytes", "scratch_size"))
+
+
+def _kernels(db: _Db, guids: _Guids, to_device, api_stack, api_guid):
+    path = db.path
+    kn = db.fetch("kernels", _KERNEL_COLUMNS, required=["start", "end", "agent_abs_index"])
+    nk = len(kn["start"])
+    k = {"guid": guids(kn.get("guid"), nk), "pid": _int(kn.get("pid"), nk),
+         "stream": _int(kn.get("stream_id"), nk), "disp": _int(kn.get("dispatch_id"), nk)}
+    k["dev"] = to_device(_int(kn.get("nid"), nk), _int(kn["agent_abs_index"], nk))
+    if (k["dev"] < 0).any():
+        j = int(np.nonzero(k["dev"] < 0)[0][0])
+        raise TraceFormatError(path, "table kernels",
+                               "agent_abs_index of a GPU agent in rocpd_info_agent",
+                               f"{int(_int(kn['agent_abs_index'], nk)[j])} in row {j}")
+    k_start, k_end = _int(kn["start"], nk, 0), _int(kn["end"], nk, 0)
+    k_stack = _int(kn.get("stack_id"), nk)
+    k_api = link_by_correlation(k_stack, k["guid"], api_stack, api_guid)
+    k_api[k_stack < 0] = -1
+    k["queue"], queues = _queues(db, guids, kn, k["dev"], k["guid"], nk)
+    cols = {
+        "name": pc.fill_null(_str(kn.get("name"), nk), "(unknown kernel)"),
+        "device": k["dev"], "start": k_start, "end": np.maximum(k_end, k_start),
+        "queue": _masked(k["queue"]), "stream": _masked(k["stream"]),
+        "pid": _masked(k["pid"]), "tid": _masked(_int(kn.get("tid"), nk)),
+        "correlation_id": _masked(k_stack),
+        "dispatch_id": _masked(k["disp"]),
+        "api_index": _masked(k_api),
+    }
+    for col, view_col in _KERNEL_INTS:
+        cols[col] = _masked(_int(kn.get(view_col), nk))
+    return build_table("kernels", cols, n=nk), queues, k
+
+
+_PROVENANCE = {
+    "kernels.name": "kernels.name (rocpd_info_kernel_symbol.display_name = "
+                    "formatted_kernel_name, as CSV Kernel_Name)",
+    "kernels.api_index": "regions.stack_id = kernels.stack_id AND guid",
+    "kernels.correlation_id": "stack_id (internal correlation id)",
+    "devices.raw_id": "rocpd_info_agent.absolute_index (KFD node id)",
+    "markers.name": "regions/samples extdata.message (roctx text)",
+}
+
+
+def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
+    path = db.path
+    if not any(n.startswith("rocpd_") for n in db.names):
+        legacy = _LEGACY_TABLES & db.names
+        found = (f"a legacy rocprof results.db (tables {', '.join(sorted(legacy))})"
+                 if legacy else "no rocpd_ tables")
+        raise TraceFormatError(path, "sqlite_master",
+                               "rocpd tables (rocpd_metadata, rocpd_info_agent, ...)", found)
+    warnings: list[str] = []
+    meta: dict[str, Any] = new_meta(name, [path], "CLOCK_BOOTTIME", tool="rocprofv3")
+    guids = _Guids()
+    host_of_nid = _processes(db, meta)
+    progress(0.05)
+    to_device, devices = _devices(db, host_of_nid)
+    check_cancel(cancelled)
+    progress(0.1)
+    api, markers, api_stack, api_guid = _regions(db, guids)
+    check_cancel(cancelled)
+    progress(0.4)
+    kernels, queues, k = _kernels(db, guids, to_device, api_stack, api_guid)
+    check_cancel(cancelled)
+    progress(0.75)
+    streams = _streams(db, guids, k["stream"], k["dev"], k["queue"], k["pid"], k["guid"])
+    copies = _copies(db, guids, to_device, api_stack, api_guid)
+    progress(0.85)
+    counters = _counters(db, guids, k["guid"], k["disp"])
+    progress(1.0)
+    meta["provenance"] = dict(_PROVENANCE)
+    if warnings:
+        meta["warnings"] = warnings
+    return Trace(kernels=kernels, api=api, copies=copies, markers=markers,
+                 counters=counters, devices=devices, queues=queues, streams=streams,
+                 meta=meta)
+
+
+def _streams(db: _Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
+    ok = k_stream >= 0
+    if not ok.any():
+        return build_table("streams", {}, n=0)
+    names: dict[tuple[int, int], str] = {}
+    if db.has("rocpd_info_stream"):
+        si = db.fetch("rocpd_info_stream", ["guid", "id", "name"])
+        ns = len(si.get("id", []))
+        for g, sid, sn in zip(gcode(si.get("guid"), ns).tolist(),
+                              _int(si.get("id"), ns).tolist(),
+                              _str(si.get("name"), ns).to_pylist()):
+            names[(g, sid)] = sn
+    rows: dict[str, list] = {c: [] for c in ("stream", "device", "queue", "pid",
+                                             "raw_id", "name")}
+    (u_g, u_s), inverse, _first = group_rows(k_guid[ok], k_stream[ok])
+    dev_ok, q_ok, pid_ok = k_dev[ok], k_queue[ok], k_pid[ok]
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(u_g) + 1))
+    for j, (g, s) in enumerate(zip(u_g.tolist(), u_s.tolist())):
+        m = order[bounds[j]:bounds[j + 1]]
+        d = np.unique(dev_ok[m])
+        q = np.unique(q_ok[m])
+        p = np.unique(pid_ok[m])
+        rows["stream"].append(s)
+        rows["device"].append(int(d[0]) if len(d) == 1 else None)
+        rows["queue"].append(int(q[0]) if len(q) == 1 and len(d) == 1 and q[0] >= 0
+                             else None)
+        rows["pid"].append(int(p[0]) if len(p) == 1 and p[0] >= 0 else None)
+        rows["raw_id"].append(str(s))
+        rows["name"].append(names.get((g, s)))
+    return build_table("streams", rows, n=len(rows["stream"]))
+
+def _copies(db: _Db, gcode, to_device, api_stack, api_guid):
+    if not db.has("memory_copies"):
+        return build_table("copies", {}, n=0)
+    mc = db.fetch("memory_copies", ["guid", "nid", "pid", "tid", "start", "end", "name",
+                                    "size", "stream_id", "queue_id",
+                                    "src_agent_abs_index", "src_agent_type",
+                                    "dst_agent_abs_index", "dst_agent_type", "stack_id"],
+                  required=["start", "end"])
+    n = len(mc["start"])
+    if n == 0:
+        return build_table("copies", {}, n=0)
+    names = _str(mc.get("name"), n)
+    direction = copy_directions(names.to_pylist())
+    nid = _int(mc.get("nid"), n)
+
+    def side(prefix: str) -> np.ndarray:
+        dev = to_device(nid, _int(mc.get(f"{prefix}_agent_abs_index"), n))
+        if f"{prefix}_agent_type" in mc:
+            is_gpu = np.array([t == "GPU" for t in
+                               _str(mc[f"{prefix}_agent_type"], n).to_pylist()])
+            dev = np.where(is_gpu, dev, -1)
+        return dev
+
+    src, dst = side("src"), side("dst")
+    dev = np.where(src >= 0, src, dst)
+    is_htod = np.array([d == "HtoD" for d in direction])
+    dev = np.where(is_htod & (dst >= 0), dst, dev)
+    stack = _int(mc.get("stack_id"), n)
+    guid = gcode(mc.get("guid"), n)
+    api_idx = link_by_correlation(stack, guid, api_stack, api_guid)
+    api_idx[stack < 0] = -1
+    start, end = _int(mc["start"], n, 0), _int(mc["end"], n, 0)
+    return build_table("copies", {
+        "direction": direction, "start": start, "end": np.maximum(end, start),
+        "name": names, "bytes": _masked(_int(mc.get("size"), n)),
+        "device": _masked(dev), "src_device": _masked(src), "dst_device": _masked(dst),
+        "stream": _masked(_int(mc.get("stream_id"), n)),
+        "pid": _masked(_int(mc.get("pid"), n)), "tid": _masked(_int(mc.get("tid"), n)),
+        "correlation_id": _masked(stack), "api_index": _masked(api_idx),
+    }, n=n)
+
+def _counters(db: _Db, gcode, k_guid, k_disp):
+    if db.has("counters_collection"):
+        cc = db.fetch("counters_collection", ["guid", "dispatch_id", "counter_name",
+                                              "value"],
+                      required=["dispatch_id", "counter_name", "value"])
+        val_col = "value"
+    elif db.has("pmc_events"):
+        cc = db.fetch("pmc_events", ["guid", "dispatch_id", "counter_name",
+                                     "counter_value"],
+                      required=["dispatch_id", "counter_name", "counter_value"])
+        val_col = "counter_value"
+    else:
+        return build_table("counters", {}, n=0)
+    n = len(cc["dispatch_id"])
+    if n == 0:
+        return build_table("counters", {}, n=0)
+    disp = _int(cc["dispatch_id"], n)
+    guid = gcode(cc.get("guid"), n)
+    kidx = link_by_correlation(disp, guid, k_disp, k_guid)
+    vals = cc[val_col]
+    vals = pc.fill_null(vals.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
+    return build_table("counters", {
+        "counter": pc.fill_null(_str(cc["counter_name"], n), "(unnamed)"), "value": vals,
+        "kernel_index": _masked(kidx), "dispatch_id": _masked(disp),
+    }, n=n)
