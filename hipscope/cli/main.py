@@ -13,7 +13,7 @@ from .. import __version__
 
 log = logging.getLogger("hipscope")
 
-SUBCOMMANDS = ("report", "compare", "run", "runs", "tune")
+SUBCOMMANDS = ("report", "compare", "run", "runs", "tune", "probe")
 
 
 def demo_trace_path() -> Path:
@@ -124,6 +124,10 @@ def _dispatch(argv: list[str]) -> int:
         from .tune_cmd import run as tune
 
         return tune(argv[1:])
+    if argv and argv[0] == "probe":         # GPU probe: hipscope/cli/probe_cmd.py
+        from .probe_cmd import run as probe
+
+        return probe(argv[1:])
     if argv and argv[0] == "compare":
         from .compare_cmd import run as compare
 

@@ -1,6 +1,6 @@
 """`hipscope tune`: optimisation proposals for a trace, and A/B sweeps.
 
-    hipscope tune --propose TRACE [--json] [--probe-trace GRAPH_TRACE]
+    hipscope tune --propose TRACE [--json] [--probe-trace GRAPH_TRACE] [--no-probe]
     hipscope tune --sweep SPEC.toml [--json]
 """
 
@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--probe-trace", type=Path, metavar="GRAPH_TRACE",
                    help="a graph-replay trace of the same machine: measures the replay "
                         "cost per graph node for the graph-capture estimate")
+    p.add_argument("--no-probe", action="store_true",
+                   help="ignore the stored `hipscope probe` result of the trace's GPU")
     p.add_argument("--rule", action="append", help="run only this rule (repeatable)")
     p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
     return p
@@ -63,6 +65,8 @@ def _propose(args) -> int:
                   file=sys.stderr)
             return 2
         probes["graph_node_ns"] = node
+    if not args.no_probe:
+        _add_stored_probe(trace, probes)
     if args.rule:
         propose(trace, probes, only=[])          # loads the rule modules
         unknown = [r for r in args.rule if r not in RULES]
@@ -96,6 +100,18 @@ def _propose(args) -> int:
         for d in p.docs:
             print(f"   see: {d.title} <{d.url}>")
     return 0
+
+
+def _add_stored_probe(trace, probes: dict[str, float]) -> None:
+    """Figures of the newest stored `hipscope probe` of the trace's GPU (graph replay
+    cost per node, pinned/pageable copy speed-up) where no --probe-trace gave them."""
+    from ..probe.store import probes_for_trace
+
+    stored, desc = probes_for_trace(trace)
+    used = {k: v for k, v in stored.items() if k not in probes}
+    if used:
+        probes.update(used)
+        print(f"hipscope: using the {desc}", file=sys.stderr)
 
 
 def _sweep(args) -> int:

@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
                                   with_stack=args.with_stack)
     handle = None
     if schedule is not None:
-        handle = torch.optim.Optimizer.register_optimizer_step_post_hook(
+        # the global hook is a module-level function of torch.optim.optimizer (every
+        # optimizer instance's step() calls it)
+        handle = torch.optim.optimizer.register_optimizer_step_post_hook(
             lambda *_a, **_k: prof.step())
     code = 0
     prof.start()

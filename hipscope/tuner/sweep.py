@@ -1,5 +1,8 @@
 """Sweeps: knobs x values -> variants, run interleaved N times, compared A/B.
 
+A run's measurement is the program's own ``HIPSCOPE_RESULT {"wall_s": ...}`` stdout
+line when it prints one (:func:`program_wall_s`), else the process's wall time.
+
 A :class:`SweepSpec` names the program (``command``), where it runs (``target``), the
 profiler (``profiler``, usually ``none`` for timing runs) and the knobs. Each knob is
 an environment variable (``env``) or a program argument (``arg``, a template such as
@@ -66,6 +69,30 @@ class Measurement:
     wall_s: float
     trace_path: str | None = None
     exit_status: int = 0
+    wall_from: str = "process"        # process | program (its HIPSCOPE_RESULT line)
+
+
+#: A program may print ``HIPSCOPE_RESULT {"wall_s": ...}`` as a line of its stdout: the
+#: sweep then compares that (the timed region, without interpreter start-up and
+#: imports) instead of the process's wall time. The last such line counts.
+RESULT_PREFIX = "HIPSCOPE_RESULT "
+
+
+def program_wall_s(stdout: str | bytes | None) -> float | None:
+    """``wall_s`` of the last ``HIPSCOPE_RESULT {...}`` line of ``stdout``, or None."""
+    if not stdout:
+        return None
+    if isinstance(stdout, bytes):
+        stdout = stdout.decode("utf-8", errors="replace")
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            try:
+                v = json.loads(line[len(RESULT_PREFIX):]).get("wall_s")
+            except (ValueError, AttributeError):
+                return None
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+            return float(v) if ok else None
+    return None
 
 
 Runner = Callable[[dict, list], Measurement]
@@ -208,18 +235,23 @@ def _apply_env(changes: dict[str, str | None]) -> dict[str, str]:
 def subprocess_runner(command: list[str], cwd: str | None = None,
                       timeout: float | None = None) -> Runner:
     """Run ``command + args`` as a local process with the env changes applied; the
-    measurement is the process's wall time (``time.perf_counter`` around it)."""
+    measurement is the program's ``HIPSCOPE_RESULT`` wall time when it prints one,
+    else the process's wall time (``time.perf_counter`` around it)."""
     def run_variant(env: dict, args: list) -> Measurement:
         t0 = time.perf_counter()
         try:
             p = subprocess.run([*command, *args], cwd=cwd, env=_apply_env(env),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise SweepError(f"{command[0]} ran past {timeout} s") from exc
         except OSError as exc:
             raise SweepError(f"cannot start {command[0]}: {exc}") from exc
-        return Measurement(time.perf_counter() - t0, None, p.returncode)
+        wall = time.perf_counter() - t0
+        own = program_wall_s(p.stdout)
+        if own is not None:
+            return Measurement(own, None, p.returncode, "program")
+        return Measurement(wall, None, p.returncode)
     return run_variant
 
 
@@ -246,5 +278,19 @@ def launcher_runner(spec: SweepSpec, observers: list | None = None) -> Runner:
         if result.state != RunState.FINISHED and result.exit_status in (None, 0):
             raise SweepError(f"run {result.folder.name} {result.state.value}: {result.reason}")
         trace = str(result.trace_inputs[0]) if result.trace_inputs else None
+        own = _logged_program_wall_s(result.folder)
+        if own is not None:
+            return Measurement(own, trace, result.exit_status or 0, "program")
         return Measurement(wall, trace, result.exit_status or 0)
     return run_variant
+
+
+def _logged_program_wall_s(folder) -> float | None:
+    """The ``HIPSCOPE_RESULT`` wall time in a run folder's stdout.log (its last 64 KiB)."""
+    try:
+        with open(Path(folder) / "stdout.log", "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 65536))
+            return program_wall_s(fh.read())
+    except OSError:
+        return None
