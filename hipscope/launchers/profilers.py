@@ -203,7 +203,8 @@ class TorchProfiler(Profiler):
         "warmup": "schedule: warm-up steps (default 1)",
         "active": "schedule: recorded steps (default 3)",
         "repeat": "schedule: cycles (default 1; 0 = until the end)",
-        "step_on": "'optimizer' (step at each optimizer.step) or 'none' (whole run)",
+        "step_on": "'auto' (default: 'optimizer' when a schedule option is set, else "
+                   "'none'), 'optimizer' (step at each optimizer.step) or 'none' (whole run)",
         "record_shapes": "bool", "profile_memory": "bool", "with_stack": "bool",
         "python": "the target's python when the command is a bare script.py",
     }

@@ -1,7 +1,7 @@
 """Run a Python program under the PyTorch profiler without editing it.
 
     python torch_profile.py [--out DIR] [--wait 1 --warmup 1 --active 3 --repeat 1]
-                            [--step-on optimizer|none] [--record-shapes]
+                            [--step-on auto|optimizer|none] [--record-shapes]
                             [--profile-memory] [--with-stack] -- script.py ARGS...
     python torch_profile.py ... -- -m package.module ARGS...
     python -m hipscope.launchers.torch_profile ...          (when hipscope is installed)
@@ -10,10 +10,12 @@ This file runs with the *target's* Python, where hipscope may not be installed: 
 imports only the standard library and torch (and torch only once the arguments are
 parsed). hipscope copies it into the run's profiler folder and runs it by path.
 
-Steps: with ``--step-on optimizer`` (default) the profiler schedule advances after
-every ``torch.optim.Optimizer.step`` (a global post-hook, torch >= 2.0), so the
+Steps: with ``--step-on optimizer`` the profiler schedule advances after every
+``torch.optim.Optimizer.step`` (a global post-hook, torch >= 2.0), so the
 wait/warmup/active/repeat schedule counts training steps. With ``--step-on none`` the
-whole program is one recorded window. Each finished window is written as a Kineto
+whole program is one recorded window. The default, ``auto``, is ``optimizer`` when a
+schedule option (--wait/--warmup/--active/--repeat) is given and ``none`` otherwise,
+so a program without an optimizer still yields a trace. Each finished window is written as a Kineto
 Chrome trace ``<out>/<host>_<pid>[_rank<R>].<n>.pt.trace.json``.
 """
 
@@ -37,15 +39,21 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p = argparse.ArgumentParser(prog="torch_profile",
                                 description="Run a Python program under torch.profiler.")
     p.add_argument("--out", default=".", help="folder for the traces")
-    p.add_argument("--wait", type=int, default=1)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--active", type=int, default=3)
-    p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--step-on", choices=("optimizer", "none"), default="optimizer")
+    p.add_argument("--wait", type=int, default=None, help="schedule (default 1)")
+    p.add_argument("--warmup", type=int, default=None, help="schedule (default 1)")
+    p.add_argument("--active", type=int, default=None, help="schedule (default 3)")
+    p.add_argument("--repeat", type=int, default=None, help="schedule (default 1)")
+    p.add_argument("--step-on", choices=("auto", "optimizer", "none"), default="auto")
     p.add_argument("--record-shapes", action="store_true")
     p.add_argument("--profile-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     args = p.parse_args(ours)
+    scheduled = any(v is not None for v in (args.wait, args.warmup, args.active, args.repeat))
+    if args.step_on == "auto":
+        args.step_on = "optimizer" if scheduled else "none"
+    for name, default in (("wait", 1), ("warmup", 1), ("active", 3), ("repeat", 1)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if not prog:
         p.error("give the program after --: script.py ARGS or -m module ARGS")
     if prog[0] == "-m" and len(prog) < 2:
@@ -107,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     if schedule is not None:
         # the global hook is a module-level function of torch.optim.optimizer (every
         # optimizer instance's step() calls it)
-        handle = torch.optim.optimizer.register_optimizer_step_post_hook(
-            lambda *_a, **_k: prof.step())
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        handle = register_optimizer_step_post_hook(lambda *_a, **_k: prof.step())
     code = 0
     prof.start()
     try:

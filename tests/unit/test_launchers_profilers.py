@@ -246,3 +246,17 @@ def test_spec_json_round_trip():
         RunSpec([])
     with pytest.raises(ValueError, match="SSH target needs a host"):
         Target("ssh")
+
+
+def test_torch_profile_steps_on_optimizer_only_when_a_schedule_is_asked():
+    """A program without an optimizer must still yield a trace: without schedule
+    options the wrapper records the whole run (found on the H200: a plain script got
+    no trace under the old optimizer-step default)."""
+    from hipscope.launchers.torch_profile import parse_args
+
+    args, prog = parse_args(["--out", "o", "--", "prog.py", "-x"])
+    assert args.step_on == "none" and prog == ["prog.py", "-x"]
+    args, _ = parse_args(["--active", "5", "--", "prog.py"])
+    assert args.step_on == "optimizer" and (args.wait, args.warmup, args.active) == (1, 1, 5)
+    args, _ = parse_args(["--step-on", "none", "--wait", "2", "--", "prog.py"])
+    assert args.step_on == "none"

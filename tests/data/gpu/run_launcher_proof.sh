@@ -47,7 +47,7 @@ for d in "$HIPSCOPE_DATA_DIR"/runs/*/; do
 import json, sys, pathlib
 d = pathlib.Path(sys.argv[1])
 st = json.loads((d / "status.json").read_text()) if (d / "status.json").exists() else {}
-print(" ".join(st.get("trace_inputs") or st.get("artifacts", {}).get("trace_inputs", [])))
+print(" ".join(st.get("trace_inputs") or []) if isinstance(st, dict) else "")
 PY
 )
     echo "trace inputs: $traces" >> "$LOG"
