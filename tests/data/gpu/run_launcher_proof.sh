@@ -51,7 +51,9 @@ print(" ".join(st.get("trace_inputs") or []) if isinstance(st, dict) else "")
 PY
 )
     echo "trace inputs: $traces" >> "$LOG"
-    [ -n "$traces" ] && python3 -m hipscope report --json $traces > "$OUT/report_${name%%-*}.json" 2>> "$LOG"
+    label=${name#*-*-}      # 20261129-190304-torchrun-b8f5 -> torchrun-b8f5
+    [ -n "$traces" ] && python3 -m hipscope report --json $traces > "$OUT/report_${label%%-*}.json" 2>> "$LOG"
+    for t in $traces; do case "$t" in *.pt.trace.json) gzip -c "$t" > "$OUT/torchrun_trace.json.gz";; esac; done
     [ -f "$d/telemetry.csv" ] && cp "$d/telemetry.csv" "$OUT/telemetry.csv"
 done
 echo "=== done" >> "$LOG"
