@@ -88,12 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     n_csv, n_kin = 5_000_000 // scale, 1_000_000 // scale
     args.data.mkdir(parents=True, exist_ok=True)
     csv_path = args.data / f"k{n_csv}" / "1234_kernel_trace.csv"
-    kin_path = args.data / f"kineto_{n_kin}.json"
+    kin_path = args.data / f"kineto_{n_kin}_padded.json"
     if not csv_path.exists():
         csv_path.parent.mkdir(parents=True, exist_ok=True)
         write_kernel_trace(csv_path, n_csv, seed=0)
     if not kin_path.exists():
-        write_kineto_json(kin_path, n_kin, seed=0)
+        # name_pad makes events as large as the reference file (~570 MB for 1M)
+        write_kineto_json(kin_path, n_kin, seed=0, name_pad=1400)
     res = {"rocprofv3_csv_rows": n_csv, "kineto_events": n_kin}
     res.update(bench("rocprofv3_csv", csv_path, args.repeat))
     res.update(bench("kineto_json", kin_path, args.repeat))
