@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.view_state import Listener, Observable
 from . import diff
 
-Listener = Callable[[str, Any], None]
 DEFAULT_RULES_TEXT = "# one regex a line: PATTERN (deleted) or PATTERN => REPLACEMENT\n@defaults\n"
 ALIGN_KINDS = ("start", "marker", "kernel")
 ANNOTATION_DOMAINS = diff.MARKER_DOMAIN_PREFERENCE
@@ -234,7 +234,7 @@ def synced_window(window: tuple[int, int], origin_from: int, origin_to: int
 
 
 @dataclass
-class CompareState:
+class CompareState(Observable):
     """Observable plain state of one comparison (see module docstring). Listeners get
     ``(what, value)``; ``what`` is the field's name."""
 
@@ -253,18 +253,10 @@ class CompareState:
     delta_colours: bool = False
     _listeners: list[Listener] = field(default_factory=list, repr=False)
 
-    def subscribe(self, fn: Listener) -> None:
-        self._listeners.append(fn)
-
-    def unsubscribe(self, fn: Listener) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
-
     def _set(self, what: str, value: Any, force: bool = False) -> None:
         if force or getattr(self, what) != value:
             setattr(self, what, value)
-            for fn in list(self._listeners):
-                fn(what, value)
+            self._emit(what, value)
 
     @property
     def comparison(self) -> diff.Comparison | None:

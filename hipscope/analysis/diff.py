@@ -484,6 +484,35 @@ def _delta(a: Any, b: Any, unit: str) -> dict[str, Any]:
             "ratio": (b / a) if ok and a != 0 else None}
 
 
+#: what people read for each headline key (the comparison view and ``hipscope compare``)
+HEADLINE_LABELS = {
+    "span_ns": "Span", "marker_span_ns": "Marker range", "kernel_count": "Kernels",
+    "kernel_time_ns": "Kernel time", "gpu_busy_fraction": "GPU busy",
+    "idle_ns": "GPU idle", "idle_host_wait_ns": "host wait",
+    "idle_launch_overhead_ns": "launch overhead", "idle_sync_ns": "sync",
+    "idle_other_ns": "other", "queue_delay_from_api_end_p50_ns": "Queue delay p50",
+    "queue_delay_from_api_end_p95_ns": "Queue delay p95",
+    "queue_delay_from_api_start_p50_ns": "Launch → start p50",
+    "queue_delay_from_api_start_p95_ns": "Launch → start p95",
+    "graph_launch_kernels": "Graph-launched kernels", "kernels_per_second": "Kernels/s",
+    "launch_overhead_ns": "Launch call (median)", "api_call_count": "API calls",
+}
+#: the parts of "GPU idle", shown indented under it
+IDLE_PARTS = {"idle_host_wait_ns", "idle_launch_overhead_ns", "idle_sync_ns", "idle_other_ns"}
+
+
+def headline_label(key: str, indent: str = "   ", arrow: str = " → ") -> str:
+    """The label of headline figure ``key`` (the key itself when it has none): the
+    parts of GPU idle after ``indent``, launch-to-start delays with ``arrow``."""
+    if key.startswith("copies_"):
+        _, direction, what = key.split("_", 2)
+        return f"Copies {direction} {'time' if what == 'ns' else what}"
+    label = HEADLINE_LABELS.get(key, key)
+    if key in IDLE_PARTS:
+        label = indent + label
+    return label.replace(" → ", arrow)
+
+
 # The kernel sets "barely overlap" below this share of either run's kernel time.
 MIN_TIME_OVERLAP = 0.5
 

@@ -11,45 +11,26 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
+from .loading_tab import LoadingTab
 from .tasks import TaskHandle, TaskRunner
 from .trace_tab import Loader, default_loader
 
 log = logging.getLogger(__name__)
 
 
-class CompareTab(QWidget):
-    state_changed = Signal(str)
-    close_requested = Signal()
-
+class CompareTab(LoadingTab):
     def __init__(self, paths: list[Path], preloaded: dict | None = None, parent=None):
-        super().__init__(parent)
-        self.paths = [Path(p) for p in paths]
+        super().__init__(paths, parent)
         self.traces: list = [None] * len(self.paths)
         for i, t in (preloaded or {}).items():
             self.traces[i] = t
-        self.state = "new"
-        self.error = ""
         self.panels: dict[str, QWidget] = {}
         self.controller = None
         self.view = None
-        self._handle: TaskHandle | None = None
-        self._stack = QStackedWidget(self)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self._stack)
-        self._stack.addWidget(self._build_loading_page())
-        self._stack.addWidget(self._build_error_page())
+        self._build_pages(f"Comparing {self.title}…")
 
     @property
     def title(self) -> str:
@@ -61,35 +42,11 @@ class CompareTab(QWidget):
     def timelines(self) -> list:
         return list(self.view.timelines) if self.view is not None else []
 
-    def _build_loading_page(self) -> QWidget:
-        page = QWidget(self)
-        v = QVBoxLayout(page)
-        v.addStretch(1)
-        self.loading_label = QLabel(f"Comparing {self.title}…", page)
-        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.progress_bar = QProgressBar(page)
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setFixedWidth(360)
-        self.cancel_button = QPushButton("Cancel", page)
-        self.cancel_button.clicked.connect(self.cancel_load)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.progress_bar)
-        row.addWidget(self.cancel_button)
-        row.addStretch(1)
-        v.addWidget(self.loading_label)
-        v.addLayout(row)
-        v.addStretch(2)
-        return page
-
     def _build_error_page(self) -> QWidget:
         page = QWidget(self)
         v = QVBoxLayout(page)
         v.addStretch(1)
-        self.error_label = QLabel("", page)
-        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.error_label.setWordWrap(True)
-        self.error_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._make_error_label(page)
         close = QPushButton("Close tab", page)
         close.clicked.connect(self.close_requested)
         v.addWidget(QLabel("<b>The comparison could not be made</b>", page),
@@ -141,24 +98,15 @@ class CompareTab(QWidget):
             self.controller.shutdown()
 
     def _on_load_succeeded(self, h: TaskHandle, traces: dict) -> None:
-        if h is not self._handle:
+        if not self._take_handle(h):
             return
-        self._handle = None
         for i, t in traces.items():
             self.traces[i] = t
         self._maybe_compare()
 
     def _on_load_failed(self, h: TaskHandle, message: str) -> None:
-        if h is not self._handle:
-            return
-        self._handle = None
-        self._fail(message)
-
-    def _fail(self, message: str) -> None:
-        self.error = message
-        self.error_label.setText(message)
-        self._stack.setCurrentIndex(1)
-        self._set_state("failed")
+        if self._take_handle(h):
+            self._fail(message)
 
     def _maybe_compare(self) -> None:
         if self.state != "loading" or any(t is None for t in self.traces):
@@ -184,8 +132,3 @@ class CompareTab(QWidget):
             self._set_state("loaded")
         elif what == "error" and st.result is None and value:
             self._fail(value)
-
-    def _set_state(self, state: str) -> None:
-        if state != self.state:
-            self.state = state
-            self.state_changed.emit(state)

@@ -8,15 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ..views.details import DetailsView
 from ..views.heatmap import CounterHeatmapView
@@ -25,6 +17,7 @@ from ..views.tables import KernelSummaryView, KernelsTableView
 from ..views.tables.format import fmt_duration
 from ..views.tuner_panel import TunerPanel
 from .document import Document
+from .loading_tab import LoadingTab
 from .tasks import TaskHandle, TaskRunner
 
 log = logging.getLogger(__name__)
@@ -90,27 +83,16 @@ def format_range(obj) -> str:
     return ", ".join(parts) if parts else str(obj)
 
 
-class TraceTab(QWidget):
+class TraceTab(LoadingTab):
     """Loading page -> content page (timeline) or error page."""
 
-    state_changed = Signal(str)          # "loading" | "loaded" | "failed" | "cancelled"
-    close_requested = Signal()
     range_text_changed = Signal(str)
 
     def __init__(self, paths: list[Path], parent=None):
-        super().__init__(parent)
-        self.paths = [Path(p) for p in paths]
+        super().__init__(paths, parent)
         self.document = Document(self.paths, self)
-        self.state = "new"
-        self.error = ""
         self.range_text = ""
-        self._handle: TaskHandle | None = None
-        self._stack = QStackedWidget(self)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self._stack)
-        self._stack.addWidget(self._build_loading_page())
-        self._stack.addWidget(self._build_error_page())
+        self._build_pages(f"Loading {self.document.title}…")
         self.timeline = make_timeline(self.document, self)
         self._stack.addWidget(self.timeline)
         sig = getattr(self.timeline, "range_measured", None)
@@ -132,39 +114,13 @@ class TraceTab(QWidget):
         return self.timeline.objectName() != "timeline_placeholder"
 
     # ---- pages -------------------------------------------------------------------------
-    def _build_loading_page(self) -> QWidget:
-        page = QWidget(self)
-        v = QVBoxLayout(page)
-        v.addStretch(1)
-        self.loading_label = QLabel(f"Loading {self.document.title}…", page)
-        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.progress_bar = QProgressBar(page)
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setTextVisible(True)
-        self.progress_bar.setFormat("%p%")
-        self.progress_bar.setFixedWidth(360)
-        self.cancel_button = QPushButton("Cancel", page)
-        self.cancel_button.clicked.connect(self.cancel_load)
-        v.addWidget(self.loading_label)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.progress_bar)
-        row.addWidget(self.cancel_button)
-        row.addStretch(1)
-        v.addLayout(row)
-        v.addStretch(2)
-        return page
-
     def _build_error_page(self) -> QWidget:
         page = QWidget(self)
         v = QVBoxLayout(page)
         v.addStretch(1)
         title = QLabel("<b>This trace could not be opened</b>", page)
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.error_label = QLabel("", page)
-        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.error_label.setWordWrap(True)
-        self.error_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._make_error_label(page)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label.setMaximumWidth(900)
         retry = QPushButton("Retry", page)
@@ -221,31 +177,19 @@ class TraceTab(QWidget):
         self.progress_bar.setValue(int(round(1000 * fraction)))
 
     def _on_load_succeeded(self, h: TaskHandle, trace) -> None:
-        if h is not self._handle:
+        if not self._take_handle(h):
             return
-        self._handle = None
         self._stack.setCurrentWidget(self.timeline)
         self.document.set_trace(trace)
         self._set_state("loaded")
 
     def _on_load_failed(self, h: TaskHandle, message: str) -> None:
-        if h is not self._handle:
-            return
-        self._handle = None
-        self.error = message
-        self.error_label.setText(message)
-        self._stack.setCurrentIndex(1)
-        self._set_state("failed")
+        if self._take_handle(h):
+            self._fail(message)
 
     def _on_load_cancelled(self, h: TaskHandle) -> None:
-        if h is self._handle:
-            self._handle = None
+        if self._take_handle(h):
             self._set_state("cancelled")
-
-    def _set_state(self, state: str) -> None:
-        if state != self.state:
-            self.state = state
-            self.state_changed.emit(state)
 
     # ---- status ------------------------------------------------------------------------
     def status_texts(self) -> tuple[str, str]:

@@ -106,27 +106,12 @@ def _slower(obj: dict[str, Any], pct: float | None) -> bool:
 
 # --------------------------------------------------------------------------- text
 
-_LABELS = {
-    "span_ns": "Span", "marker_span_ns": "Marker range", "kernel_count": "Kernels",
-    "kernel_time_ns": "Kernel time", "gpu_busy_fraction": "GPU busy",
-    "idle_ns": "GPU idle", "idle_host_wait_ns": "  host wait",
-    "idle_launch_overhead_ns": "  launch overhead", "idle_sync_ns": "  sync",
-    "idle_other_ns": "  other", "queue_delay_from_api_end_p50_ns": "Queue delay p50",
-    "queue_delay_from_api_end_p95_ns": "Queue delay p95",
-    "queue_delay_from_api_start_p50_ns": "Launch->start p50",
-    "queue_delay_from_api_start_p95_ns": "Launch->start p95",
-    "graph_launch_kernels": "Graph-launched kernels", "kernels_per_second": "Kernels/s",
-    "launch_overhead_ns": "Launch call (median)", "api_call_count": "API calls",
-}
-
-
 def _label(key: str, obj: dict[str, Any]) -> str:
+    from ..analysis.diff import headline_label
+
     if key == "aligned_span_ns":
         return f"Aligned: {obj['aligned']['label']}"[:24]
-    if key.startswith("copies_"):
-        _, direction, what = key.split("_", 2)
-        return f"Copies {direction} {'time' if what == 'ns' else what}"
-    return _LABELS.get(key, key)
+    return headline_label(key, indent="  ", arrow="->")
 
 
 def _val(v: Any, unit: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .profilers import ProfilerError, Wrapped, get_profiler
 from .rundir import RunFolder
 from .spec import RunSpec
 
@@ -236,6 +237,14 @@ class Launcher:
                          list(self.artifacts), list(self.trace_inputs))
 
     # ------------------------------------------------------------------ for subclasses
+    def _wrap_command(self, out_dir: str, **kw: Any) -> Wrapped:
+        """The spec's command wrapped by its profiler, writing into ``out_dir``."""
+        prof = get_profiler(self.spec.profiler.name)
+        try:
+            return prof.wrap(self.spec.command, out_dir, self.spec.profiler.options, **kw)
+        except ProfilerError as exc:
+            raise LaunchError(str(exc)) from None
+
     def _execute(self) -> int:
         raise NotImplementedError
 

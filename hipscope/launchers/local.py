@@ -17,8 +17,8 @@ from typing import IO
 from .base import LaunchError, Launcher, RunCancelled, RunState
 from .detect import collect_provenance
 from .hosts import LocalHost
-from .profilers import ProfilerError, get_profiler
-from .telemetry import TelemetryPoller
+from .profilers import get_profiler
+from .telemetry import TelemetryRunMixin
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def apply_env(base: dict[str, str], *changes: dict[str, str | None]) -> dict[str
     return env
 
 
-class LocalLauncher(Launcher):
+class LocalLauncher(TelemetryRunMixin, Launcher):
     kill_grace_s = KILL_GRACE_S
 
     def __init__(self, *a, **kw):
@@ -46,17 +46,12 @@ class LocalLauncher(Launcher):
         self.proc: subprocess.Popen | None = None
         self._wakeup = threading.Event()
         self._readers: list[threading.Thread] = []
-        self._telemetry: TelemetryPoller | None = None
         self.host = LocalHost()
 
     # ------------------------------------------------------------------ steps
     def _execute(self) -> int:
         spec, folder = self.spec, self.folder
-        prof = get_profiler(spec.profiler.name)
-        try:
-            wrapped = prof.wrap(spec.command, str(folder.prof_dir), spec.profiler.options)
-        except ProfilerError as exc:
-            raise LaunchError(str(exc)) from None
+        wrapped = self._wrap_command(str(folder.prof_dir))
         for name, data in wrapped.files.items():
             (folder.prof_dir / name).write_bytes(data)
         folder.write_json("provenance.json",
@@ -82,12 +77,7 @@ class LocalLauncher(Launcher):
             self._readers.append(t)
         threading.Thread(target=self._reap, daemon=True, name=f"wait-{folder.run_id}").start()
         self.set_state(RunState.RUNNING)
-        if spec.telemetry_interval:
-            self._telemetry = TelemetryPoller(self.host, spec.telemetry_interval,
-                                              folder.path / "telemetry.csv",
-                                              on_samples=self._on_samples,
-                                              on_message=self.message)
-            self._telemetry.start()
+        self._start_telemetry()
         self._wakeup.wait()
         if self.cancelled and self.proc.poll() is None:
             self._kill_group()
@@ -121,9 +111,6 @@ class LocalLauncher(Launcher):
     def _wake(self) -> None:
         self._wakeup.set()
 
-    def _on_samples(self, samples) -> None:
-        self.emit("telemetry", samples=tuple(samples))
-
     def _signal_group(self, sig: int) -> bool:
         assert self.proc is not None
         try:
@@ -156,11 +143,6 @@ class LocalLauncher(Launcher):
             self._signal_group(signal.SIGKILL)
             for t in self._readers:
                 t.join(self.kill_grace_s)
-
-    def _stop_telemetry(self) -> None:
-        if self._telemetry is not None:
-            self._telemetry.stop()
-            self._telemetry = None
 
     def _cleanup(self) -> None:
         self._stop_telemetry()

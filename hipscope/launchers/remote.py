@@ -22,9 +22,9 @@ from pathlib import Path
 
 from .base import LaunchError, Launcher, RunCancelled, RunState
 from .detect import collect_provenance
-from .profilers import ProfilerError, Wrapped, get_profiler
+from .profilers import Wrapped, get_profiler
 from .ssh import HostKeyCallback, LinkLost, SSHAuthError, SSHError, SSHHost
-from .telemetry import TelemetryPoller
+from .telemetry import TelemetryRunMixin
 
 log = logging.getLogger(__name__)
 
@@ -106,13 +106,37 @@ def detached_script(rd: str, argv: list[str], env: list[str], cwd: str | None) -
 
 
 class RemoteRunMixin:
-    """Reconnect-aware helpers shared by the SSH and Slurm launchers."""
+    """Reconnect-aware helpers shared by the SSH and Slurm launchers.
+
+    A subclass implements ``_start`` (set up, start the program, follow it to its end);
+    a dropped link before the program started fails the run (nothing to resume).
+    """
 
     poll_interval = 0.25
     reconnect_timeout = 120.0
 
     host: SSHHost
     _wakeup: threading.Event
+
+    def __init__(self, spec, folder=None, observers=None,
+                 host_key_callback: HostKeyCallback | None = None):
+        super().__init__(spec, folder=folder, observers=observers)  # type: ignore[call-arg]
+        self.host_key_callback = host_key_callback
+        self.host = None  # type: ignore[assignment]
+        self._wakeup = threading.Event()
+        self.remote_dir: str | None = None
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    def _execute(self) -> int:
+        try:
+            return self._start()
+        except SSHError as exc:   # a drop before the program started: nothing to resume
+            raise LaunchError(str(exc)) from None
+
+    def _start(self) -> int:
+        raise NotImplementedError
 
     def _connect(self, target, callback: HostKeyCallback | None) -> None:
         try:
@@ -155,30 +179,32 @@ class RemoteRunMixin:
             self.host.write_bytes(f"{prof_dir}/{name}", data,
                                   0o755 if name.endswith((".py", ".sh")) else 0o644)
 
+    def _remote_tail(self, rd: str) -> RemoteTail:
+        """A tail of ``rd``'s stdout and stderr logs into the run folder's logs."""
+        return RemoteTail(self.host, [(stream, f"{rd}/{stream}.log",
+                                       self.folder.log_path(stream))
+                                      for stream in ("stdout", "stderr")], self.output)
 
-class SSHLauncher(RemoteRunMixin, Launcher):
+    def _collect(self) -> None:
+        """Download ``<remote_dir>/prof`` into the run folder (reconnecting if need be)."""
+        if self.remote_dir is None or self.host is None:
+            return
+        if self.state != RunState.COLLECTING and not getattr(self.host, "alive", True):
+            return   # after a failure on a dead link: do not wait for a reconnect again
+        rd = self.remote_dir
+
+        def fetch() -> list[Path]:
+            return self.host.download_tree(f"{rd}/prof", self.folder.prof_dir)
+        self.artifacts = self._retrying(fetch)
+        self.trace_inputs = get_profiler(self.spec.profiler.name).trace_inputs(
+            self.folder.prof_dir, self.spec.profiler.options)
+
+
+class SSHLauncher(RemoteRunMixin, TelemetryRunMixin, Launcher):
     kill_grace_s = 3.0
     confirm_timeout = 30.0
 
-    def __init__(self, spec, folder=None, observers=None,
-                 host_key_callback: HostKeyCallback | None = None):
-        super().__init__(spec, folder=folder, observers=observers)
-        self.host_key_callback = host_key_callback
-        self.host = None  # type: ignore[assignment]
-        self._wakeup = threading.Event()
-        self._telemetry: TelemetryPoller | None = None
-        self.remote_dir: str | None = None
-
-    def _wake(self) -> None:
-        self._wakeup.set()
-
     # ------------------------------------------------------------------ steps
-    def _execute(self) -> int:
-        try:
-            return self._start()
-        except SSHError as exc:   # a drop before the program started: nothing to resume
-            raise LaunchError(str(exc)) from None
-
     def _start(self) -> int:
         spec = self.spec
         self.message(f"connecting to {spec.target.host}")
@@ -187,11 +213,7 @@ class SSHLauncher(RemoteRunMixin, Launcher):
         rd = self.host.abspath(f"{spec.target.remote_dir.rstrip('/')}/{self.folder.run_id}")
         self.remote_dir = rd
         self.folder.update_status(remote_host=self.host.name, remote_dir=rd)
-        prof = get_profiler(spec.profiler.name)
-        try:
-            wrapped = prof.wrap(spec.command, f"{rd}/prof", spec.profiler.options)
-        except ProfilerError as exc:
-            raise LaunchError(str(exc)) from None
+        wrapped = self._wrap_command(f"{rd}/prof")
         self.host.makedirs(f"{rd}/prof")
         self._upload_files(wrapped, f"{rd}/prof")
         self.folder.write_json("provenance.json",
@@ -207,20 +229,11 @@ class SSHLauncher(RemoteRunMixin, Launcher):
             raise LaunchError(f"could not start the program on {self.host.name}: "
                               f"{res.stderr.strip() or f'exit {res.returncode}'}")
         self.set_state(RunState.RUNNING)
-        if spec.telemetry_interval:
-            self._telemetry = TelemetryPoller(self.host, spec.telemetry_interval,
-                                              self.folder.path / "telemetry.csv",
-                                              on_samples=lambda s: self.emit(
-                                                  "telemetry", samples=tuple(s)),
-                                              on_message=self.message)
-            self._telemetry.start()
+        self._start_telemetry()
         return self._follow(rd)
 
     def _follow(self, rd: str) -> int:
-        tail = RemoteTail(self.host, [("stdout", f"{rd}/stdout.log",
-                                       self.folder.log_path("stdout")),
-                                      ("stderr", f"{rd}/stderr.log",
-                                       self.folder.log_path("stderr"))], self.output)
+        tail = self._remote_tail(rd)
         term_at: float | None = None
         kill_at: float | None = None
         while True:
@@ -272,22 +285,7 @@ class SSHLauncher(RemoteRunMixin, Launcher):
 
     def _collect(self) -> None:
         self._stop_telemetry()
-        if self.remote_dir is None or self.host is None:
-            return
-        if self.state != RunState.COLLECTING and not self.host.alive:
-            return   # after a failure on a dead link: do not wait for a reconnect again
-        rd = self.remote_dir
-
-        def fetch() -> list[Path]:
-            return self.host.download_tree(f"{rd}/prof", self.folder.prof_dir)
-        self.artifacts = self._retrying(fetch)
-        self.trace_inputs = get_profiler(self.spec.profiler.name).trace_inputs(
-            self.folder.prof_dir, self.spec.profiler.options)
-
-    def _stop_telemetry(self) -> None:
-        if self._telemetry is not None:
-            self._telemetry.stop()
-            self._telemetry = None
+        super()._collect()
 
     def _cleanup(self) -> None:
         self._stop_telemetry()

@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 from .base import LaunchError, Launcher, RunCancelled, RunState
 from .hosts import LocalHost
-from .profilers import ProfilerError, get_profiler
-from .remote import RemoteRunMixin, RemoteTail
+from .remote import RemoteRunMixin
 from .spec import RunSpec, SlurmOptions
-from .ssh import HostKeyCallback, SSHError
 
 PENDING_STATES = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
                   "RESV_DEL_HOLD", "SUSPENDED", "RESIZING"}
@@ -122,25 +118,12 @@ class SlurmLauncher(RemoteRunMixin, Launcher):
 
     poll_interval = 0.5
 
-    def __init__(self, spec, folder=None, observers=None,
-                 host_key_callback: HostKeyCallback | None = None):
-        super().__init__(spec, folder=folder, observers=observers)
-        self.host_key_callback = host_key_callback
-        self.host = None  # type: ignore[assignment]
-        self._wakeup = threading.Event()
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
         self.job_id: str | None = None
-        self.remote_dir: str | None = None
 
-    def _wake(self) -> None:
-        self._wakeup.set()
-
-    def _execute(self) -> int:
-        try:
-            return self._submit_and_follow()
-        except SSHError as exc:
-            raise LaunchError(str(exc)) from None
-
-    def _submit_and_follow(self) -> int:
+    def _start(self) -> int:
+        """Submit the job and follow it to its end."""
         spec = self.spec
         if spec.target.host:
             self.message(f"connecting to {spec.target.host}")
@@ -152,12 +135,7 @@ class SlurmLauncher(RemoteRunMixin, Launcher):
         self.remote_dir = rd
         if spec.telemetry_interval:
             self.message("telemetry is not collected on Slurm compute nodes yet")
-        prof = get_profiler(spec.profiler.name)
-        try:
-            wrapped = prof.wrap(spec.command, f"{rd}/prof", spec.profiler.options,
-                                per_rank=True)
-        except ProfilerError as exc:
-            raise LaunchError(str(exc)) from None
+        wrapped = self._wrap_command(f"{rd}/prof", per_rank=True)
         self.host.makedirs(f"{rd}/prof")
         self._upload_files(wrapped, f"{rd}/prof")
         self.host.write_bytes(f"{rd}/job.sh", job_script(spec, wrapped.argv, wrapped.env,
@@ -181,10 +159,7 @@ class SlurmLauncher(RemoteRunMixin, Launcher):
         return self._follow(rd)
 
     def _follow(self, rd: str) -> int:
-        tail = RemoteTail(self.host, [("stdout", f"{rd}/stdout.log",
-                                       self.folder.log_path("stdout")),
-                                      ("stderr", f"{rd}/stderr.log",
-                                       self.folder.log_path("stderr"))], self.output)
+        tail = self._remote_tail(rd)
         last_note, scancelled = None, False
         while True:
             if self.cancelled and not scancelled:
@@ -236,19 +211,6 @@ class SlurmLauncher(RemoteRunMixin, Launcher):
                               timeout=30)
             info = parse_sacct(r.stdout) if r.ok else None
         return info or JobInfo("")
-
-    def _collect(self) -> None:
-        if self.remote_dir is None or self.host is None:
-            return
-        if self.state != RunState.COLLECTING and not getattr(self.host, "alive", True):
-            return   # after a failure on a dead link: do not wait for a reconnect again
-        rd = self.remote_dir
-
-        def fetch() -> list[Path]:
-            return self.host.download_tree(f"{rd}/prof", self.folder.prof_dir)
-        self.artifacts = self._retrying(fetch)
-        self.trace_inputs = get_profiler(self.spec.profiler.name).trace_inputs(
-            self.folder.prof_dir, self.spec.profiler.options)
 
     def _cleanup(self) -> None:
         if self.host is not None:

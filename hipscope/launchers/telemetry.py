@@ -261,3 +261,30 @@ class TelemetryPoller:
             self.count += len(samples)
             if self.on_samples:
                 self.on_samples(samples)
+
+
+class TelemetryRunMixin:
+    """Live telemetry for a launcher whose target runs the program (local and SSH runs).
+
+    Expects the :class:`~.base.Launcher` attributes ``spec``, ``folder``, ``host``,
+    ``emit`` and ``message``.
+    """
+
+    _telemetry: TelemetryPoller | None = None
+
+    def _start_telemetry(self) -> None:
+        """Poll the target into ``telemetry.csv`` when the spec asks for telemetry."""
+        if self.spec.telemetry_interval:
+            self._telemetry = TelemetryPoller(self.host, self.spec.telemetry_interval,
+                                              self.folder.path / "telemetry.csv",
+                                              on_samples=self._on_samples,
+                                              on_message=self.message)
+            self._telemetry.start()
+
+    def _on_samples(self, samples) -> None:
+        self.emit("telemetry", samples=tuple(samples))
+
+    def _stop_telemetry(self) -> None:
+        if self._telemetry is not None:
+            self._telemetry.stop()
+            self._telemetry = None

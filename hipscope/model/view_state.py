@@ -20,6 +20,27 @@ VALUE_COLOR_MODES = ("delta",)
 GROUPINGS = ("queue", "stream")
 
 
+class Observable:
+    """Listeners of an observable plain-state object, called with ``(what, value)``.
+
+    The class keeps them in its own ``_listeners`` list (a dataclass field, so that
+    ``repr`` can leave it out).
+    """
+
+    _listeners: list[Listener]
+
+    def subscribe(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def unsubscribe(self, fn: Listener) -> None:
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
+    def _emit(self, what: str, value: Any) -> None:
+        for fn in list(self._listeners):
+            fn(what, value)
+
+
 @dataclass(frozen=True)
 class Selection:
     """One selected event: ``table`` is 'kernels', 'api', 'copies' or 'markers'."""
@@ -38,7 +59,7 @@ class Filters:
 
 
 @dataclass
-class ViewState:
+class ViewState(Observable):
     window: tuple[int, int] = (0, 1)        # visible time range [t0, t1), ns
     selection: Selection | None = None
     filters: Filters = field(default_factory=Filters)
@@ -48,17 +69,6 @@ class ViewState:
     grouping: str = "queue"                  # GPU -> queue -> stream, or by stream
     color_values: Any = None                 # per kernel row, for VALUE_COLOR_MODES
     _listeners: list[Listener] = field(default_factory=list, repr=False)
-
-    def subscribe(self, fn: Listener) -> None:
-        self._listeners.append(fn)
-
-    def unsubscribe(self, fn: Listener) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
-
-    def _emit(self, what: str, value: Any) -> None:
-        for fn in list(self._listeners):
-            fn(what, value)
 
     def set_window(self, t0: int, t1: int) -> None:
         t0, t1 = int(t0), int(t1)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .proposals import Proposal
-from .sweep import Knob, Measurement, Runner, SweepError, SweepSpec
+from .sweep import Knob, Measurement, Runner, SweepError, SweepSpec, launcher_measurement
 
 ARGS_KNOB = "args"
 
@@ -103,7 +103,6 @@ def experiment_runner(proposal: Proposal, program,
     time when it prints one, else the launcher's running -> collecting time (the
     program itself); ``trace_path`` is the first trace the profiler produced."""
     from ..launchers import make_launcher
-    from ..launchers.base import RunState
 
     def run_variant(env: dict, args: list) -> Measurement:
         launcher = make_launcher(variant_spec(proposal, program, env, args),
@@ -115,27 +114,8 @@ def experiment_runner(proposal: Proposal, program,
                 launcher.cancel()
                 launcher.wait()
                 raise SweepError("the sweep was cancelled")
-        result = launcher.result()
-        wall = time.perf_counter() - t0
-        timings = getattr(launcher, "_timings", {})
-        if "running" in timings and "collecting" in timings:
-            wall = timings["collecting"] - timings["running"]
-        if result.state != RunState.FINISHED and result.exit_status in (None, 0):
-            raise SweepError(f"run {result.folder.name} {result.state.value}: {result.reason}")
-        trace = str(result.trace_inputs[0]) if result.trace_inputs else None
-        own = _program_wall_s(result.folder)      # the program's HIPSCOPE_RESULT line
-        if own is not None:
-            return Measurement(own, trace, result.exit_status or 0, "program")
-        return Measurement(wall, trace, result.exit_status or 0)
+        return launcher_measurement(launcher, launcher.result(), time.perf_counter() - t0)
     return run_variant
-
-
-def _program_wall_s(folder) -> float | None:
-    """The wall time the program printed itself (``sweep.RESULT_PREFIX``), if any."""
-    from . import sweep
-
-    read = getattr(sweep, "_logged_program_wall_s", None)
-    return read(folder) if read is not None else None
 
 
 def program_for_trace(meta: dict[str, Any], paths: list[Path] | None = None):

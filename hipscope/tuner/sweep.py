@@ -261,7 +261,6 @@ def launcher_runner(spec: SweepSpec, observers: list | None = None) -> Runner:
     the launcher's own running -> collecting time when it records it, else the wall time
     around the run; ``trace_path`` is the first trace input the profiler produced."""
     from ..launchers import ProfilerSpec, RunSpec, make_launcher, parse_target
-    from ..launchers.base import RunState
 
     def run_variant(env: dict, args: list) -> Measurement:
         rs = RunSpec(command=[*spec.command, *args], cwd=spec.cwd, env=dict(env),
@@ -270,22 +269,31 @@ def launcher_runner(spec: SweepSpec, observers: list | None = None) -> Runner:
         launcher = make_launcher(rs, observers=observers)
         t0 = time.perf_counter()
         result = launcher.run()
-        wall = time.perf_counter() - t0
-        # running -> collecting is the program itself (no folder set-up, no collection)
-        timings = getattr(launcher, "_timings", {})
-        if "running" in timings and "collecting" in timings:
-            wall = timings["collecting"] - timings["running"]
-        if result.state != RunState.FINISHED and result.exit_status in (None, 0):
-            raise SweepError(f"run {result.folder.name} {result.state.value}: {result.reason}")
-        trace = str(result.trace_inputs[0]) if result.trace_inputs else None
-        own = _logged_program_wall_s(result.folder)
-        if own is not None:
-            return Measurement(own, trace, result.exit_status or 0, "program")
-        return Measurement(wall, trace, result.exit_status or 0)
+        return launcher_measurement(launcher, result, time.perf_counter() - t0)
     return run_variant
 
 
-def _logged_program_wall_s(folder) -> float | None:
+def launcher_measurement(launcher, result, wall: float) -> Measurement:
+    """The measurement of a launcher's ended run: the program's own ``HIPSCOPE_RESULT``
+    wall time when it printed one, else the launcher's running -> collecting time when
+    it records it, else ``wall`` (the time around the run). :class:`SweepError` when the
+    run failed without an exit status of the program's own."""
+    from ..launchers.base import RunState
+
+    # running -> collecting is the program itself (no folder set-up, no collection)
+    timings = getattr(launcher, "_timings", {})
+    if "running" in timings and "collecting" in timings:
+        wall = timings["collecting"] - timings["running"]
+    if result.state != RunState.FINISHED and result.exit_status in (None, 0):
+        raise SweepError(f"run {result.folder.name} {result.state.value}: {result.reason}")
+    trace = str(result.trace_inputs[0]) if result.trace_inputs else None
+    own = logged_program_wall_s(result.folder)
+    if own is not None:
+        return Measurement(own, trace, result.exit_status or 0, "program")
+    return Measurement(wall, trace, result.exit_status or 0)
+
+
+def logged_program_wall_s(folder) -> float | None:
     """The ``HIPSCOPE_RESULT`` wall time in a run folder's stdout.log (its last 64 KiB)."""
     try:
         with open(Path(folder) / "stdout.log", "rb") as fh:

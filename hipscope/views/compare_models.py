@@ -31,18 +31,6 @@ _TIP = Qt.ItemDataRole.ToolTipRole
 SORT_ROLE = Qt.ItemDataRole.UserRole
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
-LABELS = {
-    "span_ns": "Span", "marker_span_ns": "Marker range", "kernel_count": "Kernels",
-    "kernel_time_ns": "Kernel time", "gpu_busy_fraction": "GPU busy",
-    "idle_ns": "GPU idle", "idle_host_wait_ns": "   host wait",
-    "idle_launch_overhead_ns": "   launch overhead", "idle_sync_ns": "   sync",
-    "idle_other_ns": "   other", "queue_delay_from_api_end_p50_ns": "Queue delay p50",
-    "queue_delay_from_api_end_p95_ns": "Queue delay p95",
-    "queue_delay_from_api_start_p50_ns": "Launch → start p50",
-    "queue_delay_from_api_start_p95_ns": "Launch → start p95",
-    "graph_launch_kernels": "Graph-launched kernels", "kernels_per_second": "Kernels/s",
-    "launch_overhead_ns": "Launch call (median)", "api_call_count": "API calls",
-}
 HIGHER_BETTER = {"gpu_busy_fraction", "kernels_per_second"}
 
 
@@ -107,10 +95,7 @@ def run_names(paths) -> list[str]:
 
 
 def label_of(key: str) -> str:
-    if key.startswith("copies_"):
-        _, d, what = key.split("_", 2)
-        return f"Copies {d} {'time' if what == 'ns' else what}"
-    return LABELS.get(key, key)
+    return diff.headline_label(key)
 
 
 class _Table(QAbstractTableModel):

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSizePolicy,
     QSplitter,
-    QStackedLayout,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..analysis import counters as ca
 from ..model.view_state import Selection
+from .panel import WorkerPanel
 
 EMPTY_TEXT = ("This trace has no hardware counters. Collect some with rocprofv3 --pmc ... "
               "(e.g. rocprofv3 --pmc SQ_WAVES SQ_INSTS_VALU TCC_HIT_sum TCC_MISS_sum -- app), "
@@ -263,27 +263,20 @@ class TimeCanvas(QWidget):
         p.drawText(QRect(self.LABEL_W, y, w, 18), Qt.AlignmentFlag.AlignRight, self.axis[1])
 
 
-class CounterHeatmapView(QWidget):
+class CounterHeatmapView(WorkerPanel):
     """Kernels x counters heatmap plus a time-resolved panel; follows a Document."""
 
     matrix_ready = Signal()      # a new matrix is shown (tests wait on it)
     time_updated = Signal()
 
     def __init__(self, document, parent: QWidget | None = None):
-        super().__init__(parent)
-        from ..app.tasks import TaskRunner
-
-        self.document = document
-        self.tasks = TaskRunner(self, max_threads=1)
+        super().__init__(document, 1, parent)
         self.dispatch_matrix: ca.CounterMatrix | None = None
         self.matrix: ca.CounterMatrix | None = None      # shown: selected columns, ordered
         self.order = np.zeros(0, np.int64)
         self._build()
-        document.trace_loaded.connect(self._on_document_trace_loaded)
-        document.view_changed.connect(self._on_document_view_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
-        if document.trace is not None:
-            self._on_document_trace_loaded(document.trace)
+        self._follow_document()
 
     # ---- layout ---------------------------------------------------------------------
     def _build(self) -> None:
@@ -343,12 +336,7 @@ class CounterHeatmapView(QWidget):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addLayout(bar)
         cl.addWidget(split, 1)
-        self.empty = QLabel(EMPTY_TEXT)
-        self.empty.setWordWrap(True)
-        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.stack = QStackedLayout(self)
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(content)
+        self._set_pages(EMPTY_TEXT, content)
         self.norm_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.per_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.filter_edit.editingFinished.connect(self._on_controls_changed)
@@ -358,10 +346,6 @@ class CounterHeatmapView(QWidget):
         self.canvas.header_clicked.connect(self.sort_by_column)
         self.canvas.cell_clicked.connect(self._on_canvas_cell_clicked)
         self.device_combo.currentIndexChanged.connect(lambda _i: self._update_time())
-
-    @property
-    def is_empty(self) -> bool:
-        return self.stack.currentIndex() == 0
 
     # ---- data ---------------------------------------------------------------------------
     def _on_document_trace_loaded(self, trace) -> None:
@@ -555,7 +539,3 @@ class CounterHeatmapView(QWidget):
                                       m.column_names(), (fmt_time(t0 - base, span),
                                                          fmt_time(t1 - base, span)))
         self.time_updated.emit()
-
-    def closeEvent(self, event) -> None:  # noqa: N802
-        self.tasks.shutdown()
-        super().closeEvent(event)

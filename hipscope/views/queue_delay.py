@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QSplitter,
-    QStackedLayout,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 from ..analysis import delay_views as dv
 from ..analysis.idle import CATEGORIES
 from ..model.view_state import Selection
+from .panel import WorkerPanel
 from .tables.format import fmt_duration, fmt_time
 
 KIND_TEXT = {"from_api_start": "from API start", "from_api_end": "from API end",
@@ -60,24 +60,17 @@ class _TimeAxis(pg.AxisItem):
         return [fmt_time(v, self.span) for v in values]
 
 
-class QueueDelayView(QWidget):
+class QueueDelayView(WorkerPanel):
     """Queue-delay distribution, density over time, worst launches; follows a Document."""
 
     data_ready = Signal()        # headline, histogram and table are shown
     density_ready = Signal()
 
     def __init__(self, document, parent: QWidget | None = None):
-        super().__init__(parent)
-        from ..app.tasks import TaskRunner
-
-        self.document = document
-        self.tasks = TaskRunner(self, max_threads=2)
+        super().__init__(document, 2, parent)
         self.view_data: dv.DelayViewData | None = None
         self._build()
-        document.trace_loaded.connect(self._on_document_trace_loaded)
-        document.view_changed.connect(self._on_document_view_changed)
-        if document.trace is not None:
-            self._on_document_trace_loaded(document.trace)
+        self._follow_document()
 
     # ---- layout ----------------------------------------------------------------------
     def _build(self) -> None:
@@ -144,12 +137,7 @@ class QueueDelayView(QWidget):
         top.addWidget(self.idle_label, 1)
         lay.addLayout(top)
         lay.addWidget(split, 1)
-        self.empty = QLabel(EMPTY_TEXT)
-        self.empty.setWordWrap(True)
-        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.stack = QStackedLayout(self)
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(content)
+        self._set_pages(EMPTY_TEXT, content)
         self.kind_combo.currentIndexChanged.connect(self._request_data)
         self.group_combo.currentIndexChanged.connect(self._request_data)
 
@@ -161,10 +149,6 @@ class QueueDelayView(QWidget):
         lay.addWidget(QLabel(f"<b>{title}</b>"))
         lay.addWidget(w, 1)
         return box
-
-    @property
-    def is_empty(self) -> bool:
-        return self.stack.currentIndex() == 0
 
     # ---- data ----------------------------------------------------------------------
     def _on_document_trace_loaded(self, _trace) -> None:
@@ -298,7 +282,3 @@ class QueueDelayView(QWidget):
         self.density_plot.setXRange(x0, x1, padding=0)
         self.density_plot.setYRange(ly[0], ly[-1], padding=0)
         self.density_ready.emit()
-
-    def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        self.tasks.shutdown()
-        super().closeEvent(event)
