@@ -1,12 +1,15 @@
 """Load budgets: `python -m benchmarks.load [--json] [--small]`.
 
 Generates realistic synthetic inputs once (in ./bench-data, reused while present):
-a 5,000,000-kernel rocprofv3 kernel_trace.csv and a 1,000,000-event Kineto JSON,
+a 5,000,000-kernel rocprofv3 kernel_trace.csv, a 1,000,000-event Kineto JSON and a
+5,000,000-kernel rocpd SQLite database (``benchmarks/gen_rocpd.py``),
 then measures, each in a fresh subprocess (so peak RSS is the load's own):
 
 * ``rocprofv3_csv_s`` / ``rocprofv3_csv_peak_rss_mb``: open into the full model
   (budget 2.5 s, 1.5 GB);
 * ``kineto_json_s`` / ``kineto_json_peak_rss_mb`` (budget 4 s);
+* ``rocpd_s`` / ``rocpd_peak_rss_mb`` (``HIPSCOPE_ROCPD_ADBC=0`` measures the sqlite3
+  fallback);
 * ``*_cached_s``: reopen from hipscope's on-disk cache (budget 0.3 s);
 * ``kernels_bytes_per_kernel``: resident size of the kernels table.
 
@@ -82,22 +85,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=ROOT / "bench-data")
     args = p.parse_args(argv)
     from benchmarks.gen_kineto import write_kineto_json
+    from benchmarks.gen_rocpd import write_rocpd
     from benchmarks.gen_rocprofv3_csv import write_kernel_trace
 
     scale = 50 if args.small else 1
-    n_csv, n_kin = 5_000_000 // scale, 1_000_000 // scale
+    n_csv, n_kin, n_rocpd = 5_000_000 // scale, 1_000_000 // scale, 5_000_000 // scale
     args.data.mkdir(parents=True, exist_ok=True)
     csv_path = args.data / f"k{n_csv}" / "1234_kernel_trace.csv"
     kin_path = args.data / f"kineto_{n_kin}_padded.json"
     if not csv_path.exists():
         csv_path.parent.mkdir(parents=True, exist_ok=True)
         write_kernel_trace(csv_path, n_csv, seed=0)
+    rocpd_path = args.data / f"rocpd{n_rocpd}" / "4242_results.db"
+    if not rocpd_path.exists():
+        write_rocpd(rocpd_path, n_rocpd, seed=0)
     if not kin_path.exists():
         # name_pad makes events as large as the issue's reference file (~570 MB for 1M)
         write_kineto_json(kin_path, n_kin, seed=0, name_pad=1400)
-    res = {"rocprofv3_csv_rows": n_csv, "kineto_events": n_kin}
+    res = {"rocprofv3_csv_rows": n_csv, "kineto_events": n_kin, "rocpd_kernels": n_rocpd}
     res.update(bench("rocprofv3_csv", csv_path, args.repeat))
     res.update(bench("kineto_json", kin_path, args.repeat))
+    res.update(bench("rocpd", rocpd_path, args.repeat))
     res["kernels_bytes_per_kernel"] = res["rocprofv3_csv_kernel_bytes_per_kernel"]
     if not args.small:
         res["within_budget"] = {k: res[k] <= v for k, v in BUDGETS.items() if k in res}

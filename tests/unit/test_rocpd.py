@@ -507,3 +507,30 @@ def test_empty_folder(tmp_path):
     assert READER.sniff(tmp_path) == 0.0
     with pytest.raises(TraceFormatError, match="rocpd"):
         _read(tmp_path)
+
+
+# --------------------------------------------------------------------------- ADBC vs sqlite3
+@needs_fixtures
+@pytest.mark.parametrize("db_path", DBS, ids=lambda p: p.name)
+def test_adbc_and_sqlite3_paths_give_the_same_trace(db_path):
+    pytest.importorskip("adbc_driver_sqlite")
+    from hipscope.parsers.rocpd.db import _Db
+    from hipscope.parsers.rocpd.tables import read_db
+
+    def read(use_adbc):
+        db = _Db(db_path, use_adbc=use_adbc)
+        try:
+            return read_db("rocpd", db, lambda f: None, lambda: False), db
+        finally:
+            db.close()
+
+    fast, fast_db = read(True)
+    slow, slow_db = read(False)
+    assert fast_db.adbc_fetches > 0 and fast_db.adbc_fallbacks == 0
+    assert slow_db.adbc_fetches == 0
+    for name in ("kernels", "api", "copies", "markers", "counters", "devices", "queues",
+                 "streams"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert a.data.schema == b.data.schema, name
+        assert a.data.equals(b.data), name
+    assert fast.meta == slow.meta

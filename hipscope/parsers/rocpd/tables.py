@@ -143,14 +143,18 @@ def _with_message(names: pa.Array, cols: dict, n: int, rows=None) -> pa.Array:
     return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), 0), False), msg, names)
 
 
+def _regions_query(db: _Db) -> tuple:
+    """fetch() arguments for the regions view."""
+    return (["guid", "category", "name", "pid", "tid", "start", "end", "stack_id"], "",
+            ["category", "name", "start", "end"],
+            {"message": "CASE WHEN category LIKE 'MARKER%' THEN "
+                        "json_extract(extdata, '$.message') END"}
+            if db.has("regions") and "extdata" in db.columns("regions") else None)
+
+
 def _regions(db: _Db, guids: _Guids):
     """API calls and roctx ranges (regions), plus instant marks (samples)."""
-    rg = db.fetch("regions", ["guid", "category", "name", "pid", "tid", "start", "end",
-                              "stack_id"],
-                  required=["category", "name", "start", "end"],
-                  extra={"message": "CASE WHEN category LIKE 'MARKER%' THEN "
-                                    "json_extract(extdata, '$.message') END"}
-                  if "extdata" in db.columns("regions") else None)
+    rg = db.fetch("regions", *_regions_query(db))
     nr = len(rg["start"])
     r_cat = _str(rg["category"], nr)
     is_marker = np.asarray(pc.fill_null(pc.is_in(r_cat, pa.array(_MARKER_CATEGORIES)),
@@ -240,6 +244,7 @@ _KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", 
                    "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
                    "workgroup_x", "workgroup_y", "workgroup_z", "lds_size", "scratch_size",
                    "vgpr_count", "accum_vgpr_count", "sgpr_count", "stack_id", "name"]
+_KERNEL_REQUIRED = ["start", "end", "agent_abs_index"]
 _KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z"),
                 ("block_x", "workgroup_x"), ("block_y", "workgroup_y"),
                 ("block_z", "workgroup_z"), ("vgpr", "vgpr_count"),
@@ -249,7 +254,7 @@ _KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z")
 
 def _kernels(db: _Db, guids: _Guids, to_device, api_stack, api_guid):
     path = db.path
-    kn = db.fetch("kernels", _KERNEL_COLUMNS, required=["start", "end", "agent_abs_index"])
+    kn = db.fetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
     nk = len(kn["start"])
     k = {"guid": guids(kn.get("guid"), nk), "pid": _int(kn.get("pid"), nk),
          "stream": _int(kn.get("stream_id"), nk), "disp": _int(kn.get("dispatch_id"), nk)}
@@ -301,6 +306,15 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
     guids = _Guids()
     host_of_nid = _processes(db, meta)
     progress(0.05)
+    # the big views: run their queries side by side (ADBC path)
+    if db.has("regions"):
+        db.prefetch("regions", *_regions_query(db))
+    if db.has("kernels"):
+        db.prefetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
+    if db.has("memory_copies"):
+        db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
+    if db.has("counters_collection"):
+        db.prefetch("counters_collection", *_COUNTER_QUERY)
     to_device, devices = _devices(db, host_of_nid)
     check_cancel(cancelled)
     progress(0.1)
@@ -355,14 +369,15 @@ def _streams(db: _Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
         rows["name"].append(names.get((g, s)))
     return build_table("streams", rows, n=len(rows["stream"]))
 
+_COPY_COLUMNS = ["guid", "nid", "pid", "tid", "start", "end", "name", "size", "stream_id",
+                 "queue_id", "src_agent_abs_index", "src_agent_type", "dst_agent_abs_index",
+                 "dst_agent_type", "stack_id"]
+
+
 def _copies(db: _Db, gcode, to_device, api_stack, api_guid):
     if not db.has("memory_copies"):
         return build_table("copies", {}, n=0)
-    mc = db.fetch("memory_copies", ["guid", "nid", "pid", "tid", "start", "end", "name",
-                                    "size", "stream_id", "queue_id",
-                                    "src_agent_abs_index", "src_agent_type",
-                                    "dst_agent_abs_index", "dst_agent_type", "stack_id"],
-                  required=["start", "end"])
+    mc = db.fetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     n = len(mc["start"])
     if n == 0:
         return build_table("copies", {}, n=0)
@@ -396,11 +411,13 @@ def _copies(db: _Db, gcode, to_device, api_stack, api_guid):
         "correlation_id": _masked(stack), "api_index": _masked(api_idx),
     }, n=n)
 
+_COUNTER_QUERY = (["guid", "dispatch_id", "counter_name", "value"], "",
+                  ["dispatch_id", "counter_name", "value"])
+
+
 def _counters(db: _Db, gcode, k_guid, k_disp):
     if db.has("counters_collection"):
-        cc = db.fetch("counters_collection", ["guid", "dispatch_id", "counter_name",
-                                              "value"],
-                      required=["dispatch_id", "counter_name", "value"])
+        cc = db.fetch("counters_collection", *_COUNTER_QUERY)
         val_col = "value"
     elif db.has("pmc_events"):
         cc = db.fetch("pmc_events", ["guid", "dispatch_id", "counter_name",
