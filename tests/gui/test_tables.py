@@ -6,14 +6,16 @@ from __future__ import annotations
 import csv
 import io
 import re
+import time
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 
 from hipscope.analysis.stats import kernel_stats
 from hipscope.app.document import Document
+from hipscope.model import Trace, build_table
 from hipscope.model.view_state import Filters, Selection
 from hipscope.views.tables import (
     KernelSummaryModel,
@@ -49,6 +51,34 @@ def test_kernels_model_contract(qtmodeltester, tiny_trace):
     m.set_filters(Filters(name_regex="gemm|soft"))
     qtmodeltester.check(m)
     assert m.rowCount() > 0
+
+
+def test_kernels_model_contract_async(qtmodeltester, qtbot, tiny_trace):
+    """A model over the async threshold sorts and filters in a worker, same results."""
+    m = KernelsTableModel()
+    m.async_rows = 10
+    m.set_trace(tiny_trace)
+    assert m.is_async() and not m.busy
+    qtmodeltester.check(m)
+    dur_col = m.column_of("duration_ns")
+    with qtbot.waitSignal(m.rows_ready):
+        m.sort(dur_col, Qt.SortOrder.DescendingOrder)
+        assert m.busy == "Sorting…"
+    qtmodeltester.check(m)
+    k = tiny_trace.kernels
+    dur = k.numpy("end") - k.numpy("start")
+    assert np.array_equal(m.view_index, np.argsort(-dur, kind="stable"))
+    with qtbot.waitSignal(m.modelReset):
+        m.set_filters(Filters(name_regex="gemm|soft("))
+        assert m.busy == "Filtering…"
+    assert m.filter_error and m.rowCount() == 0
+    with qtbot.waitSignal(m.rows_ready):
+        m.set_filters(Filters(name_regex="gemm|soft"))
+    qtmodeltester.check(m)
+    assert not m.filter_error and 0 < m.rowCount() < len(k)
+    m.set_trace(None)                            # a pending request is dropped
+    assert m.rowCount() == 0 and not m.busy
+    m.shutdown()
 
 
 def test_summary_model_contract(qtmodeltester, tiny_trace):
@@ -244,3 +274,92 @@ def test_summary_double_click_filters_kernels(qtbot, tiny_trace):
     shown = {k.model.data(k.model.index(r, 0)) for r in range(k.model.rowCount())}
     assert shown == {name}
     assert k.model.rowCount() == int(s.model.data(s.model.index(0, 1)).replace(",", ""))
+
+
+def make_big_trace(n: int, seed: int = 3) -> Trace:
+    """``n`` kernels with random durations (many ties) and names, built like conftest's."""
+    rng = np.random.default_rng(seed)
+    names = np.array([f"kernel_{i:02d}" for i in range(40)], dtype=object)
+    start = 1_000_000_000 + np.cumsum(rng.integers(500, 5_000, n))
+    dur = rng.integers(1_000, 50_000, n)
+    kernels = build_table("kernels", {
+        "name": names[rng.integers(0, len(names), n)],
+        "device": (np.arange(n) % 2).astype(np.int16),
+        "start": start, "end": start + dur,
+        "stream": (np.arange(n) % 4).astype(np.int32),
+    })
+    return Trace(kernels=kernels, meta={"format": "big-test", "sources": ["big"], "clock": "test"})
+
+
+def _click_header(qtbot, view, column: int) -> None:
+    header = view.table.horizontalHeader()
+    x = header.sectionViewportPosition(column) + header.sectionSize(column) // 2
+    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
+                     pos=QPoint(x, header.height() // 2))
+
+
+def test_sorting_2m_rows_keeps_the_gui_responsive(qtbot):
+    """Sorting a 2M-kernel table runs in a worker: a 10 ms heartbeat never stalls
+    > 100 ms, the result is numpy's stable argsort, the selection stays on its
+    kernel, and a second click cancels the first (latest wins)."""
+    n = 2_000_000
+    trace = make_big_trace(n)
+    d = Document()
+    v = KernelsTableView(d)
+    qtbot.addWidget(v)
+    v.resize(1600, 400)
+    v.show()
+    qtbot.waitExposed(v)
+    m = v.model
+    with qtbot.waitSignal(m.rows_ready, timeout=30_000):
+        d.set_trace(trace)                       # sorted by start in a worker
+    start = trace.kernels.numpy("start")
+    assert np.array_equal(m.view_index, np.argsort(start, kind="stable"))
+    d.view_state.select(Selection("kernels", 12_345))
+    assert v.table.selectionModel().isRowSelected(m.view_row(12_345))
+
+    # expected orders first: numpy sorting 2M rows here would stall the heartbeat too
+    dur = trace.kernels.numpy("end") - start
+    stream = trace.kernels.numpy("stream")
+    expect = {(key, desc): np.argsort(-a if desc else a, kind="stable")
+              for key, a in (("dur", dur), ("stream", stream)) for desc in (False, True)}
+    gaps: list[float] = []
+    last = [time.perf_counter()]
+
+    def beat():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(beat)
+    timer.start()
+    qtbot.waitUntil(lambda: len(gaps) >= 5, timeout=2000)
+
+    col = m.column_of("duration_ns")
+    with qtbot.waitSignal(m.rows_ready, timeout=30_000):
+        _click_header(qtbot, v, col)
+        assert m.busy and v.busy_label.isVisible() and v.busy_label.text() == "Sorting…"
+    assert v.table.horizontalHeader().sortIndicatorSection() == col
+    desc = v.table.horizontalHeader().sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    assert np.array_equal(m.view_index, expect["dur", desc])
+    assert not m.busy and not v.busy_label.isVisible()
+    row = m.view_row(12_345)                     # the selection followed its kernel
+    assert v.table.currentIndex().row() == row
+    assert v.table.selectionModel().isRowSelected(row)
+
+    # two clicks in a row: the first request is cancelled, the second one is shown
+    ready: list[int] = []
+    m.rows_ready.connect(lambda: ready.append(1))
+    _click_header(qtbot, v, m.column_of("name"))
+    _click_header(qtbot, v, m.column_of("stream"))
+    qtbot.waitUntil(lambda: not m.busy, timeout=30_000)
+    k = len(gaps)
+    qtbot.waitUntil(lambda: len(gaps) >= k + 3, timeout=2000)
+    timer.stop()
+    assert ready == [1]
+    desc = v.table.horizontalHeader().sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    assert np.array_equal(m.view_index, expect["stream", desc])
+    assert max(gaps) < 0.100, f"the event loop stalled {max(gaps) * 1e3:.0f} ms"
+    assert v.close()

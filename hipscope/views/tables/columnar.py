@@ -4,6 +4,11 @@ Rows are an index array into the source columns (``view_index``): filtering is a
 numpy mask turned into an index array, sorting is a stable ``argsort`` of the sort
 key over that array. ``data()`` formats only the cells Qt asks for (the visible
 ones), so the model stays smooth over millions of rows; nothing is built per row.
+
+A model over more than ``async_rows`` source rows computes the row index (filter
+mask and sort permutation) in a worker and applies it on the GUI thread when it
+arrives; ``busy_changed`` says what is pending ("Sorting…") and a newer request
+cancels a stale one.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+
+from ...parsers.base import Cancelled
 
 RAW_ROLE = Qt.ItemDataRole.UserRole + 1    # the unformatted value of a cell
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -54,9 +61,40 @@ def stable_order(key: np.ndarray, descending: bool) -> np.ndarray:
     return (n - 1 - np.argsort(key[::-1], kind="stable"))[::-1]
 
 
+def compute_rows(n_source: int, mask_fn: Callable[[], tuple[np.ndarray | None, object]],
+                 key_fn: Callable[[], np.ndarray] | None, descending: bool,
+                 cancelled: Callable[[], bool] = lambda: False
+                 ) -> tuple[np.ndarray, object]:
+    """The view's row index: source rows passing ``mask_fn()`` (mask, extra), ordered by
+    a stable sort of ``key_fn()`` when given. Returns (rows, extra). Pure: runs in
+    workers too (raises :class:`Cancelled` between steps when ``cancelled()``)."""
+    mask, extra = mask_fn() if n_source else (None, None)
+    if cancelled():
+        raise Cancelled()
+    rows = (np.arange(n_source, dtype=np.int64) if mask is None
+            else np.flatnonzero(mask).astype(np.int64))
+    if key_fn is not None and len(rows) > 1:
+        key = key_fn()
+        if cancelled():
+            raise Cancelled()
+        if mask is not None:
+            key = key[rows]
+        rows = rows[stable_order(key, descending)]
+    return rows, extra
+
+
 class ColumnarModel(QAbstractTableModel):
     """Subclasses fill ``self.columns`` and implement :meth:`values` and
-    :meth:`sort_key`; the base handles rows, sorting, roles and CSV."""
+    :meth:`sort_key`; the base handles rows, sorting, roles and CSV.
+
+    With more than ``async_rows`` source rows (None: never), sorting and filtering
+    compute the row index in a worker (see :meth:`_row_job`): ``busy_changed(text)``
+    announces it ("" when done) and ``rows_ready`` follows each applied result."""
+
+    busy_changed = Signal(str)
+    rows_ready = Signal()
+
+    async_rows: int | None = None
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -65,6 +103,10 @@ class ColumnarModel(QAbstractTableModel):
         self._n_source = 0
         self._sort_column = -1
         self._sort_order = Qt.SortOrder.AscendingOrder
+        self._tasks = None               # TaskRunner, made on the first async request
+        self._pending = None             # TaskHandle of the live async request
+        self._pending_reset = False      # the pending result changes the filter too
+        self._busy = ""
 
     # ---- what subclasses provide ------------------------------------------------
     def values(self, column: int) -> np.ndarray:
@@ -92,6 +134,18 @@ class ColumnarModel(QAbstractTableModel):
         """Rows that pass the current filter (None = all)."""
         return None
 
+    def _row_job(self) -> tuple[Callable[[], tuple[np.ndarray | None, object]],
+                                Callable[[], np.ndarray] | None]:
+        """(mask_fn, key_fn) for :func:`compute_rows` under the current filter and
+        sort. A model that goes async overrides this so that both only touch data
+        captured now (they run in a worker while the GUI thread goes on)."""
+        col = self._sort_column
+        key_fn = ((lambda: self.sort_key(col)) if 0 <= col < len(self.columns) else None)
+        return (lambda: (self.source_mask(), None)), key_fn
+
+    def _rows_applied(self, extra: object) -> None:
+        """Take the ``extra`` a mask_fn returned along with its mask (GUI thread)."""
+
     # ---- rows --------------------------------------------------------------------
     @property
     def view_index(self) -> np.ndarray:
@@ -113,24 +167,126 @@ class ColumnarModel(QAbstractTableModel):
         return int(hit[0]) if len(hit) else -1
 
     def _rebuild(self, n_source: int | None = None) -> None:
-        """Recompute the row index from filter and sort (inside a model reset)."""
+        """Recompute the row index from filter and sort (inside a model reset).
+        Synchronous: a big model calls :meth:`refresh` instead."""
         if n_source is not None:
             self._n_source = n_source
-        mask = self.source_mask() if self._n_source else None
-        rows = (np.arange(self._n_source, dtype=np.int64) if mask is None
-                else np.flatnonzero(mask).astype(np.int64))
-        if 0 <= self._sort_column < len(self.columns) and len(rows) > 1:
-            key = self.sort_key(self._sort_column)
-            if mask is not None:
-                key = key[rows]
-            desc = self._sort_order == Qt.SortOrder.DescendingOrder
-            rows = rows[stable_order(key, desc)]
-        self._rows = rows
+        self._cancel_pending()
+        mask_fn, key_fn = self._row_job()
+        desc = self._sort_order == Qt.SortOrder.DescendingOrder
+        self._rows, extra = compute_rows(self._n_source, mask_fn, key_fn, desc)
+        self._rows_applied(extra)
+
+    def is_async(self) -> bool:
+        """Whether the row index is computed in a worker (a big model)."""
+        return self.async_rows is not None and self._n_source > self.async_rows
+
+    @property
+    def busy(self) -> str:
+        """What a worker is computing for the rows ("Sorting…"), "" when idle."""
+        return self._busy
 
     def refresh(self, n_source: int | None = None) -> None:
+        """Recompute the rows after the filter changed (a model reset); in a worker
+        when the model is big (the old rows stay until the result is applied)."""
+        if n_source is not None:
+            self._n_source = n_source
+        if self.is_async():
+            self._request_rows(reset=True)
+            return
         self.beginResetModel()
-        self._rebuild(n_source)
+        self._rebuild()
         self.endResetModel()
+        self.rows_ready.emit()
+
+    # ---- async rows ------------------------------------------------------------------
+    def _set_busy(self, text: str) -> None:
+        if text != self._busy:
+            self._busy = text
+            self.busy_changed.emit(text)
+
+    def _cancel_pending(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+            self._pending_reset = False
+            self._set_busy("")
+
+    def _request_rows(self, reset: bool) -> None:
+        """Compute the rows in a worker; the latest request wins. ``reset``: the
+        filter changed, so the result is applied as a model reset (else as a layout
+        change that keeps the selection)."""
+        from ...app.tasks import TaskRunner
+
+        if self._tasks is None:
+            self._tasks = TaskRunner(self, max_threads=2)
+        self._pending_reset = self._pending_reset or reset
+        n = self._n_source
+        mask_fn, key_fn = self._row_job()
+        desc = self._sort_order == Qt.SortOrder.DescendingOrder
+        want_inverse = not self._pending_reset
+
+        def job(progress, cancelled):
+            rows, extra = compute_rows(n, mask_fn, key_fn, desc, cancelled)
+            inv = None
+            if want_inverse:                  # source row -> view row, for persistent indexes
+                inv = (np.empty(n, dtype=np.int64) if len(rows) == n
+                       else np.full(n, -1, dtype=np.int64))
+                inv[rows] = np.arange(len(rows), dtype=np.int64)
+            return rows, extra, inv
+
+        handle = self._tasks.submit("rows", job)
+        self._pending = handle
+        handle.succeeded.connect(lambda res, h=handle: self._on_rows_computed(h, res))
+        handle.failed.connect(lambda text, h=handle: self._on_rows_failed(h, text))
+        self._set_busy("Filtering…" if self._pending_reset else "Sorting…")
+
+    def _on_rows_failed(self, handle, text: str) -> None:
+        if handle is self._pending:
+            self._pending = None
+            self._pending_reset = False
+            self._set_busy("")
+
+    def _on_rows_computed(self, handle, result) -> None:
+        if handle is not self._pending:
+            return                                   # stale (a newer request is live)
+        rows, extra, inv = result
+        reset = self._pending_reset
+        self._pending = None
+        self._pending_reset = False
+        if reset:
+            self.beginResetModel()
+            self._rows = rows
+            self._rows_applied(extra)
+            self.endResetModel()
+        else:
+            self._apply_layout(rows, inv)
+            self._rows_applied(extra)
+        self._set_busy("")
+        self.rows_ready.emit()
+
+    def _apply_layout(self, rows: np.ndarray, inv: np.ndarray | None = None) -> None:
+        """Show ``rows`` (same set, new order) keeping persistent indexes (the
+        selection and current row) on their source rows."""
+        self.layoutAboutToBeChanged.emit()
+        old_persistent = self.persistentIndexList()
+        old_src = [int(self._rows[i.row()]) if i.isValid() and i.row() < len(self._rows)
+                   else -1 for i in old_persistent]
+        self._rows = rows
+        if old_persistent:
+            if inv is None:
+                inv = np.full(self._n_source, -1, dtype=np.int64)
+                inv[rows] = np.arange(len(rows))
+            new = [self.index(int(inv[s]), i.column()) if s >= 0 and inv[s] >= 0
+                   else QModelIndex() for i, s in zip(old_persistent, old_src)]
+            self.changePersistentIndexList(old_persistent, new)
+        self.layoutChanged.emit()
+
+    def shutdown(self) -> None:
+        """Cancel a pending request and wait for the worker (when the view closes)."""
+        self._cancel_pending()
+        if self._tasks is not None:
+            self._tasks.shutdown()
 
     # ---- Qt model API ----------------------------------------------------------------
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt name)
@@ -169,18 +325,23 @@ class ColumnarModel(QAbstractTableModel):
         return _FLAGS if index.isValid() else _NO_FLAGS
 
     def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
-        self.layoutAboutToBeChanged.emit()
-        old_persistent = self.persistentIndexList()
-        old_src = [int(self._rows[i.row()]) if i.isValid() else -1 for i in old_persistent]
         self._sort_column, self._sort_order = column, order
-        self._rebuild()
-        if old_persistent:
-            inv = np.empty(self._n_source, dtype=np.int64)
-            inv[self._rows] = np.arange(len(self._rows))
-            new = [self.index(int(inv[s]), i.column()) if s >= 0 else QModelIndex()
-                   for i, s in zip(old_persistent, old_src)]
-            self.changePersistentIndexList(old_persistent, new)
-        self.layoutChanged.emit()
+        if self.is_async():
+            self._request_rows(reset=False)          # a pending filter change stays a reset
+            return
+        if self._pending is not None:
+            # a request of a big model is still out (e.g. the model just shrank)
+            self.beginResetModel()
+            self._rebuild()
+            self.endResetModel()
+            self.rows_ready.emit()
+            return
+        mask_fn, key_fn = self._row_job()
+        desc = order == Qt.SortOrder.DescendingOrder
+        rows, extra = compute_rows(self._n_source, mask_fn, key_fn, desc)
+        self._apply_layout(rows)
+        self._rows_applied(extra)
+        self.rows_ready.emit()
 
     @property
     def sort_column(self) -> int:

@@ -3,6 +3,8 @@
 Columns the trace does not carry (all null) are left out. Filters follow
 ``view_state.filters``: the name regex is matched once per *category* and turned
 into a mask through the codes, so filtering 5M kernels costs a few numpy passes.
+Over ``ASYNC_ROWS`` kernels the filter mask and sort permutation are computed in a
+worker (see :class:`~.columnar.ColumnarModel`), over a snapshot of the trace's columns.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from .columnar import Col, ColumnarModel
 from .format import fmt_bytes, fmt_dims, fmt_duration, fmt_id, fmt_int, fmt_time
 
 log = logging.getLogger(__name__)
+
+ASYNC_ROWS = 200_000      # more kernels than this: sort and filter in a worker
 
 _DIMS = {"grid": ("grid_x", "grid_y", "grid_z"), "block": ("block_x", "block_y", "block_z")}
 # optional integer columns shown when the trace has them: key -> (header, tip, formatter)
@@ -57,8 +61,79 @@ def name_mask(categories: list[str], codes: np.ndarray, pattern: str) -> tuple[n
     return ok[codes], error
 
 
+class _Snapshot:
+    """What the worker reads: one trace's columns and its own cache (a new trace gets
+    a new cache, so a stale worker never writes into the current one)."""
+
+    def __init__(self, trace: Trace | None, cache: dict, names: list[str], t0: int):
+        self.trace, self.cache, self.names, self.t0 = trace, cache, names, t0
+
+    def column(self, key: str) -> np.ndarray:
+        arr = self.cache.get(key)
+        if arr is None:
+            arr = self._compute(key)
+            self.cache[key] = arr
+        return arr
+
+    def _compute(self, key: str) -> np.ndarray:
+        k = self.trace.kernels
+        if key == "start_ns":
+            return k.numpy("start") - self.t0
+        if key == "duration_ns":
+            return k.numpy("end") - k.numpy("start")
+        if key == "queue_delay_ns":
+            return self._queue_delay()
+        if key in _DIMS:
+            x, y, z = (k.numpy(c, fill=1).astype(np.int64) for c in _DIMS[key])
+            return x * y * z          # sort key; cells show x×y×z
+        return k.numpy(key)
+
+    def _queue_delay(self) -> np.ndarray:
+        out = np.full(len(self.trace.kernels), np.nan)
+        qd = queue_delays(self.trace)
+        if qd.from_dispatch is not None:
+            out[self.trace.kernels.valid("dispatch_ns")] = qd.from_dispatch
+        if qd.from_api_start is not None:
+            out[qd.kernel_rows] = qd.from_api_start
+        return out
+
+    def sort_key(self, key: str) -> np.ndarray:
+        if key == "name":
+            rank = np.empty(len(self.names) + 1, dtype=np.int64)
+            rank[:-1] = np.argsort(np.array(self.names, dtype=object), kind="stable").argsort()
+            rank[-1] = -1
+            return rank[self.column(key)]
+        return self.column(key)
+
+    def mask(self, f: Filters) -> tuple[np.ndarray | None, str]:
+        """Rows passing ``f`` (None = all) and a note on an invalid name regex."""
+        k = self.trace.kernels
+        error = ""
+        mask = None
+
+        def both(m):
+            return m if mask is None else (mask & m)
+
+        if f.name_regex:
+            m, error = name_mask(self.names, self.cache["name"], f.name_regex)
+            mask = both(m)
+        if f.devices is not None:
+            mask = both(np.isin(k.numpy("device"), np.fromiter(f.devices, np.int64)))
+        if f.streams is not None:
+            mask = both(np.isin(k.numpy("stream", fill=-1), np.fromiter(f.streams, np.int64)))
+        if f.min_duration_ns is not None or f.max_duration_ns is not None:
+            dur = self.column("duration_ns")
+            if f.min_duration_ns is not None:
+                mask = both(dur >= f.min_duration_ns)
+            if f.max_duration_ns is not None:
+                mask = both(dur <= f.max_duration_ns)
+        return mask, error
+
+
 class KernelsTableModel(ColumnarModel):
     """Rows = kernels (filtered, sorted); ``source_row`` is the row in trace.kernels."""
+
+    async_rows = ASYNC_ROWS
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -72,9 +147,10 @@ class KernelsTableModel(ColumnarModel):
 
     # ---- data ----------------------------------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
+        self._cancel_pending()
         self.beginResetModel()
         self.trace = trace
-        self._cache.clear()
+        self._cache = {}              # not clear(): a worker may hold the old one
         self._names = []
         self.columns = []
         n = 0
@@ -87,8 +163,32 @@ class KernelsTableModel(ColumnarModel):
             if n:
                 codes, self._names = k.codes("name")
                 self._cache["name"] = codes
+        if self.async_rows is not None and n > self.async_rows:
+            # a big trace: show it in source order now, filter and sort in a worker
+            self._n_source = n
+            self._rows = np.arange(n, dtype=np.int64)
+            self.filter_error = ""
+            self.endResetModel()
+            if self.filters != Filters() or 0 <= self._sort_column < len(self.columns):
+                self._request_rows(reset=True)
+            return
         self._rebuild(n)
         self.endResetModel()
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(self.trace, self._cache, self._names, self._t0)
+
+    def _row_job(self):
+        snap, filters = self._snapshot(), self.filters
+        col = self._sort_column
+        key_fn = None
+        if 0 <= col < len(self.columns):
+            key = self.columns[col].key
+            key_fn = lambda: snap.sort_key(key)          # noqa: E731
+        return (lambda: snap.mask(filters)), key_fn
+
+    def _rows_applied(self, extra) -> None:
+        self.filter_error = extra or ""
 
     def _make_columns(self, trace: Trace) -> list[Col]:
         k = trace.kernels
@@ -120,42 +220,10 @@ class KernelsTableModel(ColumnarModel):
         return cols
 
     def values(self, column: int) -> np.ndarray:
-        key = self.columns[column].key
-        arr = self._cache.get(key)
-        if arr is None:
-            arr = self._compute(key)
-            self._cache[key] = arr
-        return arr
-
-    def _compute(self, key: str) -> np.ndarray:
-        k = self.trace.kernels
-        if key == "start_ns":
-            return k.numpy("start") - self._t0
-        if key == "duration_ns":
-            return k.numpy("end") - k.numpy("start")
-        if key == "queue_delay_ns":
-            return self._queue_delay()
-        if key in _DIMS:
-            x, y, z = (k.numpy(c, fill=1).astype(np.int64) for c in _DIMS[key])
-            return x * y * z          # sort key; cells show x×y×z
-        return k.numpy(key)
-
-    def _queue_delay(self) -> np.ndarray:
-        out = np.full(len(self.trace.kernels), np.nan)
-        qd = queue_delays(self.trace)
-        if qd.from_dispatch is not None:
-            out[self.trace.kernels.valid("dispatch_ns")] = qd.from_dispatch
-        if qd.from_api_start is not None:
-            out[qd.kernel_rows] = qd.from_api_start
-        return out
+        return self._snapshot().column(self.columns[column].key)
 
     def sort_key(self, column: int) -> np.ndarray:
-        if self.columns[column].key == "name":
-            rank = np.empty(len(self._names) + 1, dtype=np.int64)
-            rank[:-1] = np.argsort(np.array(self._names, dtype=object), kind="stable").argsort()
-            rank[-1] = -1
-            return rank[self.values(column)]
-        return self.values(column)
+        return self._snapshot().sort_key(self.columns[column].key)
 
     def text(self, column: int, source_row: int) -> str:
         key = self.columns[column].key
@@ -227,26 +295,7 @@ class KernelsTableModel(ColumnarModel):
         self.refresh()
 
     def source_mask(self) -> np.ndarray | None:
-        f, k = self.filters, self.trace.kernels
-        self.filter_error = ""
-        mask = None
-
-        def both(m):
-            return m if mask is None else (mask & m)
-
-        if f.name_regex:
-            m, self.filter_error = name_mask(self._names, self._cache["name"], f.name_regex)
-            mask = both(m)
-        if f.devices is not None:
-            mask = both(np.isin(k.numpy("device"), np.fromiter(f.devices, np.int64)))
-        if f.streams is not None:
-            mask = both(np.isin(k.numpy("stream", fill=-1), np.fromiter(f.streams, np.int64)))
-        if f.min_duration_ns is not None or f.max_duration_ns is not None:
-            dur = self.values(self.column_of("duration_ns"))
-            if f.min_duration_ns is not None:
-                mask = both(dur >= f.min_duration_ns)
-            if f.max_duration_ns is not None:
-                mask = both(dur <= f.max_duration_ns)
+        mask, self.filter_error = self._snapshot().mask(self.filters)
         return mask
 
     def column_of(self, key: str) -> int:

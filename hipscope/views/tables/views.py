@@ -49,6 +49,7 @@ class KernelsTableView(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_changed)
         self.model.modelReset.connect(self._on_model_reset)
         self.model.layoutChanged.connect(self._scroll_to_selection)
+        self.model.busy_changed.connect(self._on_model_busy_changed)
         document.trace_loaded.connect(self._on_document_trace_loaded)
         document.filters_changed.connect(self._on_document_filters_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
@@ -74,6 +75,11 @@ class KernelsTableView(QWidget):
             e.setMaximumWidth(110)
         self.count_label = QLabel(self)
         self.count_label.setTextFormat(Qt.TextFormat.PlainText)
+        # "Sorting…" / "Filtering…" while a worker computes the rows of a big table
+        self.busy_label = QLabel(self)
+        self.busy_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.busy_label.setStyleSheet("color: palette(highlight); font-weight: bold;")
+        self.busy_label.hide()
         self._debounce = QTimer(self, singleShot=True, interval=250)
         self._debounce.timeout.connect(self._apply_filter_bar)
         self.name_edit.textChanged.connect(self._debounce.start)
@@ -86,6 +92,7 @@ class KernelsTableView(QWidget):
         self._bar.addWidget(self.stream_combo)
         self._bar.addWidget(self.min_edit)
         self._bar.addWidget(self.max_edit)
+        self._bar.addWidget(self.busy_label)
         self._bar.addWidget(self.count_label, 1)
 
     def _fill_combo(self, combo: QComboBox, label: str, values) -> None:
@@ -167,6 +174,14 @@ class KernelsTableView(QWidget):
         self.name_edit.setStyleSheet("color: #d33;" if m.filter_error else "")
         self.name_edit.setToolTip(m.filter_error or "case-insensitive regular expression")
         self._scroll_to_selection()
+
+    def _on_model_busy_changed(self, text: str) -> None:
+        self.busy_label.setText(text)
+        self.busy_label.setVisible(bool(text))
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        self.model.shutdown()
+        super().closeEvent(event)
 
     def _on_document_selection_changed(self, sel) -> None:
         self._scroll_to_selection()
