@@ -343,6 +343,7 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     _gpu_rows(b)
     _host_rows(b)
     _counter_rows(b)
+    _sample_rows(b)
     tr = trace.time_range() or (0, 1)
     names, codes = {}, {}
     for t in EVENT_TABLES:
@@ -543,6 +544,37 @@ def _counter_rows(b: _Builder) -> None:
         b.add(Row(f"counters/{names[code]}", names[code], 0, "counter", "kernels", ev), g)
 
 
+def _sample_rows(b: _Builder) -> None:
+    """Telemetry: one counter row per sample series (a step: each value holds until
+    the next sample), grouped by device when several devices have samples."""
+    s = b.trace.samples
+    if len(s) == 0:
+        return
+    codes, names = s.codes("series")
+    t = _col(s, "time", 0)
+    dev = _col(s, "device", -1)
+    value = s.numpy("value", fill=np.nan)
+    g = b.add(Row("telemetry", "Telemetry", 0, "group"))
+    devs = sorted(set(dev[dev >= 0].tolist()))
+    parents = {d: g for d in devs}
+    if len(devs) > 1 or (devs and (dev < 0).any()):
+        for d in devs:
+            parents[d] = b.add(Row(f"telemetry/{d}", f"GPU {d}: {b.trace.device_name(d)}",
+                                   0, "group", device=d), g)
+    key = dev.astype(_I64) * (len(names) + 1) + codes
+    order, runs = _partition(key, t)
+    for _, lo, hi in runs:
+        idx = order[lo:hi]
+        st = t[idx]
+        gaps = np.diff(st)
+        last = int(np.median(gaps)) if len(gaps) else 1
+        en = np.r_[st[1:], st[-1] + max(last, 1)]
+        d, name = int(dev[idx[0]]), names[codes[idx[0]]]
+        ev = Events.build(st, en, idx, value=value[idx])
+        b.add(Row(f"telemetry/{d}/{name}", name, 0, "counter", "samples", ev,
+                  device=d if d >= 0 else None), parents.get(d, g))
+
+
 # --------------------------------------------------------------------------- colours
 def name_key(name: str) -> int:
     """Stable colour key of a name (the same across runs and machines)."""
@@ -644,6 +676,8 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
         elif scale.mode == "delta":
             keys = (_delta_keys(dv[ev.index], scale) if dv is not None and r.table == "kernels"
                     else np.full(len(ev), NO_KEY, np.uint16))
+        elif r.table not in lut:          # telemetry samples: drawn by value, not name
+            keys = np.full(len(ev), NO_KEY, np.uint16)
         else:
             c = model.codes[r.table][ev.index]
             keys = lut[r.table][np.where(c >= 0, c, len(lut[r.table]) - 1)]

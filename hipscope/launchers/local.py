@@ -18,6 +18,7 @@ from .base import LaunchError, Launcher, RunCancelled, RunState
 from .detect import collect_provenance
 from .hosts import LocalHost
 from .profilers import get_profiler
+from .samples import clock_pair
 from .telemetry import TelemetryRunMixin
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,9 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
         wrapped = self._wrap_command(str(folder.prof_dir))
         for name, data in wrapped.files.items():
             (folder.prof_dir / name).write_bytes(data)
-        folder.write_json("provenance.json",
-                          collect_provenance(self.host, {**spec.env, **wrapped.env}))
+        prov = collect_provenance(self.host, {**spec.env, **wrapped.env})
+        prov["clocks"] = clock_pair()     # aligns epoch telemetry with BOOTTIME traces
+        folder.write_json("provenance.json", prov)
         folder.update_status(argv=wrapped.argv)
         self.check_cancel()
         env = apply_env(dict(os.environ), spec.env, wrapped.env)

@@ -192,8 +192,22 @@ STREAMS = TableSpec(
     "Streams, and which queue each used.",
 )
 
+SAMPLES = TableSpec(
+    "samples",
+    (
+        _c("series", NAME, True, "what was sampled, with its unit: 'Power (W)', 'GPU 1 Power (W)'"),
+        _c("time", TIME, True, "sample time, ns on the trace's clock"),
+        _c("value", pa.float64(), True),
+        _c("device", pa.int16(), doc="index into trace.devices; null when the GPU has none"),
+        _c("unit", NAME, doc="W, %, MiB, C, MHz"),
+    ),
+    "Values sampled over time beside the trace (GPU telemetry of a run: power, "
+    "utilisation, memory, temperature, clock).",
+)
+
 SPECS: dict[str, TableSpec] = {
-    s.name: s for s in (KERNELS, API, COPIES, MARKERS, COUNTERS, DEVICES, QUEUES, STREAMS)
+    s.name: s for s in (KERNELS, API, COPIES, MARKERS, COUNTERS, DEVICES, QUEUES, STREAMS,
+                        SAMPLES)
 }
 
 # Copy directions, normalised from every format's spelling.

@@ -12,7 +12,8 @@ import pyarrow as pa
 from .schema import SPECS
 from .table import Table, build_table, empty_table
 
-TABLES = ("kernels", "api", "copies", "markers", "counters", "devices", "queues", "streams")
+TABLES = ("kernels", "api", "copies", "markers", "counters", "devices", "queues", "streams",
+          "samples")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Trace:
     devices: Table = field(default_factory=lambda: empty_table("devices"))
     queues: Table = field(default_factory=lambda: empty_table("queues"))
     streams: Table = field(default_factory=lambda: empty_table("streams"))
+    samples: Table = field(default_factory=lambda: empty_table("samples"))
     meta: dict[str, Any] = field(default_factory=dict)
 
     def tables(self) -> dict[str, Table]:

@@ -20,7 +20,7 @@ import pyarrow.ipc as ipc
 from ..model import SPECS, TABLES, Trace
 from ..model.table import Table
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def cache_dir() -> Path:

@@ -58,6 +58,7 @@ def test_run_streams_output_and_finishes(data_dir):
     assert spec["command"] == [PY, "-c", code]
     prov = json.loads((folder / "provenance.json").read_text())
     assert prov["host"] and "gpus" in prov and "versions" in prov
+    assert prov["clocks"]["realtime_ns"] > prov["clocks"]["boottime_ns"] > 0   # aligns telemetry
     events = [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
     assert [e["state"] for e in events if e["kind"] == "state"] == rec.states()
 
