@@ -152,9 +152,14 @@ def detect(host, torch: bool = False, timeout: float = 60.0) -> dict[str, Any]:
 
 def collect_provenance(host, env_changes: dict[str, str | None]) -> dict[str, Any]:
     """What to save with a run: detection result plus the run's own env changes."""
+    from .samples import host_clock_pair
+
     info = detect(host)
     info["env_changes"] = dict(env_changes)
     info["collected_at"] = time.time()
+    clocks = host_clock_pair(host)   # aligns epoch telemetry with BOOTTIME traces
+    if clocks:
+        info["clocks"] = clocks
     return info
 
 

@@ -18,7 +18,6 @@ from .base import LaunchError, Launcher, RunCancelled, RunState
 from .detect import collect_provenance
 from .hosts import LocalHost
 from .profilers import get_profiler
-from .samples import clock_pair
 from .telemetry import TelemetryRunMixin
 
 log = logging.getLogger(__name__)
@@ -56,7 +55,6 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
         for name, data in wrapped.files.items():
             (folder.prof_dir / name).write_bytes(data)
         prov = collect_provenance(self.host, {**spec.env, **wrapped.env})
-        prov["clocks"] = clock_pair()     # aligns epoch telemetry with BOOTTIME traces
         folder.write_json("provenance.json", prov)
         folder.update_status(argv=wrapped.argv)
         self.check_cancel()

@@ -2,8 +2,8 @@
 
 Telemetry times are the poller's epoch seconds. Traces on an epoch clock (Kineto,
 CLOCK_REALTIME) take them as they are; traces on CLOCK_BOOTTIME (rocprofv3) need the
-offset between the two clocks, which the local launcher records at run start in
-``provenance.json`` (``clocks``: ``realtime_ns``, ``boottime_ns``). Without a known
+offset between the two clocks, which every launcher records at run start, read on the
+target itself (:func:`host_clock_pair`), in ``provenance.json`` (``clocks``: ``realtime_ns``, ``boottime_ns``). Without a known
 offset nothing is attached and the trace says why in a warning: an alignment is never
 guessed.
 """
@@ -44,6 +44,28 @@ def clock_pair() -> dict[str, int]:
     if boot is not None:
         out["boottime_ns"] = time.clock_gettime_ns(boot)
     return out
+
+
+_CLOCK_PROBE = ("import time; b = getattr(time, 'CLOCK_BOOTTIME', None); "
+                "print(time.time_ns(), time.clock_gettime_ns(b) if b is not None else '')")
+
+
+def host_clock_pair(host) -> dict[str, int] | None:
+    """:func:`clock_pair` read on ``host`` (a launcher Host: this machine, or an SSH
+    target through its ``python3``); None when the target cannot tell."""
+    from .hosts import LocalHost
+
+    if isinstance(host, LocalHost):
+        return clock_pair()
+    res = host.run(["python3", "-c", _CLOCK_PROBE], timeout=15.0)
+    parts = res.stdout.split() if res.ok else []
+    try:
+        out = {"realtime_ns": int(parts[0])}
+        if len(parts) > 1:
+            out["boottime_ns"] = int(parts[1])
+        return out
+    except (IndexError, ValueError):
+        return None
 
 
 def run_folder_of(paths: Sequence[str | Path]) -> Path | None:

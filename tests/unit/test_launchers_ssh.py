@@ -83,7 +83,11 @@ def test_run_streams_and_downloads_artifacts(sshd, config, tmp_path):
         "marker_api_trace.csv"}
     trace = open_trace(res.trace_inputs)
     assert len(trace.kernels) == 9
-    assert json.loads((res.folder / "provenance.json").read_text())["host"]
+    prov = json.loads((res.folder / "provenance.json").read_text())
+    assert prov["host"]
+    # the target's epoch and CLOCK_BOOTTIME, read there: aligns telemetry with rocprofv3
+    clocks = prov["clocks"]
+    assert clocks["boottime_ns"] < clocks["realtime_ns"]
 
 
 CANCEL_PROGRAM = r"""
