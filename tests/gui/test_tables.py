@@ -363,3 +363,13 @@ def test_sorting_2m_rows_keeps_the_gui_responsive(qtbot):
     assert np.array_equal(m.view_index, expect["stream", desc])
     assert max(gaps) < 0.100, f"the event loop stalled {max(gaps) * 1e3:.0f} ms"
     assert v.close()
+
+
+def test_distinct_ids_equals_numpy_unique():
+    """The filter combos' fast distinct ids (bincount for small ids) match np.unique."""
+    from hipscope.views.tables.views import _distinct_ids
+
+    rng = np.random.default_rng(3)
+    for ids in (rng.integers(-1, 40, 10_000), rng.integers(0, 2**40, 100),
+                np.array([7, 7, -1]), np.zeros(0, dtype=np.int64)):
+        assert _distinct_ids(ids).tolist() == np.unique(ids).tolist()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
@@ -148,11 +149,9 @@ class KernelsTableView(QWidget):
         self.model.filters = self.document.view_state.filters
         self.model.set_trace(trace)
         k = trace.kernels
-        import numpy as np
-
         self._fill_combo(self.device_combo, "GPU",
-                         np.unique(k.numpy("device")) if len(k) else [])
-        streams = np.unique(k.numpy("stream", fill=-1)) if k.has("stream") else []
+                         _distinct_ids(k.numpy("device")) if len(k) else [])
+        streams = _distinct_ids(k.numpy("stream", fill=-1)) if k.has("stream") else []
         self._fill_combo(self.stream_combo, "stream", [s for s in streams if s >= 0])
         self._show_filters(self.model.filters)
         if len(k) and self.table.horizontalHeader().sortIndicatorSection() < 0:
@@ -295,3 +294,14 @@ class KernelSummaryView(QWidget):
         names = self._selected_names()
         if names:
             self.document.view_state.set_find(names[0], False)
+
+
+def _distinct_ids(ids: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an id column: a bincount for small ids (5M rows in a few
+    ms, where np.unique's sort takes ~30 ms on the GUI thread), np.unique otherwise."""
+    if len(ids) == 0:
+        return ids
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo >= -1 and hi < (1 << 20):
+        return np.flatnonzero(np.bincount(ids.astype(np.int64) + 1)) - 1
+    return np.unique(ids)
