@@ -67,3 +67,40 @@ def make_tiny_trace(n: int = 60, seed: int = 0) -> Trace:
 @pytest.fixture
 def tiny_trace() -> Trace:
     return make_tiny_trace()
+
+
+class Heartbeat:
+    """A 10 ms QTimer recording the gaps between its ticks: a gap well over 10 ms means
+    the GUI thread was blocked that long."""
+
+    def __init__(self, qtbot):
+        import time
+
+        from PySide6.QtCore import QTimer
+
+        self._qtbot, self._clock = qtbot, time.perf_counter
+        self.gaps: list[float] = []
+        self._last = self._clock()
+        self._timer = QTimer()
+        self._timer.setInterval(10)
+        self._timer.timeout.connect(self._beat)
+
+    def _beat(self) -> None:
+        now = self._clock()
+        self.gaps.append(now - self._last)
+        self._last = now
+
+    def start(self) -> Heartbeat:
+        self._timer.start()
+        self._qtbot.waitUntil(lambda: len(self.gaps) >= 5, timeout=2000)
+        return self
+
+    def stop(self) -> None:
+        """Let a few more ticks through (a stall at the very end shows too), then stop."""
+        n = len(self.gaps)
+        self._qtbot.waitUntil(lambda: len(self.gaps) >= n + 3, timeout=2000)
+        self._timer.stop()
+
+    @property
+    def worst(self) -> float:
+        return max(self.gaps)
