@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 system-deps:
 	@scripts/install-system-deps.sh
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py hipscope/parsers/_csvscan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -42,14 +42,16 @@ tr = open_trace(path, use_cache=use_cache)
 dt = time.perf_counter() - t0
 k = tr.kernels
 names = sum(len(s.encode()) for s in k.column("name").dictionary.to_pylist())
+from hipscope.parsers import _fastcsv
 print(json.dumps({"s": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "fast_csv": _fastcsv.available(),
                   "kernels": len(k), "kernel_bytes": k.nbytes(), "name_bytes": names,
                   "cached": bool(tr.meta.get("cached"))}))
 """
 
 
-def _measure(path: Path, use_cache: bool, cache_dir: str) -> dict:
-    env = {**os.environ, "HIPSCOPE_CACHE_DIR": cache_dir}
+def _measure(path: Path, use_cache: bool, cache_dir: str, **env_extra: str) -> dict:
+    env = {**os.environ, "HIPSCOPE_CACHE_DIR": cache_dir, **env_extra}
     out = subprocess.run([sys.executable, "-c", _CHILD, str(path), "1" if use_cache else "0"],
                          capture_output=True, text=True, env=env, cwd=ROOT, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -64,9 +66,17 @@ def bench(name: str, path: Path, repeat: int) -> dict:
         cold = [_measure(path, False, cache) for _ in range(repeat)]
         _measure(path, True, cache)  # fill the cache
         warm = [_measure(path, True, cache) for _ in range(repeat)]
+        # the same load with the C fast path for CSV files switched off (before/after)
+        general = ([_measure(path, False, cache, HIPSCOPE_FASTCSV="0") for _ in range(repeat)]
+                   if name == "rocprofv3_csv" else [])
     assert all(w["cached"] for w in warm), "cache was not used"
     r = cold[0]
-    return {
+    extra = {}
+    if general:
+        extra = {f"{name}_fast_path": r["fast_csv"],
+                 f"{name}_pyarrow_only_s": round(_median(general, "s"), 3),
+                 f"{name}_pyarrow_only_peak_rss_mb": round(_median(general, "rss_mb"))}
+    return {**extra,
         f"{name}_s": round(_median(cold, "s"), 3),
         f"{name}_peak_rss_mb": round(_median(cold, "rss_mb")),
         f"{name}_cached_s": round(_median(warm, "s"), 3),
@@ -83,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--small", action="store_true", help="1/50 sizes (smoke run)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--data", type=Path, default=ROOT / "bench-data")
+    p.add_argument("--only", default="csv,kineto,rocpd",
+                   help="comma-separated subset of csv, kineto, rocpd (default: all)")
     args = p.parse_args(argv)
     from benchmarks.gen_kineto import write_kineto_json
     from benchmarks.gen_rocpd import write_rocpd
@@ -93,20 +105,24 @@ def main(argv: list[str] | None = None) -> int:
     args.data.mkdir(parents=True, exist_ok=True)
     csv_path = args.data / f"k{n_csv}" / "1234_kernel_trace.csv"
     kin_path = args.data / f"kineto_{n_kin}_padded.json"
-    if not csv_path.exists():
+    rocpd_path = args.data / f"rocpd{n_rocpd}" / "4242_results.db"
+    only = set(args.only.split(","))
+    if "csv" in only and not csv_path.exists():
         csv_path.parent.mkdir(parents=True, exist_ok=True)
         write_kernel_trace(csv_path, n_csv, seed=0)
-    rocpd_path = args.data / f"rocpd{n_rocpd}" / "4242_results.db"
-    if not rocpd_path.exists():
+    if "rocpd" in only and not rocpd_path.exists():
         write_rocpd(rocpd_path, n_rocpd, seed=0)
-    if not kin_path.exists():
+    if "kineto" in only and not kin_path.exists():
         # name_pad makes events as large as the issue's reference file (~570 MB for 1M)
         write_kineto_json(kin_path, n_kin, seed=0, name_pad=1400)
     res = {"rocprofv3_csv_rows": n_csv, "kineto_events": n_kin, "rocpd_kernels": n_rocpd}
-    res.update(bench("rocprofv3_csv", csv_path, args.repeat))
-    res.update(bench("kineto_json", kin_path, args.repeat))
-    res.update(bench("rocpd", rocpd_path, args.repeat))
-    res["kernels_bytes_per_kernel"] = res["rocprofv3_csv_kernel_bytes_per_kernel"]
+    if "csv" in only:
+        res.update(bench("rocprofv3_csv", csv_path, args.repeat))
+        res["kernels_bytes_per_kernel"] = res["rocprofv3_csv_kernel_bytes_per_kernel"]
+    if "kineto" in only:
+        res.update(bench("kineto_json", kin_path, args.repeat))
+    if "rocpd" in only:
+        res.update(bench("rocpd", rocpd_path, args.repeat))
     if not args.small:
         res["within_budget"] = {k: res[k] <= v for k, v in BUDGETS.items() if k in res}
     if args.json:

@@ -3,10 +3,11 @@
 # (the GUI, also offscreen), OpenSSH's server (the SSH launcher tests start a
 # real sshd on 127.0.0.1) and Slurm + MUNGE (the Slurm launcher tests start a
 # one-node cluster: munged, slurmctld, slurmd in a temporary folder; they skip
-# without it). Installs only what is missing; needs root or sudo.
+# without it), and a C compiler for hipscope's CSV scanner (setup.py; the install
+# builds it). Installs only what is missing; needs root or sudo.
 set -euo pipefail
 PKGS=(libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0 fonts-dejavu-core
-      openssh-server openssh-client slurm-wlm munge)
+      openssh-server openssh-client slurm-wlm munge gcc libc6-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

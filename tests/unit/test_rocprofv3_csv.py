@@ -1,6 +1,10 @@
 """rocprofv3 CSV reader over every real sample folder, plus hand-written sets (header
 drift, several processes and hosts, torn and bad files). Expected figures come from the
-raw CSV files read with the stdlib csv module, never from the reader."""
+raw CSV files read with the stdlib csv module, never from the reader.
+
+Every test runs twice: with the general pyarrow reader only, and with the C fast path
+(hipscope/parsers/_fastcsv.py) tried on every file whatever its size, in 64-byte pieces
+so that a file is parsed as many pieces and their dictionaries are merged."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import numpy as np
 import pytest
 
 from hipscope.cli.main import main
-from hipscope.parsers import TraceFormatError, find_reader, get_reader, open_trace
+from hipscope.parsers import TraceFormatError, _fastcsv, find_reader, get_reader, open_trace
 from hipscope.parsers._validate import validate
 from tests.conftest import DATA, SAMPLES, ids, sample_dirs
 
@@ -29,6 +33,17 @@ API_DOMAINS = ("hip_api_trace", "hip_runtime_trace", "hip_compile_trace", "hip_t
 ALL_DOMAINS = (*KERNEL_DOMAINS, *API_DOMAINS, "marker_api_trace", "memory_copy_trace",
                "memory_allocation_trace", "scratch_memory_trace", "counter_collection",
                "agent_info")
+
+
+@pytest.fixture(autouse=True, params=["pyarrow", "fast-path"])
+def csv_path(request, monkeypatch):
+    if request.param == "pyarrow":
+        monkeypatch.setenv("HIPSCOPE_FASTCSV", "0")
+    else:
+        assert _fastcsv.available(), "the C scanner is not built (pip install -e . builds it)"
+        monkeypatch.setattr(_fastcsv, "_MIN_BYTES", 0)
+        monkeypatch.setattr(_fastcsv, "_PIECE", 64)
+    return request.param
 
 
 def _read(path: Path):

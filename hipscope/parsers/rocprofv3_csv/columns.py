@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from .. import _fastcsv
 from .._common import add_count
 from .._csv import count_fields
 from ..base import TraceFormatError
@@ -118,9 +119,14 @@ class CsvFile:
                                    f"{sorted(dup)} more than once")
         torn = _torn_tail(self.path, len(self.fields))
         types = dict(present)
-        for _attempt in range(len(types) + 1):
+        for attempt in range(len(types) + 1):
             try:
-                table = self._read(types, torn)
+                table = None
+                if attempt == 0:          # big plain files: one pass in C (None: not plain)
+                    table = _fastcsv.read_typed(self.path, self.fields, types,
+                                                torn[0] if torn else None)
+                if table is None:
+                    table = self._read(types, torn)
                 break
             except _Retry as r:
                 types[r.column] = F64 if types[r.column] == I64 else I64
@@ -377,9 +383,9 @@ OPERATION_COLUMNS = {"Operation": ("operation", DICT), "Allocation_Size": ("byte
                      "Agent_Id": ("agent", DICT)}
 
 
-def _read_columns(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]], load: _Load
-                  ) -> tuple[dict[str, pa.Array], int]:
-    """Read the spec's columns of one file; canonical name -> combined array."""
+def column_types(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]]
+                 ) -> dict[str, pa.DataType]:
+    """Header name -> the type to read it as, for the spec's columns of one file."""
     types = {h: t for h, (_c, t) in spec.items()}
     if ("Queue_Id" in types and "Thread_Id" in f.fields and "Dispatch_Id" in f.fields
             and f.kind == "kernels"):
@@ -387,7 +393,13 @@ def _read_columns(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]], load: _L
         # a wider value is retried as int64 by CsvFile.read
         types["Queue_Id"] = I32
         types["Stream_Id"] = I32
-    table = f.read(types, load)
+    return types
+
+
+def _read_columns(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]], load: _Load
+                  ) -> tuple[dict[str, pa.Array], int]:
+    """Read the spec's columns of one file; canonical name -> combined array."""
+    table = f.read(column_types(f, spec), load)
     n = table.num_rows
     present = [h for h in spec if h in table.column_names]
     chunked = {h: table.column(h) for h in present}

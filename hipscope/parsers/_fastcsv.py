@@ -1,0 +1,205 @@
+"""The fast path for big plain CSV files (rocprofv3 kernel_trace.csv with millions of rows).
+
+``read_typed`` reads chosen integer and text columns of a CSV file in one pass with the
+C scanner ``_csvscan`` (built with the package; see setup.py): the file is memory-mapped
+and cut at newlines into pieces of ~64 MB, the rows of each piece are counted, then the
+pieces are parsed from two threads (the scanner releases the GIL) straight into slices
+of one numpy array per column; text columns come back dictionary-encoded.
+
+It returns ``None`` (and the caller uses the general pyarrow reader) whenever the file
+is not plain: newlines inside quotes, quotes inside unquoted text, CR-LF line ends, a field count
+that differs from the header, non-integers or values too wide for the column's type,
+invalid UTF-8, a scanner that was not built, or ``HIPSCOPE_FASTCSV=0``. The pyarrow
+reader then reads the file (and reports errors with their line). For the files it
+accepts, the result equals pyarrow's read of the same columns (tests/unit/
+test_fastcsv.py checks that on every real sample and on generated files).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+try:
+    from . import _csvscan
+except ImportError:  # pragma: no cover - the extension is optional (pure-Python install)
+    _csvscan = None
+
+log = logging.getLogger(__name__)
+
+DICT = pa.dictionary(pa.int32(), pa.string())
+_KIND = {pa.int16(): 1, pa.int32(): 2, pa.int64(): 3, DICT: 4}
+_DTYPE = {1: np.int16, 2: np.int32, 3: np.int64, 4: np.int32}
+_PIECE = 64 << 20          # bytes per piece; one piece per thread is mapped at a time
+_MIN_BYTES = 4 << 20       # smaller files: pyarrow is as fast (tests set both lower)
+
+
+def available() -> bool:
+    """Whether the fast path is built and not switched off (``HIPSCOPE_FASTCSV=0``)."""
+    return _csvscan is not None and os.environ.get("HIPSCOPE_FASTCSV", "1") != "0"
+
+
+def read_typed(path: Path, fields: list[str], types: dict[str, pa.DataType],
+               limit: int | None = None) -> pa.Table | None:
+    """Columns ``types`` (header name -> int16/int32/int64/dictionary type) of the CSV
+    file ``path`` whose header is ``fields``, reading at most ``limit`` bytes; ``None``
+    when the fast path does not apply (see the module docstring)."""
+    if not available() or len(fields) < 2 or len(set(fields)) != len(fields):
+        return None
+    if not types or any(t not in _KIND or h not in fields for h, t in types.items()):
+        return None
+    kinds = bytes(_KIND[types[f]] if f in types else 0 for f in fields)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if limit is not None:
+                size = min(size, limit)
+            if size < max(1, _MIN_BYTES):
+                return None
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _read(mm, size, fields, types, kinds, path)
+    finally:
+        mm.close()
+
+
+def _threads() -> int:
+    return max(2, min(8, os.cpu_count() or 2))
+
+
+def _pieces(mm: mmap.mmap, start: int, size: int) -> list[tuple[int, int]]:
+    out, pos = [], start
+    while pos < size:
+        cut = mm.find(b"\n", min(pos + _PIECE, size) - 1, size)
+        end = size if cut < 0 else cut + 1
+        out.append((pos, end))
+        pos = end
+    return out
+
+
+def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
+    """Unmap a parsed piece's pages (the page cache keeps them): peak RSS stays small."""
+    if not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    lo = start - start % mmap.PAGESIZE
+    try:
+        mm.madvise(mmap.MADV_DONTNEED, lo, end - lo)
+    except OSError:  # pragma: no cover - advisory only
+        pass
+
+
+def _read(mm: mmap.mmap, size: int, fields: list[str], types: dict[str, pa.DataType],
+          kinds: bytes, path: Path) -> pa.Table | None:
+    header_end = mm.find(b"\n", 0, size)
+    if header_end < 0 or not mm[:header_end].strip():
+        return None
+    pieces = _pieces(mm, header_end + 1, size)
+    if not pieces:
+        return None
+    scan = _csvscan
+    assert scan is not None
+
+    def count(piece: tuple[int, int]) -> int:
+        a, b = piece
+        n = scan.count_newlines(mm, a, b)
+        _drop_pages(mm, a, b)
+        return n
+
+    with ThreadPoolExecutor(_threads()) as ex:
+        counts = list(ex.map(count, pieces))
+        last = mm[size - 1:size]
+        if last != b"\n":
+            counts[-1] += 1                      # a last line without its newline
+            if last == b",":
+                # pyarrow reads an empty last field there as quoted (not null) when a
+                # quoted field comes before it: left to pyarrow
+                return None
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        total = int(offsets[-1])
+        cols = {i: np.empty(total, dtype=_DTYPE[k]) for i, k in enumerate(kinds) if k}
+
+        def parse(i: int):
+            (a, b), lo, n = pieces[i], int(offsets[i]), counts[i]
+            outs = [cols[c][lo:lo + n] if c in cols else None for c in range(len(kinds))]
+            res = scan.parse(mm, a, b, kinds, outs, n)
+            _drop_pages(mm, a, b)
+            return res
+
+        results = list(ex.map(parse, range(len(pieces))))
+    for i, res in enumerate(results):
+        if isinstance(res, str):
+            log.debug("%s: fast CSV path declined (%s)", path, res)
+            return None
+        if res[0] + res[1] != counts[i]:
+            log.debug("%s: fast CSV path declined (a newline inside quotes)", path)
+            return None
+    rows = [r[0] for r in results]
+    if rows != counts:                            # empty lines left gaps: close them
+        offsets = _compact(cols, offsets, rows)
+    arrays = []
+    for h in types:
+        c = fields.index(h)
+        nulls = sum(r[2][c] for r in results)
+        if kinds[c] == 4:
+            arr = _dictionary(cols[c], offsets, [r[3][c] for r in results], nulls)
+            if arr is None:
+                log.debug("%s: fast CSV path declined (column %s is not UTF-8)", path, h)
+                return None
+        else:
+            arr = _integers(cols[c], types[h], nulls)
+        arrays.append(arr)
+        del cols[c]
+    return pa.Table.from_arrays(arrays, names=list(types))
+
+
+def _compact(cols: dict[int, np.ndarray], offsets: np.ndarray, rows: list[int]
+             ) -> np.ndarray:
+    """Close the gaps that empty lines left at the ends of the pieces' slices; the new
+    offsets of the pieces."""
+    for c, arr in cols.items():
+        cols[c] = np.concatenate([arr[lo:lo + n] for lo, n in zip(offsets[:-1].tolist(), rows)])
+    return np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+
+
+def _validity(mask_valid: np.ndarray) -> pa.Buffer:
+    return pa.py_buffer(np.packbits(mask_valid, bitorder="little"))
+
+
+def _integers(values: np.ndarray, type_: pa.DataType, nulls: int) -> pa.Array:
+    validity = None
+    if nulls:
+        validity = _validity(values != np.iinfo(values.dtype).min)
+    return pa.Array.from_buffers(type_, len(values), [validity, pa.py_buffer(values)],
+                                 null_count=nulls)
+
+
+def _dictionary(codes: np.ndarray, offsets: np.ndarray, uniques: list[list[bytes]],
+                nulls: int) -> pa.Array | None:
+    """One dictionary for the whole column (first-seen order), pieces' codes remapped."""
+    index: dict[bytes, int] = {}
+    for i, values in enumerate(uniques):
+        remap = np.fromiter((index.setdefault(v, len(index)) for v in values),
+                            dtype=np.int32, count=len(values))
+        if np.array_equal(remap, np.arange(len(values), dtype=np.int32)):
+            continue                              # same codes as the first pieces
+        lo, hi = int(offsets[i]), int(offsets[i + 1])
+        piece = codes[lo:hi]
+        codes[lo:hi] = np.append(remap, np.int32(-1))[piece]   # -1 (null) stays -1
+    try:
+        # a quote inside a quoted field is written "" (only there: unquoted text with a
+        # quote is declined by the scanner)
+        strings = [v.replace(b'""', b'"').decode("utf-8") for v in index]
+    except UnicodeDecodeError:
+        return None
+    validity = _validity(codes >= 0) if nulls else None
+    indices = pa.Array.from_buffers(pa.int32(), len(codes), [validity, pa.py_buffer(codes)],
+                                    null_count=nulls)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(strings, type=pa.string()))
