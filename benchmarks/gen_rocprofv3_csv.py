@@ -1,4 +1,5 @@
-"""Generate a large, realistic rocprofv3 (ROCm 7.0 layout) ``kernel_trace.csv``.
+"""Generate a large, realistic rocprofv3 (ROCm 7.0 layout) ``kernel_trace.csv`` (and
+optionally the ``hip_api_trace.csv`` of the same run).
 
 Used to measure the rocprofv3 CSV reader at scale::
 
@@ -106,17 +107,55 @@ def _chunk(rng: np.random.Generator, names: list[str], first: int, n: int,
     return pa.Table.from_arrays(cols, names=list(HEADER))
 
 
+API_HEADER = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id",
+              "Start_Timestamp", "End_Timestamp")
+_OTHER_CALLS = ("hipMemcpyAsync", "hipStreamSynchronize", "hipGetDevice", "hipEventRecord",
+                "hipMalloc", "hipFree", "hipSetDevice", "hipStreamWaitEvent")
+
+
+def _api_chunk(rng: np.random.Generator, kernels: pa.Table, pid: int) -> pa.Table:
+    """The HIP API rows of a kernel chunk: each kernel's launch (same correlation id and
+    thread, 5-60 us before the kernel starts, 2-6 us long), and one other call for every
+    four kernels (their own correlation ids) on the same threads."""
+    n = kernels.num_rows
+    k_start = kernels.column("Start_Timestamp").to_numpy()
+    tid = kernels.column("Thread_Id").to_numpy()
+    corr = kernels.column("Correlation_Id").to_numpy()
+    launch = k_start - rng.integers(5_000, 60_000, n)
+    other = np.arange(0, n, 4)
+    o_start = launch[other] + rng.integers(6_000, 9_000, len(other))
+    func = np.concatenate([np.zeros(n, np.int32),
+                           rng.integers(1, len(_OTHER_CALLS) + 1, len(other)).astype(np.int32)])
+    start = np.concatenate([launch, o_start])
+    order = np.argsort(start, kind="stable")
+    start = start[order]
+    dur = rng.integers(2_000, 6_000, len(start))
+    funcs = pa.array(["hipLaunchKernel", *_OTHER_CALLS])
+    cols = [
+        pa.array(np.full(len(start), "HIP_RUNTIME_API_EXT", dtype=object), pa.string()),
+        pa.DictionaryArray.from_arrays(pa.array(func[order]), funcs).cast(pa.string()),
+        pa.array(np.full(len(start), pid, np.int64)),
+        pa.array(np.concatenate([tid, tid[other]])[order]),
+        pa.array(np.concatenate([corr, corr[other] + 1])[order]),   # +1: unused by kernels
+        pa.array(start), pa.array(start + dur),
+    ]
+    return pa.Table.from_arrays(cols, names=list(API_HEADER))
+
+
 def write_kernel_trace(path: str | Path, n_rows: int, seed: int = 0, *,
                        n_agents: int = 8, queues_per_agent: int = 4,
-                       chunk_rows: int = 500_000) -> Path:
-    """Write ``n_rows`` realistic ROCm 7.0 kernel-trace rows to ``path``."""
+                       chunk_rows: int = 500_000, api_path: str | Path | None = None,
+                       pid: int = 1234) -> Path:
+    """Write ``n_rows`` realistic ROCm 7.0 kernel-trace rows to ``path`` (and, with
+    ``api_path``, the HIP API trace of the same run: the kernels are the same either way)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
+    api_rng = np.random.default_rng(seed + 1)
     names = kernel_names(300, seed)
     t0 = 1_550_151_853_029_637
     opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
-    writer = None
+    writer = api_writer = None
     try:
         done = 0
         while done < n_rows or writer is None:
@@ -125,12 +164,18 @@ def write_kernel_trace(path: str | Path, n_rows: int, seed: int = 0, *,
             if writer is None:
                 writer = pacsv.CSVWriter(str(path), tbl.schema, write_options=opts)
             writer.write_table(tbl)
+            if api_path is not None:
+                api = _api_chunk(api_rng, tbl, pid)
+                if api_writer is None:
+                    api_writer = pacsv.CSVWriter(str(api_path), api.schema, write_options=opts)
+                api_writer.write_table(api)
             done += n
             if n == 0:
                 break
     finally:
-        if writer is not None:
-            writer.close()
+        for w in (writer, api_writer):
+            if w is not None:
+                w.close()
     return path
 
 

@@ -1,13 +1,16 @@
 """Load budgets: `python -m benchmarks.load [--json] [--small]`.
 
 Generates realistic synthetic inputs once (in ./bench-data, reused while present):
-a 5,000,000-kernel rocprofv3 kernel_trace.csv, a 1,000,000-event Kineto JSON and a
+a 5,000,000-kernel rocprofv3 kernel_trace.csv (and a folder with it and its
+hip_api_trace.csv), a 1,000,000-event Kineto JSON and a
 5,000,000-kernel rocpd SQLite database (``benchmarks/gen_rocpd.py``),
 then measures, each in a fresh subprocess (so peak RSS is the load's own):
 
 * ``rocprofv3_csv_s`` / ``rocprofv3_csv_peak_rss_mb``: open into the full model
-  (budget 2.5 s, 1.5 GB);
+  (budget 2.5 s, 1.5 GB); ``*_pyarrow_only_*``: the same with the C fast path off;
 * ``kineto_json_s`` / ``kineto_json_peak_rss_mb`` (budget 4 s);
+* ``rocprofv3_set_s`` / ``rocprofv3_set_peak_rss_mb`` (no budget): the folder of the same
+  5M kernels plus their HIP API trace (6.25M calls, launches linked by correlation id);
 * ``rocpd_s`` / ``rocpd_peak_rss_mb`` (``HIPSCOPE_ROCPD_ADBC=0`` measures the sqlite3
   fallback);
 * ``*_cached_s``: reopen from hipscope's on-disk cache (budget 0.3 s);
@@ -83,7 +86,8 @@ def bench(name: str, path: Path, repeat: int) -> dict:
         f"{name}_kernels": r["kernels"],
         f"{name}_kernel_bytes_per_kernel": round((r["kernel_bytes"] - r["name_bytes"])
                                                  / max(1, r["kernels"]), 1),
-        f"{name}_file_mb": round(path.stat().st_size / 1e6),
+        f"{name}_file_mb": round(sum(f.stat().st_size for f in ([path] if path.is_file() else
+                                                                path.iterdir())) / 1e6),
     }
 
 
@@ -93,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--small", action="store_true", help="1/50 sizes (smoke run)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--data", type=Path, default=ROOT / "bench-data")
-    p.add_argument("--only", default="csv,kineto,rocpd",
-                   help="comma-separated subset of csv, kineto, rocpd (default: all)")
+    p.add_argument("--only", default="csv,set,kineto,rocpd",
+                   help="comma-separated subset of csv, set, kineto, rocpd (default: all)")
     args = p.parse_args(argv)
     from benchmarks.gen_kineto import write_kineto_json
     from benchmarks.gen_rocpd import write_rocpd
@@ -110,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     if "csv" in only and not csv_path.exists():
         csv_path.parent.mkdir(parents=True, exist_ok=True)
         write_kernel_trace(csv_path, n_csv, seed=0)
+    set_dir = args.data / f"set{n_csv}"
+    if "set" in only and not (set_dir / "1234_hip_api_trace.csv").exists():
+        write_kernel_trace(set_dir / "1234_kernel_trace.csv", n_csv, seed=0,
+                           api_path=set_dir / "1234_hip_api_trace.csv")
     if "rocpd" in only and not rocpd_path.exists():
         write_rocpd(rocpd_path, n_rocpd, seed=0)
     if "kineto" in only and not kin_path.exists():
@@ -119,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     if "csv" in only:
         res.update(bench("rocprofv3_csv", csv_path, args.repeat))
         res["kernels_bytes_per_kernel"] = res["rocprofv3_csv_kernel_bytes_per_kernel"]
+    if "set" in only:
+        res.update(bench("rocprofv3_set", set_dir, args.repeat))
     if "kineto" in only:
         res.update(bench("kineto_json", kin_path, args.repeat))
     if "rocpd" in only:
