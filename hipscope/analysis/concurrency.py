@@ -18,10 +18,19 @@ def time_at_least(starts: np.ndarray, ends: np.ndarray, k: int = 2) -> int:
     """Total time during which at least ``k`` of the intervals run at once."""
     if len(starts) < k:
         return 0
-    t = np.concatenate((starts, ends))
-    delta = np.concatenate((np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)))
-    order = np.lexsort((delta, t))          # at equal times, ends (-1) before starts
-    t, delta = t[order], delta[order]
+    starts, ends = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
+    lim = 1 << 61
+    if max(int(starts.max()), int(ends.max())) < lim and min(int(starts.min()),
+                                                              int(ends.min())) > -lim:
+        # one sort of 2*t + is_start: at equal times ends (-1) come before starts (+1)
+        key = np.sort(np.concatenate((starts * 2 + 1, ends * 2)), kind="stable")
+        t, delta = key >> 1, (key & 1) * 2 - 1
+    else:
+        t = np.concatenate((starts, ends))
+        delta = np.concatenate((np.ones(len(starts), np.int64),
+                                -np.ones(len(ends), np.int64)))
+        order = np.lexsort((delta, t))
+        t, delta = t[order], delta[order]
     level = np.cumsum(delta)
     dur = np.diff(t)
     return int(dur[level[:-1] >= k].sum())
@@ -66,12 +75,14 @@ def _serialized_pairs(device, s, e, stream, queue, min_switches: int = 4) -> lis
     if len(ids) < 2 or len(ids) > 64:
         return []
     out = []
+    rows = {a: np.flatnonzero(stream == a) for a in ids}
+    own = {a: time_at_least(s[r], e[r], 2) for a, r in rows.items()}   # within one stream
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
-            ma, mb = stream == a, stream == b
+            ma, mb = rows[a], rows[b]
             sa, ea, sb, eb = s[ma], e[ma], s[mb], e[mb]
             if time_at_least(np.concatenate((sa, sb)), np.concatenate((ea, eb)), 2) > (
-                    time_at_least(sa, ea, 2) + time_at_least(sb, eb, 2)):
+                    own[a] + own[b]):
                 continue                   # they do overlap somewhere
             both = np.concatenate((sa, sb))
             who = np.concatenate((np.zeros(len(sa), np.int8), np.ones(len(sb), np.int8)))

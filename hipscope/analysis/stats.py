@@ -55,19 +55,34 @@ class GroupStats:
     p95: np.ndarray
 
 
+def _sorted_by_code_then_value(codes: np.ndarray, values: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """codes and values (float64) ordered by code, then value. Integer values that fit
+    beside the code in one int64 are sorted as one key (~4x faster than lexsort)."""
+    if np.issubdtype(values.dtype, np.integer) and len(values):
+        vmin, vmax = int(values.min()), int(values.max())
+        bits = max(1, int(codes.max()).bit_length())
+        if vmin >= 0 and vmax < (1 << (62 - bits)):
+            shift = 62 - bits
+            key = np.sort((codes.astype(np.int64) << shift) | values.astype(np.int64),
+                          kind="stable")
+            return key >> shift, (key & ((1 << shift) - 1)).astype(np.float64)
+    order = np.lexsort((values, codes))
+    return codes[order], values[order].astype(np.float64)
+
+
 def group_stats(codes: np.ndarray, categories: list[str], values: np.ndarray) -> GroupStats:
     """count, total, mean, min, max, p50, p95 of ``values`` per category code.
 
-    Categories with no rows are left out. One lexsort; percentiles interpolate
-    linearly like ``numpy.quantile``.
+    Categories with no rows are left out. One sort; percentiles interpolate linearly
+    like ``numpy.quantile``.
     """
     ok = codes >= 0
     codes, values = codes[ok], values[ok]
     if len(codes) == 0:
         z = np.zeros(0)
         return GroupStats([], z.astype(np.int64), z, z, z, z, z, z)
-    order = np.lexsort((values, codes))
-    c, v = codes[order], values[order].astype(np.float64)
+    c, v = _sorted_by_code_then_value(codes, values)
     bounds = np.flatnonzero(np.diff(c)) + 1
     lo = np.concatenate(([0], bounds))
     hi = np.concatenate((bounds, [len(c)]))

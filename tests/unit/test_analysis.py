@@ -109,6 +109,20 @@ def test_time_at_least_simple():
     assert time_at_least(s, e, 3) == 0
 
 
+@pytest.mark.parametrize("offset", [0, -(10**6), 2**61 + 5])   # the last: lexsort path
+def test_time_at_least_equals_a_brute_force_count(offset):
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(1, 12))
+        s = rng.integers(0, 40, n)
+        e = s + rng.integers(0, 15, n)          # zero-length and touching intervals too
+        for k in (1, 2, 3):
+            # unit steps [t, t+1): how many intervals cover each
+            cover = np.array([int(((s <= t) & (t < e)).sum()) for t in range(60)])
+            expect = int((cover >= k).sum())
+            assert time_at_least(s + offset, e + offset, k) == expect, (s, e, k)
+
+
 def test_launch_stats_launch_bound():
     ls = launch_stats(open_trace(GPU / "launch_bound.json.gz"))
     ev = raw("launch_bound")

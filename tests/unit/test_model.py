@@ -133,14 +133,20 @@ def test_report_figures_by_hand():
     assert hto["HtoD"]["bytes"] == 4096 and hto["DtoH"]["bytes"] is None
 
 
-def test_group_stats_matches_numpy():
+@pytest.mark.parametrize("vals", [
+    np.random.default_rng(2).integers(1, 10_000, 1000),            # one int64 sort key
+    np.random.default_rng(2).integers(-500, 500, 1000),            # negative: lexsort
+    np.random.default_rng(2).integers(1, 10_000, 1000) + 2**60,    # too wide: lexsort
+    np.random.default_rng(2).random(1000) * 100,                   # floats: lexsort
+])
+def test_group_stats_matches_numpy(vals):
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 5, 1000).astype(np.int32)
-    vals = rng.integers(1, 10_000, 1000)
     gs = group_stats(codes, list("abcde"), vals)
     for i, name in enumerate(gs.names):
         v = vals[codes == "abcde".index(name)]
-        assert gs.count[i] == len(v) and gs.total[i] == v.sum()
+        assert gs.count[i] == len(v) and gs.total[i] == pytest.approx(v.astype(np.float64).sum(), rel=1e-12)
+        assert gs.min[i] == pytest.approx(v.min()) and gs.max[i] == pytest.approx(v.max())
         assert gs.p95[i] == pytest.approx(np.quantile(v, 0.95))
         assert gs.p50[i] == pytest.approx(np.median(v))
 
