@@ -184,8 +184,9 @@ def main() -> None:
     ap.add_argument("path", type=Path)
     ap.add_argument("rows", type=int)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--api", type=Path, help="also write the run's hip_api_trace.csv here")
     a = ap.parse_args()
-    p = write_kernel_trace(a.path, a.rows, a.seed)
+    p = write_kernel_trace(a.path, a.rows, a.seed, api_path=a.api)
     print(f"wrote {a.rows:,} rows, {p.stat().st_size / 1e9:.2f} GB to {p}")
 
 
