@@ -144,11 +144,14 @@ def _api_chunk(rng: np.random.Generator, kernels: pa.Table, pid: int) -> pa.Tabl
 
 def write_kernel_trace(path: str | Path, n_rows: int, seed: int = 0, *,
                        n_agents: int = 8, queues_per_agent: int = 4,
-                       chunk_rows: int = 500_000, api_path: str | Path | None = None,
-                       pid: int = 1234) -> Path:
+                       chunk_rows: int = 500_000, api_path: str | Path | None = None
+                       ) -> Path:
     """Write ``n_rows`` realistic ROCm 7.0 kernel-trace rows to ``path`` (and, with
-    ``api_path``, the HIP API trace of the same run: the kernels are the same either way)."""
+    ``api_path``, the HIP API trace of the same run: the kernels are the same either way;
+    its Process_Id is the file name's ``<pid>_`` prefix, as rocprofv3 names files)."""
     path = Path(path)
+    prefix = path.name.split("_", 1)[0]
+    pid = int(prefix) if prefix.isdigit() else 1234
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     api_rng = np.random.default_rng(seed + 1)
