@@ -1,10 +1,11 @@
 """The fast path for big plain CSV files (rocprofv3 kernel_trace.csv with millions of rows).
 
 ``read_typed`` reads chosen integer and text columns of a CSV file in one pass with the
-C scanner ``_csvscan`` (built with the package; see setup.py): the file is memory-mapped
-and cut at newlines into pieces of ~64 MB, the rows of each piece are counted, then the
-pieces are parsed from two threads (the scanner releases the GIL) straight into slices
-of one numpy array per column; text columns come back dictionary-encoded.
+C scanner ``_csvscan`` (built with the package; see setup.py): the file is cut at
+newlines into pieces of ~16 MB, the rows of each piece are counted, then the pieces are
+read again and parsed from several threads (the scanner releases the GIL; each thread
+reuses one buffer) straight into slices of one numpy array per column; text columns
+come back dictionary-encoded. A file that gets shorter meanwhile is left to pyarrow.
 
 It returns ``None`` (and the caller uses the general pyarrow reader) whenever the file
 is not plain: newlines inside quotes, quotes inside unquoted text, CR-LF line ends, a field count
@@ -18,8 +19,8 @@ test_fastcsv.py checks that on every real sample and on generated files).
 from __future__ import annotations
 
 import logging
-import mmap
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 DICT = pa.dictionary(pa.int32(), pa.string())
 _KIND = {pa.int16(): 1, pa.int32(): 2, pa.int64(): 3, DICT: 4}
 _DTYPE = {1: np.int16, 2: np.int32, 3: np.int64, 4: np.int32}
-_PIECE = 64 << 20          # bytes per piece; one piece per thread is mapped at a time
+_PIECE = 16 << 20          # bytes per piece; each thread holds one piece at a time
 _MIN_BYTES = 4 << 20       # smaller files: pyarrow is as fast (tests set both lower)
 
 
@@ -56,84 +57,119 @@ def read_typed(path: Path, fields: list[str], types: dict[str, pa.DataType],
         return None
     kinds = bytes(_KIND[types[f]] if f in types else 0 for f in fields)
     try:
+        size = path.stat().st_size
+        if limit is not None:
+            size = min(size, limit)
+        if size < max(1, _MIN_BYTES):
+            return None
         with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if limit is not None:
-                size = min(size, limit)
-            if size < max(1, _MIN_BYTES):
-                return None
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            head = fh.read(min(size, 1 << 20))
+        return _read(path, head, size, fields, types, kinds)
+    except _Changed:
+        log.debug("%s: the file changed while it was read; left to pyarrow", path)
+        return None
     except (OSError, ValueError):
         return None
-    try:
-        return _read(mm, size, fields, types, kinds, path)
-    finally:
-        mm.close()
+
+
+class _Changed(Exception):
+    """The file got shorter while it was read (another program rewrote it)."""
+
+
+class _Reader:
+    """Pieces of a file read into one reused buffer per thread (plain reads, not a
+    memory map: a file truncated meanwhile gives a short read, not a SIGBUS)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.local = threading.local()
+        self.handles: list = []
+        self.lock = threading.Lock()
+
+    def read(self, a: int, b: int) -> memoryview:
+        loc = self.local
+        if not hasattr(loc, "fh"):
+            loc.fh = open(self.path, "rb", buffering=0)
+            loc.buf = bytearray(0)
+            with self.lock:
+                self.handles.append(loc.fh)
+        if len(loc.buf) < b - a:
+            loc.buf = bytearray(b - a)
+        view = memoryview(loc.buf)[: b - a]
+        loc.fh.seek(a)
+        got = 0
+        while got < b - a:
+            n = loc.fh.readinto(view[got:])
+            if not n:
+                raise _Changed
+            got += n
+        return view
+
+    def close(self) -> None:
+        for fh in self.handles:
+            fh.close()
 
 
 def _threads() -> int:
     return max(2, min(8, os.cpu_count() or 2))
 
 
-def _pieces(mm: mmap.mmap, start: int, size: int) -> list[tuple[int, int]]:
+def _pieces(reader: _Reader, start: int, size: int) -> list[tuple[int, int]]:
+    """[a, b) byte ranges of whole lines, about _PIECE bytes each."""
     out, pos = [], start
     while pos < size:
-        cut = mm.find(b"\n", min(pos + _PIECE, size) - 1, size)
-        end = size if cut < 0 else cut + 1
+        end = min(pos + _PIECE, size)
+        while end < size:                     # on to the end of the line
+            chunk = bytes(reader.read(end, min(end + (1 << 16), size)))
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                end += nl + 1
+                break
+            end += len(chunk)
         out.append((pos, end))
         pos = end
     return out
 
 
-def _drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
-    """Unmap a parsed piece's pages (the page cache keeps them): peak RSS stays small."""
-    if not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
-        return
-    lo = start - start % mmap.PAGESIZE
-    try:
-        mm.madvise(mmap.MADV_DONTNEED, lo, end - lo)
-    except OSError:  # pragma: no cover - advisory only
-        pass
-
-
-def _read(mm: mmap.mmap, size: int, fields: list[str], types: dict[str, pa.DataType],
-          kinds: bytes, path: Path) -> pa.Table | None:
-    header_end = mm.find(b"\n", 0, size)
-    if header_end < 0 or not mm[:header_end].strip():
-        return None
-    pieces = _pieces(mm, header_end + 1, size)
-    if not pieces:
+def _read(path: Path, head: bytes, size: int, fields: list[str],
+          types: dict[str, pa.DataType], kinds: bytes) -> pa.Table | None:
+    header_end = head.find(b"\n")
+    if header_end < 0 or not head[:header_end].strip():
         return None
     scan = _csvscan
     assert scan is not None
+    reader = _Reader(path)
+    try:
+        pieces = _pieces(reader, header_end + 1, size)
+        if not pieces:
+            return None
+        last = bytes(reader.read(size - 1, size))
+        if last == b",":
+            # no newline after an empty last field: pyarrow reads it as quoted (not null)
+            # when a quoted field comes before it; left to pyarrow
+            return None
 
-    def count(piece: tuple[int, int]) -> int:
-        a, b = piece
-        n = scan.count_newlines(mm, a, b)
-        _drop_pages(mm, a, b)
-        return n
+        def count(piece: tuple[int, int]) -> int:
+            a, b = piece
+            return scan.count_newlines(reader.read(a, b), 0, b - a)
 
-    with ThreadPoolExecutor(_threads()) as ex:
-        counts = list(ex.map(count, pieces))
-        last = mm[size - 1:size]
-        if last != b"\n":
-            counts[-1] += 1                      # a last line without its newline
-            if last == b",":
-                # pyarrow reads an empty last field there as quoted (not null) when a
-                # quoted field comes before it: left to pyarrow
-                return None
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        total = int(offsets[-1])
-        cols = {i: np.empty(total, dtype=_DTYPE[k]) for i, k in enumerate(kinds) if k}
+        with ThreadPoolExecutor(_threads()) as ex:
+            counts = list(ex.map(count, pieces))
+            if last != b"\n":
+                counts[-1] += 1                  # a last line without its newline
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            total = int(offsets[-1])
+            cols = {i: np.empty(total, dtype=_DTYPE[k]) for i, k in enumerate(kinds) if k}
 
-        def parse(i: int):
-            (a, b), lo, n = pieces[i], int(offsets[i]), counts[i]
-            outs = [cols[c][lo:lo + n] if c in cols else None for c in range(len(kinds))]
-            res = scan.parse(mm, a, b, kinds, outs, n)
-            _drop_pages(mm, a, b)
-            return res
+            def parse(i: int):
+                (a, b), lo, n = pieces[i], int(offsets[i]), counts[i]
+                outs = [cols[c][lo:lo + n] if c in cols else None for c in range(len(kinds))]
+                res = scan.parse(reader.read(a, b), 0, b - a, kinds, outs, n)
+                return f"{res} (piece from byte {a})" if isinstance(res, str) else res
 
-        results = list(ex.map(parse, range(len(pieces))))
+            results = list(ex.map(parse, range(len(pieces))))
+    finally:
+        reader.close()
     for i, res in enumerate(results):
         if isinstance(res, str):
             log.debug("%s: fast CSV path declined (%s)", path, res)

@@ -264,6 +264,22 @@ def test_empty_lines_are_skipped_in_every_piece(tmp_path):
         assert_same(t, pyarrow_read(p, fields, TYPES3))
 
 
+def test_a_file_cut_short_while_it_is_read_is_left_to_pyarrow(tmp_path, monkeypatch):
+    # another program rewrites the file mid-read: a short read, no crash, no half table
+    p = _write(tmp_path, HEAD + b'"k",1,1\n' * 5000)
+    real = _fastcsv._pieces
+
+    def pieces_then_truncate(reader, start, size):
+        out = real(reader, start, size)
+        with open(p, "r+b") as fh:
+            fh.truncate(size // 2)
+        return out
+
+    monkeypatch.setattr(_fastcsv, "_pieces", pieces_then_truncate)
+    with forced(4096):
+        assert _fastcsv.read_typed(p, ["Name", "Agent", "Start"], TYPES3) is None
+
+
 def test_switched_off_by_the_environment(tmp_path, monkeypatch):
     p = _write(tmp_path, HEAD + b'"k",1,1\n')
     monkeypatch.setenv("HIPSCOPE_FASTCSV", "0")
