@@ -168,6 +168,12 @@ typedef struct {
 static const int64_t KIND_MIN[] = {0, INT16_MIN, INT32_MIN, INT64_MIN, 0};
 static const int64_t KIND_MAX[] = {0, INT16_MAX, INT32_MAX, INT64_MAX, 0};
 
+/* Whether (neg ? -u : u) fits a column of `kind`, its minimum excluded (the null marker). */
+static int in_range(uint64_t u, int neg, int kind)
+{
+    return neg ? u <= (uint64_t)(-(KIND_MIN[kind] + 1)) : u <= (uint64_t)KIND_MAX[kind];
+}
+
 /* *v = the integer in [a, b) (an optional '-', then digits) for a column of `kind`;
  * returns NULL, or what was expected instead. The type's minimum itself is the null
  * marker, so it is declined too (as in the unquoted path of scan()). */
@@ -188,7 +194,7 @@ static const char *to_int(const char *a, const char *b, int kind, int64_t *v)
             return "an integer (only digits)";
         u = u * 10 + d;
     }
-    if (neg ? u > (uint64_t)(-(KIND_MIN[kind] + 1)) : u > (uint64_t)KIND_MAX[kind])
+    if (!in_range(u, neg, kind))
         return "an integer within the column's type";
     *v = neg ? -(int64_t)u : (int64_t)u;
     return NULL;
@@ -255,7 +261,7 @@ static Py_ssize_t scan(const char *base, const char *p, const char *e, Column *c
                 if (nd > 19)
                     DECLINE("an integer (up to 19 significant digits)", a);
                 if (b > z0) {
-                    if (neg ? u > (uint64_t)(-(KIND_MIN[kind] + 1)) : u > (uint64_t)KIND_MAX[kind])
+                    if (!in_range(u, neg, kind))
                         DECLINE("an integer within the column's type", a);
                     v = neg ? -(int64_t)u : (int64_t)u;
                     have_int = 1;

@@ -62,9 +62,7 @@ def read_typed(path: Path, fields: list[str], types: dict[str, pa.DataType],
             size = min(size, limit)
         if size < max(1, _MIN_BYTES):
             return None
-        with open(path, "rb") as fh:
-            head = fh.read(min(size, 1 << 20))
-        return _read(path, head, size, fields, types, kinds)
+        return _read(path, size, fields, types, kinds)
     except _Changed:
         log.debug("%s: the file changed while it was read; left to pyarrow", path)
         return None
@@ -131,15 +129,16 @@ def _pieces(reader: _Reader, start: int, size: int) -> list[tuple[int, int]]:
     return out
 
 
-def _read(path: Path, head: bytes, size: int, fields: list[str],
-          types: dict[str, pa.DataType], kinds: bytes) -> pa.Table | None:
-    header_end = head.find(b"\n")
-    if header_end < 0 or not head[:header_end].strip():
-        return None
+def _read(path: Path, size: int, fields: list[str], types: dict[str, pa.DataType],
+          kinds: bytes) -> pa.Table | None:
     scan = _csvscan
     assert scan is not None
     reader = _Reader(path)
     try:
+        head = bytes(reader.read(0, min(size, 1 << 20)))
+        header_end = head.find(b"\n")
+        if header_end < 0 or not head[:header_end].strip():
+            return None
         pieces = _pieces(reader, header_end + 1, size)
         if not pieces:
             return None
