@@ -37,9 +37,10 @@ class TooLarge(TraceFormatError):
     and how to raise it."""
 
     def __init__(self, path: str | os.PathLike, cap: int, what: str = "decompressed data"):
-        super().__init__(path, None, f"at most {cap / _MB:,.0f} MB of {what}", "more")
-        self.args = (f"{path}: its {what} is larger than hipscope's cap of "
-                     f"{cap / _MB:,.0f} MB (set {CAP_ENV} to raise it).",)
+        mb = f"{cap / _MB:,.0f}" if cap >= 10 * _MB else f"{cap / _MB:.2g}"
+        super().__init__(path, None, f"at most {mb} MB of {what}", "more")
+        self.args = (f"{path}: its {what} is larger than hipscope's cap of {mb} MB "
+                     f"(set {CAP_ENV} to raise it).",)
 
 
 def max_decompressed_bytes() -> int:
