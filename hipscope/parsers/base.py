@@ -324,7 +324,45 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
     if fresh or len(traces) > 1:
         _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)
-    return trace
+    return _warn_separate_runs(trace)
+
+
+def _warn_separate_runs(trace: Trace) -> Trace:
+    """Warn when the processes of a trace fall into groups that never overlap in time:
+    most likely separate runs read together (two runs in one folder, RELIABILITY W11),
+    whose span and idle time then mean nothing. One run's processes overlap."""
+    import numpy as np
+
+    starts, ends, pids = [], [], []
+    for t in (trace.kernels, trace.api):
+        if len(t) and "pid" in t.data.column_names and t.valid("pid").any():
+            ok = t.valid("pid")
+            pids.append(t.numpy("pid", fill=0)[ok])
+            starts.append(t.numpy("start", fill=0)[ok])
+            ends.append(t.numpy("end", fill=0)[ok])
+    if not pids:
+        return trace
+    pid, start, end = (np.concatenate(x).astype(np.int64) for x in (pids, starts, ends))
+    uniq, inv = np.unique(pid, return_inverse=True)
+    if len(uniq) < 2:
+        return trace
+    lo = np.full(len(uniq), np.iinfo(np.int64).max)
+    hi = np.full(len(uniq), np.iinfo(np.int64).min)
+    np.minimum.at(lo, inv, start)
+    np.maximum.at(hi, inv, end)
+    order = np.argsort(lo, kind="stable")
+    ended = np.maximum.accumulate(hi[order])[:-1]        # all before have ended by then
+    gaps = np.flatnonzero(lo[order][1:] > ended)
+    if not len(gaps):
+        return trace
+    g = gaps[0]
+    first, then = int(uniq[order][g]), int(uniq[order][g + 1])
+    gap_s = (int(lo[order][g + 1]) - int(ended[g])) / 1e9
+    text = (f"the {len(uniq)} processes of this trace fall into {len(gaps) + 1} groups that "
+            f"do not overlap in time (process {then} starts {gap_s:.3g} s after process "
+            f"{first} and every earlier one ended): if these are separate runs, open each "
+            "one on its own")
+    return trace.with_meta(warnings=[*trace.warnings, text])
 
 
 @_one_input

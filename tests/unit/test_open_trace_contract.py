@@ -351,3 +351,31 @@ def test_w11_different_formats_on_one_clock_merge_with_a_warning():
     tr = open_trace([ROCPD, TWIN])
     assert len(tr.kernels) == n_db + n_csv
     assert any("different formats" in w and str(ROCPD) in w for w in tr.warnings)
+
+
+def _second_run(folder: Path, src: Path, pid: str, shift_ns: int) -> None:
+    """Process 4242's files again as process ``pid``, every timestamp ``shift_ns`` later:
+    the same program run a second time into the same folder."""
+    for f in sorted(src.glob("4242_*.csv")):
+        shutil.copy(f, folder / f.name)
+        with open(f, newline="") as fh:
+            rows = list(csv.reader(fh))
+        for r in rows[1:]:
+            for i, h in enumerate(rows[0]):
+                if h.endswith("_Timestamp") and r[i]:
+                    r[i] = str(int(r[i]) + shift_ns)
+                elif h == "Process_Id" and r[i]:
+                    r[i] = pid
+        with open(folder / f.name.replace("4242", pid), "w", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerows(rows)
+
+
+def test_w11_two_runs_in_one_folder_are_warned(tmp_path):
+    _second_run(tmp_path, TWIN, "5151", 10_000_000_000)
+    with open(TWIN / "4242_kernel_trace.csv", newline="") as fh:
+        n = sum(1 for _ in csv.DictReader(fh))
+    tr = open_trace(tmp_path)
+    assert len(tr.kernels) == 2 * n
+    (w,) = [w for w in tr.warnings if "do not overlap in time" in w]
+    assert "5151" in w and "4242" in w and "separate runs" in w
+    assert not [w for w in open_trace(TWIN).warnings if "overlap" in w]   # one run: none
