@@ -291,8 +291,10 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
 
     Several paths are read one by one and merged (one process/rank each; see
     :func:`~hipscope.model.merge_traces` for what is refused or warned). With
-    ``use_cache`` the parsed tables are kept in hipscope's on-disk cache. Raises only
-    TraceFormatError (one sentence naming the input), Cancelled or UnknownReader.
+    ``use_cache`` the parsed tables are kept in hipscope's on-disk cache. A pipe
+    (``/dev/stdin``, ``<(zcat ...)``) is read once; processes that never overlap in time
+    are warned (separate runs?). Raises only TraceFormatError (one sentence naming the
+    input), Cancelled or UnknownReader: see :func:`_bad_input_contract`.
     """
     from ..model import merge_traces
     from . import _validate
