@@ -203,7 +203,7 @@ def _bad_input_contract(fn):
     @functools.wraps(fn)
     def open_trace(paths, progress: ProgressFn = no_progress,
                    cancelled: CancelledFn = never_cancelled, reader: str | None = None,
-                   use_cache: bool = False) -> Trace:
+                   use_cache: bool = False, **more) -> Trace:
         given = [Path(p) for p in
                  ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
         if not given:
@@ -219,7 +219,8 @@ def _bad_input_contract(fn):
             if any(streams):
                 tmp = Path(tempfile.mkdtemp(prefix="hipscope-pipe-"))
             real = _prepare(given, streams, tmp, renames)
-            trace = fn(real, progress, cancelled, reader, use_cache and tmp is None)
+            trace = fn(real, progress, cancelled, reader=reader,
+                       use_cache=use_cache and tmp is None, **more)
             return _renamed_meta(trace, renames) if renames else trace
         except TraceFormatError as exc:
             _rename_error(exc, renames)
