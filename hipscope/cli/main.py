@@ -36,17 +36,15 @@ def _report(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from ..analysis.report import build_report, format_text
     from ..parsers import Cancelled, TraceFormatError, open_trace
+    from ..parsers.base import UnknownReader
 
-    try:
+    try:   # open_trace raises only these (its contract); each is one sentence
         trace = open_trace(args.paths, reader=args.reader, use_cache=not args.no_cache)
-    except TraceFormatError as exc:
+    except (TraceFormatError, UnknownReader) as exc:
         print(f"hipscope: {exc}", file=sys.stderr)
         return 2
     except Cancelled:
         return 130
-    except (KeyError, OSError) as exc:
-        print(f"hipscope: {exc}", file=sys.stderr)
-        return 2
     rep = build_report(trace, top=args.top)
     if args.counters:
         from ..analysis.counters import counter_outliers
@@ -103,14 +101,28 @@ def _gui(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line. An error no subcommand handled is one line on stderr and
+    exit status 2, never a traceback; ``HIPSCOPE_LOG=info`` (or ``debug``) logs the
+    tracebacks of internal errors."""
     argv = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    level = getattr(logging, os.environ.get("HIPSCOPE_LOG", "").upper(), logging.WARNING)
+    logging.basicConfig(level=level if isinstance(level, int) else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         return _dispatch(argv)
     except BrokenPipeError:      # `hipscope report ... | head`: the reader went away
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except MemoryError:
+        print("hipscope: not enough memory to finish.", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - one sentence, the traceback to the log
+        log.info("internal error", exc_info=True)
+        lines = str(exc).strip().splitlines()
+        print(f"hipscope: internal error: {type(exc).__name__}"
+              f"{': ' + lines[0][:300] if lines else ''}", file=sys.stderr)
+        return 2
 
 
 def _dispatch(argv: list[str]) -> int:

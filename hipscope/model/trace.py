@@ -112,14 +112,28 @@ def _concat(tables: Sequence[Table]) -> pa.Table:
     return merged.unify_dictionaries().combine_chunks()
 
 
-def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None) -> Trace:
+class MergeError(ValueError):
+    """Traces that cannot be merged into one; ``str()`` is one sentence for people."""
+
+
+def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
+                 names: Sequence[str] | None = None) -> Trace:
     """Merge traces of several processes/ranks/nodes into one trace.
 
     Devices are identified by (host, raw_id, name); device indices, API row links and
-    counter kernel links are renumbered. Timestamps must already share one clock.
+    counter kernel links are renumbered. Timestamps must already share one clock:
+
+    * traces whose ``meta["clock"]`` differ are refused (:class:`MergeError`): their
+      timestamps cannot be compared, so every span and gap would be absurd;
+    * traces of different ``meta["format"]`` on the same clock are merged with a
+      warning: two formats of one run may hold the same events twice.
+
+    ``names`` label the traces in those sentences (default: each one's first source).
+    The same file given twice is refused by ``open_trace``, which knows the paths.
     """
     if len(traces) == 1:
         return traces[0] if meta is None else traces[0].with_meta(**meta)
+    mixed = _check_mergeable(traces, names)
     dev_keys: dict[tuple, int] = {}
     dev_rows: list[dict[str, Any]] = []
     parts: dict[str, list[Table]] = {name: [] for name in TABLES if name != "devices"}
@@ -161,7 +175,29 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None) ->
             else:
                 m.setdefault(k, v)
     m.update(meta or {})
+    if mixed:
+        m["warnings"] = [*m.get("warnings", []), mixed]
     return Trace(devices=devices, meta=m, **merged)
+
+
+def _check_mergeable(traces: Sequence[Trace], names: Sequence[str] | None) -> str | None:
+    """Refuse different clocks (MergeError); a warning for different formats, or None."""
+    labels = list(names) if names and len(names) == len(traces) else [
+        str((t.meta.get("sources") or [f"trace {i + 1}"])[0]) for i, t in enumerate(traces)]
+    first = traces[0].meta
+    for label, tr in zip(labels[1:], traces[1:]):
+        a, b = first.get("clock"), tr.meta.get("clock")
+        if a and b and a != b:
+            raise MergeError(
+                f"cannot merge {labels[0]} (clock: {a}) with {label} (clock: {b}): their "
+                "timestamps are on different clocks; open them separately or compare them.")
+    formats = {str(t.meta["format"]) for t in traces if t.meta.get("format")}
+    if len(formats) < 2:
+        return None
+    each = ", ".join(f"{lab} ({t.meta.get('format', 'unknown')})"
+                     for lab, t in zip(labels, traces))
+    return (f"merged traces of {len(formats)} different formats on one clock: {each}; "
+            "events that more than one of them recorded are counted more than once")
 
 
 def _remap_int(data: pa.Table, col: str, mapping: dict[int, int]) -> pa.Table:

@@ -13,8 +13,12 @@ the place and what was expected) and :class:`Cancelled` when asked to stop.
 
 from __future__ import annotations
 
+import functools
 import gzip
+import logging
 import os
+import shutil
+import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +27,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..model import Trace
+
+log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float], None]
 CancelledFn = Callable[[], bool]
@@ -48,6 +54,22 @@ class TraceFormatError(Exception):
         place = f" at {where}" if where else ""
         got = f", found {found}" if found else ""
         super().__init__(f"{self.path}{place}: expected {expected}{got}.")
+
+
+class ReadFailure(TraceFormatError):
+    """A failure that is not the input's fault (a bug, memory), as one sentence that
+    names the file: what :func:`open_trace` turns any unexpected exception into."""
+
+    def __init__(self, path: str | os.PathLike, sentence: str):
+        super().__init__(path, None, "a trace hipscope can read")
+        self.args = (sentence,)
+
+
+class UnknownReader(KeyError):
+    """``reader=`` names no registered reader (the user's mistake, not the file's)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown reader"
 
 
 class Cancelled(Exception):
@@ -92,7 +114,8 @@ def get_reader(name: str) -> Reader:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"no reader named {name!r}; known: {sorted(_REGISTRY)}") from None
+        raise UnknownReader(f"no reader named {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+                            ) from None
 
 
 def file_filters() -> list[str]:
@@ -111,7 +134,10 @@ def candidates(path: Path) -> list[Candidate]:
             continue
         try:
             conf = float(r.sniff(path))
-        except (OSError, ValueError, EOFError):
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a sniffer that fails does not recognise the file
+            log.debug("sniffer %s failed on %s", r.name, path, exc_info=True)
             conf = 0.0
         if conf > 0:
             out.append(Candidate(r, conf))
@@ -125,6 +151,10 @@ def find_reader(path: str | os.PathLike) -> Reader:
         raise TraceFormatError(p, None, "an existing file or folder", "nothing at that path")
     cands = candidates(p)
     if not cands:
+        bad_gzip = None if p.is_dir() else _gzip_damage(p)
+        if bad_gzip:
+            raise TraceFormatError(p, "the start of the gzip data", "a readable gzip stream",
+                                   bad_gzip)
         what = "folder" if p.is_dir() else "file"
         raise TraceFormatError(
             p, None,
@@ -134,6 +164,125 @@ def find_reader(path: str | os.PathLike) -> Reader:
     return cands[0].reader
 
 
+def _as_sentence(exc: Exception, name: str | os.PathLike) -> TraceFormatError:
+    """An exception no reader turned into a sentence, as one sentence naming the input;
+    a bug's traceback goes to the log (level INFO: never printed by the CLI)."""
+    if isinstance(exc, MemoryError):
+        return ReadFailure(name, f"not enough memory to read {name}.")
+    log.info("internal error reading %s", name, exc_info=exc)
+    lines = str(exc).strip().splitlines()
+    gist = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+    return ReadFailure(name, f"internal error reading {name}: {gist.rstrip('.')}.")
+
+
+_PASS = (TraceFormatError, Cancelled, UnknownReader)
+
+
+def _one_input(fn):
+    """``fn(path, ...)`` raises only TraceFormatError (naming ``path``), Cancelled or
+    UnknownReader."""
+    @functools.wraps(fn)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return fn(path, *args, **kwargs)
+        except _PASS:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the contract: one sentence, never a traceback
+            raise _as_sentence(exc, path) from None
+    return wrapper
+
+
+def _bad_input_contract(fn):
+    """Wrap :func:`open_trace`: the paths are checked first (``_inputs.check_path``:
+    missing, unreadable, devices, FIFOs without a writer), the same file twice is
+    refused, pipes are read once into a temporary file (never cached), and any failure
+    becomes one sentence naming the input: a TraceFormatError (a :class:`ReadFailure`
+    for bugs and memory), Cancelled, or UnknownReader for a bad ``reader=``."""
+    from ..model.trace import MergeError
+
+    @functools.wraps(fn)
+    def open_trace(paths, progress: ProgressFn = no_progress,
+                   cancelled: CancelledFn = never_cancelled, reader: str | None = None,
+                   use_cache: bool = False, **more) -> Trace:
+        given = [Path(p) for p in
+                 ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+        if not given:
+            raise ValueError("no path given")
+        names = ", ".join(str(p) for p in given)
+        if reader:
+            get_reader(reader)
+        from ._inputs import check_path
+
+        tmp, renames = None, {}
+        try:
+            streams = [check_path(p) for p in given]      # every path, in order
+            if any(streams):
+                tmp = Path(tempfile.mkdtemp(prefix="hipscope-pipe-"))
+            real = _prepare(given, streams, tmp, renames)
+            trace = fn(real, progress, cancelled, reader=reader,
+                       use_cache=use_cache and tmp is None, **more)
+            return _renamed_meta(trace, renames) if renames else trace
+        except TraceFormatError as exc:
+            _rename_error(exc, renames)
+            raise
+        except (Cancelled, UnknownReader):
+            raise
+        except MergeError as exc:
+            raise _rename_error(ReadFailure(names, str(exc)), renames) from None
+        except Exception as exc:  # noqa: BLE001 - the contract: one sentence, never a traceback
+            raise _rename_error(_as_sentence(exc, names), renames) from None
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return open_trace
+
+
+def _prepare(given: list[Path], streams: list[bool], tmp: Path | None,
+             renames: dict[str, str]) -> list[Path]:
+    """The paths to read: the same file twice is refused; a pipe becomes a temporary
+    copy of its data (``renames`` maps the copy's name back to the pipe's)."""
+    from ._inputs import read_stream
+
+    seen: dict[Path, Path] = {}
+    for p in given:
+        key = p.resolve()
+        if key in seen:
+            raise TraceFormatError(p, None, "each trace given once",
+                                   f"the same file as {seen[key]}")
+        seen[key] = p
+    real = []
+    for i, (p, stream) in enumerate(zip(given, streams)):
+        if stream and tmp is not None:
+            q = tmp / str(i)
+            q.mkdir()
+            q = read_stream(p, q / (p.name or "stream"))
+            renames[str(q)] = str(p)
+            p = q
+        real.append(p)
+    return real
+
+
+def _renamed(text: str, renames: dict[str, str]) -> str:
+    for tmp, orig in renames.items():
+        text = text.replace(tmp, orig)
+    return text
+
+
+def _rename_error(exc: TraceFormatError, renames: dict[str, str]) -> TraceFormatError:
+    """Messages about a pipe's temporary copy name the pipe."""
+    if renames:
+        exc.path = _renamed(exc.path, renames)
+        exc.args = tuple(_renamed(a, renames) if isinstance(a, str) else a for a in exc.args)
+    return exc
+
+
+def _renamed_meta(trace: Trace, renames: dict[str, str]) -> Trace:
+    meta = {k: trace.meta[k] for k in ("sources", "warnings") if k in trace.meta}
+    return trace.with_meta(**{k: [_renamed(str(x), renames) for x in v]
+                              for k, v in meta.items()})
+
+
+@_bad_input_contract
 def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
                progress: ProgressFn = no_progress,
                cancelled: CancelledFn = never_cancelled,
@@ -141,8 +290,12 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
                use_cache: bool = False) -> Trace:
     """Read one trace from a file, a folder, or several files of one run (merged).
 
-    Several paths are read one by one and merged (one process/rank each). With
-    ``use_cache`` the parsed tables are kept in hipscope's on-disk cache.
+    Several paths are read one by one and merged (one process/rank each; see
+    :func:`~hipscope.model.merge_traces` for what is refused or warned). With
+    ``use_cache`` the parsed tables are kept in hipscope's on-disk cache. A pipe
+    (``/dev/stdin``, ``<(zcat ...)``) is read once; processes that never overlap in time
+    are warned (separate runs?). Raises only TraceFormatError (one sentence naming the
+    input), Cancelled or UnknownReader: see :func:`_bad_input_contract`.
     """
     from ..model import merge_traces
     from . import _validate
@@ -170,13 +323,52 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
             tr = _read_one(p, reader, sub, cancelled)
             fresh = True
         traces.append(tr)
-    trace = merge_traces(traces) if len(traces) > 1 else traces[0]
+    trace = merge_traces(traces, names=[str(p) for p in paths]) if len(traces) > 1 else traces[0]
     if fresh or len(traces) > 1:
         _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)
-    return trace
+    return _warn_separate_runs(trace)
 
 
+def _warn_separate_runs(trace: Trace) -> Trace:
+    """Warn when the processes of a trace fall into groups that never overlap in time:
+    most likely separate runs read together (two runs in one folder, RELIABILITY W11),
+    whose span and idle time then mean nothing. One run's processes overlap."""
+    import numpy as np
+
+    starts, ends, pids = [], [], []
+    for t in (trace.kernels, trace.api):
+        if len(t) and "pid" in t.data.column_names and t.valid("pid").any():
+            ok = t.valid("pid")
+            pids.append(t.numpy("pid", fill=0)[ok])
+            starts.append(t.numpy("start", fill=0)[ok])
+            ends.append(t.numpy("end", fill=0)[ok])
+    if not pids:
+        return trace
+    pid, start, end = (np.concatenate(x).astype(np.int64) for x in (pids, starts, ends))
+    uniq, inv = np.unique(pid, return_inverse=True)
+    if len(uniq) < 2:
+        return trace
+    lo = np.full(len(uniq), np.iinfo(np.int64).max)
+    hi = np.full(len(uniq), np.iinfo(np.int64).min)
+    np.minimum.at(lo, inv, start)
+    np.maximum.at(hi, inv, end)
+    order = np.argsort(lo, kind="stable")
+    ended = np.maximum.accumulate(hi[order])[:-1]        # all before have ended by then
+    gaps = np.flatnonzero(lo[order][1:] > ended)
+    if not len(gaps):
+        return trace
+    g = gaps[0]
+    first, then = int(uniq[order][g]), int(uniq[order][g + 1])
+    gap_s = (int(lo[order][g + 1]) - int(ended[g])) / 1e9
+    text = (f"the {len(uniq)} processes of this trace fall into {len(gaps) + 1} groups that "
+            f"do not overlap in time (process {then} starts {gap_s:.3g} s after process "
+            f"{first} and every earlier one ended): if these are separate runs, open each "
+            "one on its own")
+    return trace.with_meta(warnings=[*trace.warnings, text])
+
+
+@_one_input
 def _read_one(path: Path, reader: str | None, progress: ProgressFn,
               cancelled: CancelledFn) -> Trace:
     r = get_reader(reader) if reader else find_reader(path)
@@ -193,9 +385,19 @@ def head_bytes(path: Path, n: int = 4096) -> bytes:
         try:
             with gzip.open(path, "rb") as gz:
                 return gz.read(n)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             return b""
     return raw
+
+
+def _gzip_damage(path: Path) -> str | None:
+    """Why a file that starts like a gzip does not decompress (None when it does)."""
+    try:
+        with gzip.open(path, "rb") as gz:
+            gz.read(1)
+    except (OSError, EOFError, zlib.error) as exc:
+        return f"corrupt data ({exc})" if is_gzip(path) else None
+    return None
 
 
 def head_text(path: Path, n: int = 4096) -> str:
@@ -210,10 +412,14 @@ def is_gzip(path: Path) -> bool:
 def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
     """Whole file as bytes (un-gzipped). A gzip stream cut short or corrupt part-way
     returns everything that decompressed before the damage plus a warning; a file that
-    yields nothing is a :class:`TraceFormatError`."""
+    yields nothing is a :class:`TraceFormatError`, and so is one that decompresses to
+    more than ``_inputs.max_decompressed_bytes()`` (M1: a gzip bomb)."""
+    from ._inputs import TooLarge, max_decompressed_bytes
+
     raw = path.read_bytes()
     if raw[:2] != b"\x1f\x8b":
         return raw, None
+    cap = max_decompressed_bytes()
     out = bytearray()
     pos, warning = 0, None
     step = 1 << 14   # small input steps: corruption loses at most one step's output
@@ -223,6 +429,8 @@ def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
             while pos < len(raw) and not d.eof:
                 out += d.decompress(raw[pos:pos + step])
                 pos = min(pos + step, len(raw))
+                if len(out) > cap:    # one step adds at most ~16 MiB (deflate's 1032:1)
+                    raise TooLarge(path, cap)
         except zlib.error as exc:
             if not out:
                 raise TraceFormatError(path, "byte 0", "a gzip stream", str(exc)) from None

@@ -75,3 +75,57 @@ def test_list_readers(capsys):
     out = capsys.readouterr().out
     for name in ("rocprofv3-csv", "kineto", "legacy-rocprof"):
         assert name in out
+
+
+# ------------------------------------------------ every subcommand that opens traces (T1, T2)
+
+KINETO = SAMPLES / "kineto" / "nvidia-h200-generated" / "h200_torch_kineto_trace.json.gz"
+ROCPD = ROOT / "tests" / "data" / "rocpd" / "4242_results.db"
+
+
+def _corrupt_gzip(tmp_path):
+    b = bytearray(KINETO.read_bytes())
+    b[40] ^= 0xFF                            # RELIABILITY.md T1: zlib.error while sniffing
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b)
+    return bad
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hipscope: "), proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv", [("report", "--json"), ("compare", str(KINETO)),
+                                  ("tune", "--propose")])
+def test_each_trace_subcommand_refuses_a_corrupt_gzip_in_one_line(tmp_path, argv):
+    bad = _corrupt_gzip(tmp_path)
+    assert str(bad) in _one_line(run_cli(*argv, str(bad)))
+
+
+@pytest.mark.parametrize("argv", [("report", "--json"), ("tune", "--propose")])
+def test_merging_different_clocks_is_one_line(argv):
+    line = _one_line(run_cli(*argv, str(KINETO), str(ROCPD)))
+    assert "different clocks" in line and str(ROCPD) in line
+
+
+def test_a_schema_error_is_one_line_not_a_traceback(tmp_path):
+    """RELIABILITY.md T2 (b): a rocpd file that fails the schema check."""
+    db = tmp_path / "4242_results.db"
+    b = bytearray(ROCPD.read_bytes())
+    b[1548] = 0
+    db.write_bytes(b)
+    proc = run_cli("report", "--json", str(db))
+    if proc.returncode != 0:                 # a reader may also keep what is whole, warned
+        assert str(db) in _one_line(proc)
+    else:
+        assert json.loads(proc.stdout)["warnings"]
+
+
+@pytest.mark.parametrize("argv", [("report",), ("compare", str(ROCPD))])
+def test_unknown_reader_is_one_line(argv):
+    line = _one_line(run_cli(*argv, "--reader", "nope", str(ROCPD)))
+    assert "no reader named 'nope'" in line and "rocpd" in line
