@@ -81,13 +81,32 @@ def schema_names(conn: sqlite3.Connection, types: tuple[str, ...] = ("table", "v
             conn.execute("PRAGMA writable_schema = OFF")
 
 
-def table_columns(conn: sqlite3.Connection, name: str) -> list[str]:
-    """Column names of a table or view (empty when it cannot be read)."""
+def _columns(conn: sqlite3.Connection, name: str) -> list[str]:
     quoted = name.replace('"', '""')
+    return [r[1] for r in conn.execute(f'PRAGMA table_info("{quoted}")')]
+
+
+def schema_columns(conn: sqlite3.Connection, types: tuple[str, ...] = ("table",),
+                   ) -> dict[str, list[str]]:
+    """name -> column names for the tables (or views) in sqlite_master. A schema
+    SQLite cannot parse is read raw, as in :func:`schema_names` (a table whose own
+    definition is damaged then lists no columns)."""
     try:
-        return [r[1] for r in conn.execute(f'PRAGMA table_info("{quoted}")')]
+        return {n: _columns(conn, n) for n in schema_names(conn, types)}
     except SQL_ERRORS:
-        return []
+        pass
+    names = schema_names(conn, types)
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        out = {}
+        for n in names:
+            try:
+                out[n] = _columns(conn, n)
+            except SQL_ERRORS:
+                out[n] = []
+        return out
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
 
 
 def check_intact(conn: sqlite3.Connection, path: Path, what: str) -> None:
