@@ -697,3 +697,24 @@ def test_cancelled_read_stops_the_integrity_check(mini):
     with pytest.raises(Cancelled):
         READER.read(mini, lambda f: None, lambda: next(answers, True))
     assert not [t for t in threading.enumerate() if t.name == "sqlite-quick-check"]
+
+
+@needs_fixtures
+def test_undecodable_schema_is_recognised_and_refused_in_one_sentence(tmp_path):
+    # T6 for rocpd: invalid UTF-8 in a CREATE TABLE text of sqlite_master; the sniffer
+    # said 0.0 (UnicodeDecodeError), so the file got "no reader recognises"
+    db = tmp_path / "4242_results.db"
+    b = bytearray(DBS[0].read_bytes())
+    at = b.find(b'CREATE TABLE "rocpd_info_agent_')
+    assert at > 0
+    b[at + 2] = 0x80
+    db.write_bytes(bytes(b))
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    with pytest.raises(UnicodeDecodeError) as raw:  # SQLite's own message holds the byte
+        con.execute("SELECT name FROM sqlite_master").fetchall()
+    con.close()
+    assert READER.sniff(db) == 1.0
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(db)
+    assert str(ei.value).startswith(str(db))
+    assert raw.value.object.decode("utf-8", "replace") in str(ei.value)
