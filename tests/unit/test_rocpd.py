@@ -578,9 +578,10 @@ def test_w1_btree_damage_is_refused_with_the_quick_check_message(tmp_path, monke
 
 @needs_fixtures
 def test_t2b_seed2_byte_1548_is_one_sentence_not_schema_error(tmp_path):
-    # T2(b): byte 1548 is in a cell of rocpd_string's first page: the string rows the
-    # views join on change, regions lose their category (api.domain null -> SchemaError)
-    # and every kernel vanishes from the kernels view
+    # T2(b): with 512-byte pages, byte 1548 is the high byte of cell 0's pointer on page 4,
+    # the interior root of rocpd_string: 0x01fb becomes 0xfb, the first child pointer is
+    # read from garbage and the lowest string ids vanish. Regions lose their category
+    # (api.domain null -> SchemaError) and every kernel drops out of the kernels view.
     bad = tmp_path / "4242_results.db"
     b = bytearray(DBS[0].read_bytes())
     b[1548] = 0x00
