@@ -59,11 +59,21 @@ def connect_ro(path: str | os.PathLike) -> sqlite3.Connection:
     return conn
 
 
+# how SQLite's messages that quote schema text begin (sqlite3 cannot decode them when
+# that text is not UTF-8)
+_SQLITE_MESSAGES = ("malformed database schema", "near ", "no such ", "unrecognized token",
+                    "database ")
+
+
 def error_text(exc: BaseException) -> str:
-    """The message of an SQLite error; for a UnicodeDecodeError (SQLite's message held
-    bytes of a damaged schema) that message decoded with U+FFFD."""
+    """The message of an SQLite error. A UnicodeDecodeError is either SQLite's message
+    quoting a damaged schema (given decoded with U+FFFD) or a column name sqlite3 could
+    not decode (said so)."""
     if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes | bytearray):
-        return _decode(bytes(exc.object))
+        text = _decode(bytes(exc.object))
+        if text.startswith(_SQLITE_MESSAGES):
+            return text
+        return f"a name that is not UTF-8 ({text!r})"
     return str(exc)
 
 

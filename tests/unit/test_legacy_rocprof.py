@@ -581,3 +581,21 @@ def test_db_w1_btree_damage_is_refused(tmp_path: Path):
     with pytest.raises(TraceFormatError) as ei:
         open_trace(p)
     assert str(ei.value).startswith(f"{p} at PRAGMA quick_check") and first in str(ei.value)
+
+
+def test_db_column_name_not_utf8_is_one_sentence(tmp_path: Path):
+    # sqlite3 decodes column names strictly: SELECT * FROM KERN raised UnicodeDecodeError
+    p = tmp_path / "results.db"
+    b = bytearray(HIP_TRACE_DB.read_bytes())
+    at = b.find(b'"KernelName"')
+    assert at > 0
+    b[at + 2] = 0xE9
+    p.write_bytes(bytes(b))
+    con = sqlite3.connect(p)
+    con.text_factory = bytes
+    assert b"K\xe9rnelName" in [r[1] for r in con.execute("PRAGMA table_info(KERN)")]
+    assert con.execute("PRAGMA quick_check").fetchone()[0] == b"ok"
+    con.close()
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(p)
+    assert str(ei.value).startswith(str(p)) and "not UTF-8" in str(ei.value)
