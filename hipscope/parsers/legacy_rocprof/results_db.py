@@ -1,4 +1,10 @@
-"""Legacy rocprof results.db (SQLite): KERN, HIP/HSA, OPS, COPY, rocTX tables."""
+"""Legacy rocprof results.db (SQLite): KERN, HIP/HSA, OPS, COPY, rocTX tables.
+
+Opened through ``parsers/_sqlite.py`` (quoted read-only URI, ``PRAGMA quick_check``).
+OPS/COPY rows link to HIP calls by (Index, pid); a row whose key is not unique (in its
+table or in HIP), or whose Index names a HIP call that queues no GPU work, is left
+unlinked with a warning rather than linked to a call that may be the wrong one.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,10 @@ Schema: rocprofiler-sdk ``source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql`` 
 tables carry a per-run ``{{uuid}}`` suffix), ``rocpd_views.sql`` (unsuffixed views over
 them) and ``data_views.sql`` (``kernels``, ``regions``, ``samples``, ``memory_copies``,
 ``processes``, ``counters_collection``...). This reader only queries the unsuffixed views.
+Those data views inner-join their ids: kernels they drop are read from
+``rocpd_kernel_dispatch`` and kept, and lost regions/copies are warned about
+(``dangling.py``). Every file must pass ``PRAGMA quick_check`` (``parsers/_sqlite.py``):
+b-tree damage drops rows without any SQL error.
 Every row carries ``guid`` (one per profiled process); several databases (one per
 process or rank) read as one trace.
 
