@@ -469,3 +469,133 @@ def test_db_kern_ops_merge_and_roctx(tmp_path: Path):
     assert m.numpy("depth").tolist() == [0, 1, 1]
     assert m.numpy("end").tolist() == [900, 300, 400]
     validate(tr)
+
+
+# --------------------------------------------------------------------------- results.db: SQLite
+# RELIABILITY.md W1, W7, W10/F1, T6. Expected figures from plain sqlite3 over the raw file.
+HIP_TRACE_DB = SAMPLES / "legacy-rocprof" / "rocm-blogs-hip-trace" / "results.db"
+
+
+def _sql(path: Path, *stmts: str) -> list:
+    con = sqlite3.connect(path)
+    try:
+        out = [con.execute(s).fetchall() for s in stmts]
+        con.commit()
+        return out
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("folder", ["a%41b", "run#1", "q?mode=rwc", "x%3fy"])
+def test_db_odd_folder_names_open_the_named_file(tmp_path: Path, folder: str):
+    # W10: file:a%41b/results.db opened aAb/results.db (another trace); F1: '#'/'?' refused
+    (tmp_path / folder).mkdir()
+    (tmp_path / "aAb").mkdir()
+    (tmp_path / "x?y").mkdir()
+    p = tmp_path / folder / "results.db"
+    shutil.copy(HIP_TRACE_DB, p)
+    for other in ("aAb", "x?y"):
+        shutil.copy(SPATTER / "results.db", tmp_path / other / "results.db")
+    [[(n_ops,)], [(n_hip,)]] = _sql(p, "SELECT count(*) FROM OPS", "SELECT count(*) FROM HIP")
+    assert find_reader(p).name == "legacy-rocprof"
+    tr = open_trace(p)
+    assert (len(tr.kernels), len(tr.api)) == (n_ops, n_hip)
+    assert tr.meta["sources"] == [str(p)]
+
+
+def test_db_w7_every_ops_index_equal_is_not_linked_wrongly(tmp_path: Path):
+    # the reproducer: the one kernel's Index becomes hipGetDeviceCount's (1.6 s earlier)
+    p = tmp_path / "results.db"
+    shutil.copy(HIP_TRACE_DB, p)
+    [_, [(n_ops,)], [(name,)]] = _sql(p, 'UPDATE OPS SET "Index" = 1',
+                                      "SELECT count(*) FROM OPS",
+                                      'SELECT Name FROM HIP WHERE "Index" = 1')
+    tr = open_trace(p)
+    assert len(tr.kernels) == n_ops
+    assert tr.kernels.column("api_index").null_count == n_ops
+    w = [x for x in tr.meta["warnings"] if "table OPS" in x]
+    assert len(w) == 1 and f"{n_ops} of {n_ops} rows" in w[0] and name in w[0]
+    from hipscope.analysis.queue_delay import queue_delays
+    assert len(queue_delays(tr).kernel_rows) == 0  # was one delay of 1.607 s
+
+
+def test_db_w7_shared_index_rows_are_left_unlinked(tmp_path: Path):
+    p = tmp_path / "results.db"
+    shutil.copy(HIP_TRACE_DB, p)
+    # OPS: three kernels with one Index; HIP: the first copy's Index given to 2 calls
+    [[(copy_idx,)]] = _sql(p, 'SELECT "Index" FROM COPY ORDER BY rowid LIMIT 1')
+    _sql(p, "INSERT INTO OPS SELECT * FROM OPS", "INSERT INTO OPS SELECT * FROM OPS "
+         "LIMIT 1", f'UPDATE HIP SET "Index" = {copy_idx} WHERE rowid = (SELECT min(rowid) '
+         f'FROM HIP WHERE "Index" <> {copy_idx})')
+    [[(n_ops, n_ops_keys)], [(n_copy,)], linked_copies] = _sql(
+        p, 'SELECT count(*), count(DISTINCT "Index") FROM OPS', "SELECT count(*) FROM COPY",
+        'SELECT COPY.rowid FROM COPY JOIN HIP ON COPY."Index" = HIP."Index" '
+        'GROUP BY COPY.rowid HAVING count(*) = 1')
+    assert (n_ops, n_ops_keys) == (3, 1)
+    tr = open_trace(p)
+    assert tr.kernels.column("api_index").null_count == 3
+    assert len(tr.copies) - tr.copies.column("api_index").null_count == len(linked_copies)
+    w = " ".join(tr.meta["warnings"])
+    assert "3 of 3 rows of table OPS" in w and "3 share it with another OPS row" in w
+    assert f"1 of {n_copy} rows of table COPY" in w and "1 more match several HIP rows" in w
+
+
+def test_db_t6_undecodable_schema_is_recognised_and_refused_in_one_sentence(tmp_path: Path):
+    p = tmp_path / "results.db"
+    b = bytearray(HIP_TRACE_DB.read_bytes())
+    b[3832] = 0x80  # inside the CREATE TABLE text of OPS in sqlite_master
+    p.write_bytes(bytes(b))
+    con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    with pytest.raises(UnicodeDecodeError) as raw:  # SQLite's own message holds the byte
+        con.execute("SELECT name FROM sqlite_master").fetchall()
+    con.close()
+    sqlite_msg = raw.value.object.decode("utf-8", "replace")
+    assert find_reader(p).name == "legacy-rocprof"
+    for reader in (None, "legacy-rocprof"):
+        with pytest.raises(TraceFormatError) as ei:
+            open_trace(p, reader=reader)
+        assert str(ei.value).startswith(str(p)) and sqlite_msg in str(ei.value)
+
+
+def test_db_w1_btree_damage_is_refused(tmp_path: Path):
+    # the first child pointer of KERN's root page made a 2nd reference to the next leaf:
+    # one page of kernels vanishes and another is read twice, with no SQL error
+    import struct
+
+    p = tmp_path / "results.db"
+    b = bytearray((SPATTER / "results.db").read_bytes())
+    [[(root,)]] = _sql(SPATTER / "results.db",
+                       "SELECT rootpage FROM sqlite_master WHERE name = 'KERN'")
+    page = struct.unpack(">H", b[16:18])[0]
+    off = (root - 1) * page
+    assert b[off] == 0x05  # an interior table b-tree page
+    cell0, cell1 = struct.unpack(">HH", b[off + 12:off + 16])
+    b[off + cell0:off + cell0 + 4] = b[off + cell1:off + cell1 + 4]
+    p.write_bytes(bytes(b))
+    con = sqlite3.connect(p)
+    total, distinct = con.execute('SELECT count(*), count(DISTINCT "Index") FROM KERN').fetchone()
+    check = con.execute("PRAGMA quick_check(1)").fetchone()[0]
+    con.close()
+    assert distinct < total  # what the reader would have shown
+    first = [ln for ln in check.splitlines() if ln.strip() and not ln.startswith("***")][0]
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(p)
+    assert str(ei.value).startswith(f"{p} at PRAGMA quick_check") and first in str(ei.value)
+
+
+def test_db_column_name_not_utf8_is_one_sentence(tmp_path: Path):
+    # sqlite3 decodes column names strictly: SELECT * FROM KERN raised UnicodeDecodeError
+    p = tmp_path / "results.db"
+    b = bytearray(HIP_TRACE_DB.read_bytes())
+    at = b.find(b'"KernelName"')
+    assert at > 0
+    b[at + 2] = 0xE9
+    p.write_bytes(bytes(b))
+    con = sqlite3.connect(p)
+    con.text_factory = bytes
+    assert b"K\xe9rnelName" in [r[1] for r in con.execute("PRAGMA table_info(KERN)")]
+    assert con.execute("PRAGMA quick_check").fetchone()[0] == b"ok"
+    con.close()
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(p)
+    assert str(ei.value).startswith(str(p)) and "not UTF-8" in str(ei.value)

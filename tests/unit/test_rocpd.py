@@ -534,3 +534,188 @@ def test_adbc_and_sqlite3_paths_give_the_same_trace(db_path):
         assert a.data.schema == b.data.schema, name
         assert a.data.equals(b.data), name
     assert fast.meta == slow.meta
+
+
+# --------------------------------------------------------------------------- damage, dangling ids
+# RELIABILITY.md W1, T2(b), W8, W10/F1. Expected figures come from plain sqlite3 over the file.
+
+
+def _quick_check_first(path: Path) -> str:
+    """The first problem PRAGMA quick_check reports, without the '*** in database' line."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        msg = con.execute("PRAGMA quick_check(1)").fetchone()[0]
+    finally:
+        con.close()
+    assert msg != "ok"
+    return [ln for ln in msg.splitlines() if ln.strip() and not ln.startswith("***")][0]
+
+
+def _flip_w1(src: Path, dst: Path) -> Path:
+    import random
+
+    b = bytearray(src.read_bytes())
+    r = random.Random(1000)
+    for _ in range(8):
+        b[r.randrange(len(b))] ^= r.randrange(1, 256)
+    dst.write_bytes(bytes(b))
+    return dst
+
+
+@needs_fixtures
+@pytest.mark.parametrize("adbc", ["1", "0"])
+def test_w1_btree_damage_is_refused_with_the_quick_check_message(tmp_path, monkeypatch, adbc):
+    # W1: this damage makes 10 of 41 kernels vanish with no SQL error
+    monkeypatch.setenv("HIPSCOPE_ROCPD_ADBC", adbc)
+    bad = _flip_w1(DBS[0], tmp_path / "4242_results.db")
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(bad)
+    msg = str(ei.value)
+    assert msg.startswith(f"{bad} at PRAGMA quick_check: expected an intact SQLite database")
+    assert _quick_check_first(bad) in msg
+    assert "\n" not in msg
+
+
+@needs_fixtures
+def test_t2b_seed2_byte_1548_is_one_sentence_not_schema_error(tmp_path):
+    # T2(b): with 512-byte pages, byte 1548 is the high byte of cell 0's pointer on page 4,
+    # the interior root of rocpd_string: 0x01fb becomes 0xfb, the first child pointer is
+    # read from garbage and the lowest string ids vanish. Regions lose their category
+    # (api.domain null -> SchemaError) and every kernel drops out of the kernels view.
+    bad = tmp_path / "4242_results.db"
+    b = bytearray(DBS[0].read_bytes())
+    b[1548] = 0x00
+    bad.write_bytes(bytes(b))
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(bad)
+    assert _quick_check_first(bad) in str(ei.value)
+
+
+def _physical(path: Path, prefix: str) -> str:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name "
+                           "LIKE ?", (prefix + "%",)).fetchone()[0]
+    finally:
+        con.close()
+
+
+def _sql(path: Path, *stmts: str):
+    con = sqlite3.connect(path)
+    try:
+        out = [con.execute(s).fetchall() for s in stmts]
+        con.commit()
+        return out
+    finally:
+        con.close()
+
+
+@needs_fixtures
+@pytest.mark.parametrize("adbc", ["1", "0"])
+@pytest.mark.parametrize("column", ["kernel_id", "agent_id"])
+def test_w8_kernel_with_a_dangling_id_is_kept_and_warned(tmp_path, monkeypatch, column, adbc):
+    monkeypatch.setenv("HIPSCOPE_ROCPD_ADBC", adbc)
+    db = tmp_path / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    kd = _physical(db, "rocpd_kernel_dispatch_")
+    _sql(db, f'UPDATE "{kd}" SET {column} = 999999 WHERE id = (SELECT min(id) FROM "{kd}")')
+    [[(total,)], [(in_view,)], [(start, end)]] = _sql(
+        db, f'SELECT count(*) FROM "{kd}"', "SELECT count(*) FROM kernels",
+        f'SELECT start, "end" FROM "{kd}" WHERE {column} = 999999')
+    assert in_view == total - 1  # the view's inner join drops it
+    tr = open_trace(db)
+    assert len(tr.kernels) == total
+    warn = [w for w in tr.meta.get("warnings", []) if "kernels view" in w]
+    assert len(warn) == 1 and f"1 of {total} kernels" in warn[0] and str(db) in warn[0]
+    k = tr.kernels
+    row = [i for i, (s, e) in enumerate(zip(k.numpy("start"), k.numpy("end")))
+           if (s, e) == (start, end)]
+    assert len(row) == 1
+    if column == "kernel_id":
+        assert k.strings("name")[row[0]] == "unknown kernel 999999"
+    else:
+        dev = int(k.numpy("device")[row[0]])
+        assert tr.devices.strings("name")[dev] == "unknown agent 999999"
+        gpus = _sql(db, "SELECT count(*) FROM rocpd_info_agent WHERE type = 'GPU'")[0][0][0]
+        assert len(tr.devices) == gpus + 1
+
+
+@needs_fixtures
+def test_w8_regions_and_copies_lost_by_the_views_are_warned(tmp_path):
+    db = tmp_path / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    rg, mc = _physical(db, "rocpd_region_"), _physical(db, "rocpd_memory_copy_")
+    _sql(db, f'UPDATE "{rg}" SET event_id = 999999 WHERE id = (SELECT min(id) FROM "{rg}")',
+         f'UPDATE "{mc}" SET dst_agent_id = 999999 WHERE id = (SELECT min(id) FROM "{mc}")')
+    [[(n_rg,)], [(n_mc,)]] = _sql(db, f'SELECT count(*) FROM "{rg}"',
+                                  f'SELECT count(*) FROM "{mc}"')
+    warnings = open_trace(db).meta.get("warnings", [])
+    assert any(f"1 of {n_rg} regions" in w and "regions view" in w for w in warnings)
+    assert any(f"1 of {n_mc} memory copies" in w for w in warnings)
+
+
+@needs_fixtures
+def test_region_without_category_is_an_api_call_of_unknown_domain(tmp_path):
+    # an intact file whose category_id points nowhere: api.domain was null (SchemaError)
+    db = tmp_path / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    ev = _physical(db, "rocpd_event_")
+    [[(n_api,)], [(n_lost,)]] = _sql(
+        db, "SELECT count(*) FROM regions WHERE category NOT LIKE 'MARKER%'",
+        f'SELECT count(*) FROM regions WHERE event_id = (SELECT min(event_id) FROM regions)')
+    _sql(db, f'UPDATE "{ev}" SET category_id = 999999 '
+             "WHERE id = (SELECT min(event_id) FROM regions)")
+    tr = open_trace(db)
+    assert list(tr.api.strings("domain")).count("unknown") == n_lost >= 1
+    assert len(tr.api) == n_api
+    assert any(f"{n_lost} regions have no category" in w for w in tr.meta["warnings"])
+
+
+@needs_fixtures
+@pytest.mark.parametrize("adbc", ["1", "0"])
+@pytest.mark.parametrize("folder", ["a%41b", "run#1", "q?mode=rwc", "sp ace"])
+def test_odd_folder_names_open_the_named_file(tmp_path, monkeypatch, folder, adbc):
+    # W10/F1 for rocpd: sqlite3 and ADBC get the same quoted URI
+    monkeypatch.setenv("HIPSCOPE_ROCPD_ADBC", adbc)
+    (tmp_path / folder).mkdir()
+    (tmp_path / "aAb").mkdir(exist_ok=True)
+    db = tmp_path / folder / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    shutil.copy(DBS[1], tmp_path / "aAb" / "4242_results.db")
+    [[(n,)]] = _sql(db, "SELECT count(*) FROM kernels")
+    assert READER.sniff(db) == 1.0
+    tr = open_trace(db)
+    assert len(tr.kernels) == n
+    assert tr.meta["pids"] == [4242]
+
+
+def test_cancelled_read_stops_the_integrity_check(mini):
+    import threading
+
+    from hipscope.parsers.base import Cancelled
+
+    answers = iter([False, False])
+    with pytest.raises(Cancelled):
+        READER.read(mini, lambda f: None, lambda: next(answers, True))
+    assert not [t for t in threading.enumerate() if t.name == "sqlite-quick-check"]
+
+
+@needs_fixtures
+def test_undecodable_schema_is_recognised_and_refused_in_one_sentence(tmp_path):
+    # T6 for rocpd: invalid UTF-8 in a CREATE TABLE text of sqlite_master; the sniffer
+    # said 0.0 (UnicodeDecodeError), so the file got "no reader recognises"
+    db = tmp_path / "4242_results.db"
+    b = bytearray(DBS[0].read_bytes())
+    at = b.find(b'CREATE TABLE "rocpd_info_agent_')
+    assert at > 0
+    b[at + 2] = 0x80
+    db.write_bytes(bytes(b))
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    with pytest.raises(UnicodeDecodeError) as raw:  # SQLite's own message holds the byte
+        con.execute("SELECT name FROM sqlite_master").fetchall()
+    con.close()
+    assert READER.sniff(db) == 1.0
+    with pytest.raises(TraceFormatError) as ei:
+        open_trace(db)
+    assert str(ei.value).startswith(str(db))
+    assert raw.value.object.decode("utf-8", "replace") in str(ei.value)

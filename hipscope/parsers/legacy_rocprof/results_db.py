@@ -1,8 +1,14 @@
-"""Legacy rocprof results.db (SQLite): KERN, HIP/HSA, OPS, COPY, rocTX tables."""
+"""Legacy rocprof results.db (SQLite): KERN, HIP/HSA, OPS, COPY, rocTX tables.
+
+Opened through ``parsers/_sqlite.py`` (quoted read-only URI, ``PRAGMA quick_check``).
+OPS/COPY rows link to HIP calls by (Index, pid); a row whose key is not unique (in its
+table or in HIP), or whose Index names a HIP call that queues no GPU work, is left
+unlinked with a warning rather than linked to a call that may be the wrong one.
+"""
 
 from __future__ import annotations
 
-import sqlite3
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +17,7 @@ import pyarrow as pa
 
 from ...model import Trace, build_table, link_by_correlation
 from .._common import copy_directions, nesting_depth
+from .._sqlite import SQL_ERRORS, connect_ro, error_text, open_checked, schema_columns
 from ..base import (
     CancelledFn,
     ProgressFn,
@@ -31,10 +38,11 @@ from .common import (
 from .results_csv import assemble_kernels, counters_table, kernels_from_columns
 
 def _sqlite_tables(path: Path) -> dict[str, list[str]]:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    """Table -> columns, also for a schema SQLite cannot parse (so that the sniffer
+    still knows the file and the reader can say what is wrong with it)."""
+    con = connect_ro(path)
     try:
-        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {n: [r[1] for r in con.execute(f'PRAGMA table_info("{n}")')] for n in names}
+        return schema_columns(con)
     finally:
         con.close()
 
@@ -51,7 +59,7 @@ class LegacyRocprofDbReader:
             return 0.0
         try:
             tables = _sqlite_tables(path)
-        except sqlite3.Error:
+        except SQL_ERRORS:
             return 0.0
         if any(t.startswith("rocpd") for t in tables):
             return 0.0
@@ -70,16 +78,13 @@ class LegacyRocprofDbReader:
         if not path.is_file() or head_bytes(path, 16) != b"SQLite format 3\x00":
             raise TraceFormatError(path, "byte 0", "an SQLite database (results.db)",
                                    "no SQLite header")
+        con = open_checked(path, "legacy rocprof results.db")  # small files: checked first
         try:
-            tables = _sqlite_tables(path)
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        except sqlite3.Error as exc:
-            raise TraceFormatError(path, None, "a readable SQLite database", str(exc)) from None
-        try:
+            tables = schema_columns(con)
             return self._read(path, con, tables, meta, dropped, progress, cancelled)
-        except sqlite3.Error as exc:
+        except SQL_ERRORS as exc:
             raise TraceFormatError(path, None, "a readable legacy rocprof database",
-                                   str(exc)) from None
+                                   error_text(exc)) from None
         finally:
             con.close()
 
@@ -160,6 +165,23 @@ def _ints(values: list, fill: int = -1) -> np.ndarray:
     return np.array([x if isinstance(x, int) else fill for x in values], dtype=np.int64)
 
 
+# HIP calls that never queue GPU work: a kernel or copy whose Index names one of these
+# has a wrong Index (getters, setters, creators, queries, version and module look-ups)
+_NO_GPU_WORK = re.compile(r"(hipGet|hipDeviceGet|hipSetDevice|hipRuntimeGet|hipDriverGet|"
+                          r"hipPeekAt|hipFuncGet|hipModuleGet|hipModuleLoad|hipPointerGet|"
+                          r"hipEventCreate|hipStreamCreate|hipEventElapsed|hipEventQuery|"
+                          r"hipStreamQuery|hipChooseDevice|hipDeviceCanAccess|__hip)")
+
+
+def _repeated(corr: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """Rows whose (pid, correlation id) occurs more than once (ids < 0 never do)."""
+    if len(corr) == 0:
+        return np.zeros(0, dtype=bool)
+    _, inverse, counts = np.unique(np.stack([pid, corr], axis=1), axis=0,
+                                   return_inverse=True, return_counts=True)
+    return (counts[inverse.ravel()] > 1) & (corr >= 0)
+
+
 class _DbRead:
     """One read of a results.db: the tables built so far (``out``) and the API links."""
 
@@ -168,7 +190,7 @@ class _DbRead:
         self.meta, self.info = meta, info
         self.prov = meta["provenance"]
         self.out: dict[str, Any] = {}
-        self.api_corr = self.api_pid = None
+        self.api_corr = self.api_pid = self.api_idle = None
         self.api_args: list[Any] = []
         self.mapping: dict[int, int] = {}
 
@@ -209,6 +231,8 @@ class _DbRead:
         if hip_rows:
             self.api_corr = _ints(corr[:hip_rows])
             self.api_pid = _ints(pids[:hip_rows])
+            self.api_idle = np.array([bool(_NO_GPU_WORK.match(x)) for x in names[:hip_rows]],
+                                     dtype=bool)
 
     def kern(self, dropped: dict[str, int]) -> dict[str, Any] | None:
         """KERN (as results.csv): kernel properties and counters."""
@@ -258,13 +282,33 @@ class _DbRead:
         else:
             out["devices"], self.mapping = build_devices(dev_raw, self.info)
 
-    def link(self, corr: np.ndarray, d: dict, n: int) -> np.ndarray | None:
-        """api_index by (Index, pid) = (HIP.Index, pid); None without HIP rows."""
+    def link(self, corr: np.ndarray, d: dict, n: int, table: str) -> np.ndarray | None:
+        """api_index by (Index, pid) = (HIP.Index, pid); None without HIP rows. A row
+        whose key is not unique (in its table or in HIP) is left unlinked, with a
+        warning: any link chosen for it could be the wrong one."""
         if self.api_corr is None:
             return None
-        link = link_by_correlation(corr, _ints(d.get("pid", [None] * n)), self.api_corr,
-                                   self.api_pid)
+        pid = _ints(d.get("pid", [None] * n))
+        link = link_by_correlation(corr, pid, self.api_corr, self.api_pid)
         link[corr < 0] = -1
+        own = _repeated(corr, pid)
+        hip = (link >= 0) & _repeated(self.api_corr, self.api_pid)[np.maximum(link, 0)]
+        ambiguous = own | hip
+        if ambiguous.any():
+            link[ambiguous] = -1
+            self.meta["warnings"].append(
+                f"{self.path}: {int(ambiguous.sum())} of {n} rows of table {table} are "
+                "left unlinked from their HIP calls because their Index (correlation id) "
+                f"is not unique: {int(own.sum())} share it with another {table} row, "
+                f"{int((hip & ~own).sum())} more match several HIP rows")
+        idle = (link >= 0) & self.api_idle[np.maximum(link, 0)]
+        if idle.any():
+            names = sorted({self.out["api"].strings("name")[a] for a in link[idle].tolist()})
+            link[idle] = -1
+            self.meta["warnings"].append(
+                f"{self.path}: {int(idle.sum())} of {n} rows of table {table} have the "
+                f"Index of a HIP call that queues no GPU work ({', '.join(names[:3])}); "
+                "the Index is wrong, so they are left unlinked")
         return link
 
     def ops_kernels(self, ops, kern) -> None:
@@ -286,7 +330,7 @@ class _DbRead:
             qv = np.array([isinstance(x, int) for x in d["queue-id"]])
             q, out["queues"] = queues_for(dev, _ints(d["queue-id"], 0), qv)
             kcols["queue"] = pa.array(q, mask=q < 0 if (q < 0).any() else None)
-        link = self.link(corr, d, n)
+        link = self.link(corr, d, n, "OPS")
         if link is not None:
             kcols["api_index"] = pa.array(link, mask=link < 0, type=pa.int32())
         ct = self._merge_kern(kcols, kern, names, n) if kern is not None else None
@@ -321,7 +365,7 @@ class _DbRead:
             ccols["device"] = pa.array(g, mask=~gv if (~gv).any() else None)
         corr = _ints(dc.get("Index", [None] * nc))
         ccols["correlation_id"] = pa.array(corr, mask=corr < 0)
-        link = self.link(corr, dc, nc)
+        link = self.link(corr, dc, nc, "COPY")
         if link is not None:
             ccols["api_index"] = pa.array(link, mask=link < 0, type=pa.int32())
             sizes = [size_from_args(self.api_args[a]) if a >= 0 else None

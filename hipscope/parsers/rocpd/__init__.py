@@ -5,6 +5,10 @@ Schema: rocprofiler-sdk ``source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql`` 
 tables carry a per-run ``{{uuid}}`` suffix), ``rocpd_views.sql`` (unsuffixed views over
 them) and ``data_views.sql`` (``kernels``, ``regions``, ``samples``, ``memory_copies``,
 ``processes``, ``counters_collection``...). This reader only queries the unsuffixed views.
+Those data views inner-join their ids: kernels they drop are read from
+``rocpd_kernel_dispatch`` and kept, and lost regions/copies are warned about
+(``dangling.py``). Every file must pass ``PRAGMA quick_check`` (``parsers/_sqlite.py``):
+b-tree damage drops rows without any SQL error.
 Every row carries ``guid`` (one per profiled process); several databases (one per
 process or rank) read as one trace.
 
@@ -21,14 +25,14 @@ stream ids are the profiler's handles with names "Queue N"/"Stream N".
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pyarrow as pa
 
 from ...model import Trace, merge_traces
 from ..base import TraceFormatError, check_cancel, register
-from .db import _db_files, _Db, _is_sqlite, _table_names, is_rocpd
+from .._sqlite import SQL_ERRORS, BackgroundCheck, error_text, is_sqlite
+from .db import _db_files, _Db, _table_names, is_rocpd
 from .tables import read_db
 
 __all__ = ["RocpdReader", "is_rocpd"]
@@ -48,11 +52,11 @@ class RocpdReader:
                 return 0.9 if _db_files(path) else 0.0
             except OSError:
                 return 0.0
-        if not _is_sqlite(path):
+        if not is_sqlite(path):
             return 0.0
         try:
             names = _table_names(path)
-        except (sqlite3.Error, UnicodeDecodeError):
+        except SQL_ERRORS:
             return 0.0
         if "rocpd_metadata" in names:
             return 1.0
@@ -87,14 +91,30 @@ class RocpdReader:
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
         if not path.is_file():
             raise TraceFormatError(path, None, "a rocpd SQLite file", "not a file")
-        if not _is_sqlite(path):
+        if not is_sqlite(path):
             raise TraceFormatError(path, "byte 0", "an SQLite 3 database (rocpd)",
                                    "no SQLite header")
+        check = BackgroundCheck(path, "rocpd")  # quick_check while the views are read
+        try:
+            trace = self._read_views(path, progress, cancelled)
+        except TraceFormatError:
+            damage = check.failed()  # damage explains a failed read best
+            if damage is not None:
+                raise damage from None
+            raise
+        except BaseException:
+            check.stop()
+            raise
+        check.result()
+        return trace
+
+    def _read_views(self, path: Path, progress, cancelled) -> Trace:
         db = _Db(path)
         try:
             return read_db(self.name, db, progress, cancelled)
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise TraceFormatError(path, None, "a readable rocpd database", str(exc)) from None
+        except SQL_ERRORS as exc:
+            raise TraceFormatError(path, None, "a readable rocpd database",
+                                   error_text(exc)) from None
         except (ValueError, TypeError, KeyError, IndexError, OverflowError,
                 pa.ArrowException) as exc:
             raise TraceFormatError(path, None, "rows that follow the rocpd schema",

@@ -11,7 +11,6 @@ same columns. ``HIPSCOPE_ROCPD_ADBC=0`` turns the ADBC path off.
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -20,51 +19,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._sqlite import SQL_ERRORS, connect_ro, error_text, is_sqlite, ro_uri, schema_names
 from ..base import TraceFormatError
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 _MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 _LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
 
 
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-def _uri(path: Path) -> str:
-    """A read-only SQLite file URI for ``path``."""
-    quoted = (str(Path(path).resolve()).replace("%", "%25").replace("?", "%3f")
-              .replace("#", "%23"))
-    return "file:" + quoted + "?mode=ro"
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(_uri(path), uri=True)
-    # a damaged file must not raise UnicodeDecodeError from deep inside a fetch
-    conn.text_factory = lambda b: b.decode("utf-8", "replace")
-    return conn
-
-
 def _table_names(path: Path) -> set[str]:
-    conn = _connect(path)
+    conn = connect_ro(path)
     try:
-        return {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        return set(schema_names(conn))
     finally:
         conn.close()
 
 
 def is_rocpd(path: Path) -> bool:
     """SQLite magic and rocpd_ tables/views (cheap: reads sqlite_master only)."""
-    if not path.is_file() or not _is_sqlite(path):
+    if not path.is_file() or not is_sqlite(path):
         return False
     try:
         names = _table_names(path)
-    except (sqlite3.Error, UnicodeDecodeError):
+    except SQL_ERRORS:
         return False
     return "rocpd_metadata" in names or any(n.startswith("rocpd_") for n in names)
 
@@ -108,12 +84,11 @@ class _Db:
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[str, Future] = {}
         try:
-            self.conn = _connect(path)
-            self.names = {r[0] for r in self.conn.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            self.conn = connect_ro(path)
+            self.names = set(schema_names(self.conn))
+        except SQL_ERRORS as exc:
             raise TraceFormatError(path, "sqlite_master", "a readable SQLite database",
-                                   str(exc)) from None
+                                   error_text(exc)) from None
         self._cols: dict[str, list[str]] = {}
 
     def close(self) -> None:
@@ -136,7 +111,7 @@ class _Db:
                 self.use_adbc = False
                 return None
             try:
-                self._aconn = dbapi.connect(_uri(self.path))
+                self._aconn = dbapi.connect(ro_uri(self.path))
             except Exception:  # noqa: BLE001 - the driver cannot open it: use sqlite3
                 self.use_adbc = False
         return self._aconn
@@ -150,7 +125,7 @@ class _Db:
             return None
         try:
             if own_conn:  # connections are not shared between threads
-                conn = _adbc_dbapi().connect(_uri(self.path))
+                conn = _adbc_dbapi().connect(ro_uri(self.path))
             cur = conn.cursor()
             try:
                 cur.adbc_statement.set_options(
@@ -193,9 +168,9 @@ class _Db:
             try:
                 self._cols[view] = [r[1] for r in self.conn.execute(
                     f'PRAGMA table_info("{view}")')]
-            except (sqlite3.Error, UnicodeDecodeError) as exc:
+            except SQL_ERRORS as exc:
                 raise TraceFormatError(self.path, f"table {view}", "a readable rocpd view",
-                                       str(exc)) from None
+                                       error_text(exc)) from None
         return self._cols[view]
 
     def _plan(self, view: str, wanted: Sequence[str], where: str = "",
@@ -239,6 +214,20 @@ class _Db:
         """Columns of a view as pyarrow arrays; columns the view lacks are left out
         (a required one missing is a TraceFormatError)."""
         sql, cols = self._plan(view, wanted, where, required, extra)
+        return self.fetch_sql(sql, cols, f"table {view}")
+
+    def count(self, table: str) -> int | None:
+        """``count(*)`` of a table or view; None when it cannot be counted."""
+        if not self.has(table):
+            return None
+        try:
+            return int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+        except SQL_ERRORS:
+            return None
+
+    def fetch_sql(self, sql: str, cols: list[str], where: str) -> dict[str, pa.Array]:
+        """The columns ``cols`` of the rows of ``sql`` as pyarrow arrays (ADBC when it
+        can, else sqlite3); an SQL error is a TraceFormatError at ``where``."""
         if self.use_adbc:
             pending = self._pending.pop(sql, None)
             arrow = pending.result() if pending is not None else self._fetch_arrow(sql, cols)
@@ -248,9 +237,9 @@ class _Db:
             self.adbc_fallbacks += 1
         try:
             rows = self.conn.execute(sql).fetchall()
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise TraceFormatError(self.path, f"table {view}",
-                                   "rows readable with the rocpd schema", str(exc)) from None
+        except SQL_ERRORS as exc:
+            raise TraceFormatError(self.path, where, "rows readable with the rocpd schema",
+                                   error_text(exc)) from None
         if not rows:
             return {c: pa.array([], type=pa.null()) for c in cols}
         out = {}

@@ -20,6 +20,7 @@ from .._common import (
     number_per_device,
 )
 from ..base import TraceFormatError, check_cancel
+from .dangling import kernels_kept, unknown_agents, warn_lost
 from .db import _LEGACY_TABLES, _Db, _int, _masked, _str
 
 _MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
@@ -130,7 +131,7 @@ def _devices(db: _Db, host_of_nid: dict[int, str]):
             out[(absidx == ka) & ((nid == kn) | (nid < 0))] = d
         return out
 
-    return to_device, devices_table(dev_rows)
+    return to_device, dev_rows
 
 
 def _with_message(names: pa.Array, cols: dict, n: int, rows=None) -> pa.Array:
@@ -152,11 +153,19 @@ def _regions_query(db: _Db) -> tuple:
             if db.has("regions") and "extdata" in db.columns("regions") else None)
 
 
-def _regions(db: _Db, guids: _Guids):
+def _regions(db: _Db, guids: _Guids, warnings: list[str]):
     """API calls and roctx ranges (regions), plus instant marks (samples)."""
     rg = db.fetch("regions", *_regions_query(db))
     nr = len(rg["start"])
+    warn_lost(db, "regions", "rocpd_region", nr, "regions (API calls, roctx ranges)",
+              warnings)
     r_cat = _str(rg["category"], nr)
+    no_cat = int(r_cat.null_count)
+    if no_cat:  # category_id points nowhere (the view's subquery gives NULL)
+        warnings.append(f"{db.path}: {no_cat} regions have no category (their "
+                        "category_id is not in rocpd_string); they are API calls of "
+                        "domain 'unknown'")
+        r_cat = pc.fill_null(r_cat, "unknown")
     is_marker = np.asarray(pc.fill_null(pc.is_in(r_cat, pa.array(_MARKER_CATEGORIES)),
                                         False).to_numpy(zero_copy_only=False), dtype=bool)
     r_guid = guids(rg.get("guid"), nr)
@@ -252,18 +261,20 @@ _KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z")
                 ("lds_bytes", "lds_size"), ("scratch_bytes", "scratch_size"))
 
 
-def _kernels(db: _Db, guids: _Guids, to_device, api_stack, api_guid):
+def _kernels(db: _Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, warnings):
     path = db.path
     kn = db.fetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
+    kn = kernels_kept(db, kn, _KERNEL_COLUMNS, warnings)
     nk = len(kn["start"])
     k = {"guid": guids(kn.get("guid"), nk), "pid": _int(kn.get("pid"), nk),
          "stream": _int(kn.get("stream_id"), nk), "disp": _int(kn.get("dispatch_id"), nk)}
-    k["dev"] = to_device(_int(kn.get("nid"), nk), _int(kn["agent_abs_index"], nk))
+    k["dev"] = unknown_agents(kn, to_device(_int(kn.get("nid"), nk),
+                                            _int(kn.get("agent_abs_index"), nk)), dev_rows)
     if (k["dev"] < 0).any():
         j = int(np.nonzero(k["dev"] < 0)[0][0])
         raise TraceFormatError(path, "table kernels",
                                "agent_abs_index of a GPU agent in rocpd_info_agent",
-                               f"{int(_int(kn['agent_abs_index'], nk)[j])} in row {j}")
+                               f"{int(_int(kn.get('agent_abs_index'), nk)[j])} in row {j}")
     k_start, k_end = _int(kn["start"], nk, 0), _int(kn["end"], nk, 0)
     k_stack = _int(kn.get("stack_id"), nk)
     k_api = link_by_correlation(k_stack, k["guid"], api_stack, api_guid)
@@ -315,17 +326,19 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
         db.prefetch("counters_collection", *_COUNTER_QUERY)
-    to_device, devices = _devices(db, host_of_nid)
+    to_device, dev_rows = _devices(db, host_of_nid)
     check_cancel(cancelled)
     progress(0.1)
-    api, markers, api_stack, api_guid = _regions(db, guids)
+    api, markers, api_stack, api_guid = _regions(db, guids, warnings)
     check_cancel(cancelled)
     progress(0.4)
-    kernels, queues, k = _kernels(db, guids, to_device, api_stack, api_guid)
+    kernels, queues, k = _kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
+                                  warnings)
+    devices = devices_table(dev_rows)
     check_cancel(cancelled)
     progress(0.75)
     streams = _streams(db, guids, k["stream"], k["dev"], k["queue"], k["pid"], k["guid"])
-    copies = _copies(db, guids, to_device, api_stack, api_guid)
+    copies = _copies(db, guids, to_device, api_stack, api_guid, warnings)
     progress(0.85)
     counters = _counters(db, guids, k["guid"], k["disp"])
     progress(1.0)
@@ -374,11 +387,12 @@ _COPY_COLUMNS = ["guid", "nid", "pid", "tid", "start", "end", "name", "size", "s
                  "dst_agent_type", "stack_id"]
 
 
-def _copies(db: _Db, gcode, to_device, api_stack, api_guid):
+def _copies(db: _Db, gcode, to_device, api_stack, api_guid, warnings):
     if not db.has("memory_copies"):
         return build_table("copies", {}, n=0)
     mc = db.fetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     n = len(mc["start"])
+    warn_lost(db, "memory_copies", "rocpd_memory_copy", n, "memory copies", warnings)
     if n == 0:
         return build_table("copies", {}, n=0)
     names = _str(mc.get("name"), n)

@@ -1,0 +1,203 @@
+"""Opening SQLite inputs (rocpd, legacy results.db) read-only, the same way everywhere.
+
+* The URI is built with ``urllib.parse.quote`` of the absolute path, so ``%``, ``#``,
+  ``?`` and non-UTF-8 bytes in folder names name the file itself (``file:a%41b`` would
+  otherwise open ``aAb``). ``mode=ro`` only: ``immutable=1`` is not safe here, since it
+  skips the ``-wal`` file (rows there would vanish silently) and change detection (a
+  profiler may still be writing the file).
+* Text is decoded with U+FFFD for invalid UTF-8, and SQLite error messages that hold
+  undecodable bytes (a damaged schema) become text too (:func:`error_text`).
+* :func:`check_intact` runs ``PRAGMA quick_check``: corruption makes rows vanish
+  without any SQL error, so a failing check refuses the file with the first message.
+  It reads every page: 0.9-1.4 s for a 0.32 GB, 1M-kernel rocpd file, against about
+  5.5 s for the ADBC read and 13 s for the sqlite3 one. :class:`BackgroundCheck` runs it
+  on its own connection and thread while the reader reads, which hides it where there
+  is a spare core. ``quick_check(1)`` stops at the first problem (a damaged file is not
+  scanned to the end); checking only the tables read would save little, since those
+  are the big ones.
+* :func:`schema_names` lists tables and views even when the schema cannot be parsed
+  (``writable_schema``), so sniffers still recognise the file and the reader can say why
+  it cannot read it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from urllib.parse import quote
+
+from .base import TraceFormatError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQL_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is a file that starts with the SQLite 3 header."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def ro_uri(path: str | os.PathLike) -> str:
+    """A read-only ``file:`` URI naming exactly ``path`` (sqlite3 and ADBC alike)."""
+    return "file:" + quote(os.fsencode(os.path.abspath(path))) + "?mode=ro"
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def connect_ro(path: str | os.PathLike) -> sqlite3.Connection:
+    """A read-only connection; invalid UTF-8 in text cells reads as U+FFFD."""
+    conn = sqlite3.connect(ro_uri(path), uri=True)
+    conn.text_factory = _decode
+    return conn
+
+
+# how SQLite's messages that quote schema text begin (sqlite3 cannot decode them when
+# that text is not UTF-8)
+_SQLITE_MESSAGES = ("malformed database schema", "near ", "no such ", "unrecognized token",
+                    "database ")
+
+
+def error_text(exc: BaseException) -> str:
+    """The message of an SQLite error. A UnicodeDecodeError is either SQLite's message
+    quoting a damaged schema (given decoded with U+FFFD) or a column name sqlite3 could
+    not decode (said so)."""
+    if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes | bytearray):
+        text = _decode(bytes(exc.object))
+        if text.startswith(_SQLITE_MESSAGES):
+            return text
+        return f"a name that is not UTF-8 ({text!r})"
+    return str(exc)
+
+
+def schema_names(conn: sqlite3.Connection, types: tuple[str, ...] = ("table", "view"),
+                 ) -> list[str]:
+    """Names in sqlite_master of the given types, in schema order. A schema SQLite
+    cannot parse is read raw (``writable_schema``, a read-only connection) so that the
+    file can still be recognised; reading it then fails with the reason."""
+    marks = ", ".join("?" * len(types))
+    sql = f"SELECT name FROM sqlite_master WHERE type IN ({marks}) ORDER BY rowid"
+    try:
+        return [r[0] for r in conn.execute(sql, types)]
+    except SQL_ERRORS:
+        conn.execute("PRAGMA writable_schema = ON")
+        try:
+            return [r[0] for r in conn.execute(sql, types)]
+        finally:
+            conn.execute("PRAGMA writable_schema = OFF")
+
+
+def _columns(conn: sqlite3.Connection, name: str) -> list[str]:
+    quoted = name.replace('"', '""')
+    return [r[1] for r in conn.execute(f'PRAGMA table_info("{quoted}")')]
+
+
+def schema_columns(conn: sqlite3.Connection, types: tuple[str, ...] = ("table",),
+                   ) -> dict[str, list[str]]:
+    """name -> column names for the tables (or views) in sqlite_master. A schema
+    SQLite cannot parse is read raw, as in :func:`schema_names` (a table whose own
+    definition is damaged then lists no columns)."""
+    try:
+        return {n: _columns(conn, n) for n in schema_names(conn, types)}
+    except SQL_ERRORS:
+        pass
+    names = schema_names(conn, types)
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        out = {}
+        for n in names:
+            try:
+                out[n] = _columns(conn, n)
+            except SQL_ERRORS:
+                out[n] = []
+        return out
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+
+
+def check_intact(conn: sqlite3.Connection, path: Path, what: str) -> None:
+    """``PRAGMA quick_check``; a damaged file is a TraceFormatError naming the first
+    problem (b-tree damage drops rows with no SQL error, so it is never read)."""
+    try:
+        rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except SQL_ERRORS as exc:
+        msg = error_text(exc)
+    else:
+        msg = "; ".join(str(r[0]) for r in rows)
+        if msg == "ok":
+            return
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip() and
+             not ln.lstrip().startswith("***")]  # "*** in database main ***"
+    raise TraceFormatError(path, "PRAGMA quick_check", f"an intact SQLite database ({what})",
+                           f"damage: {lines[0] if lines else msg}")
+
+
+def open_checked(path: Path, what: str) -> sqlite3.Connection:
+    """:func:`connect_ro` followed by :func:`check_intact`; any failure is a
+    TraceFormatError naming the file."""
+    try:
+        conn = connect_ro(path)
+    except SQL_ERRORS as exc:
+        raise TraceFormatError(path, None, f"a readable SQLite database ({what})",
+                               error_text(exc)) from None
+    try:
+        check_intact(conn, path, what)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class BackgroundCheck:
+    """:func:`check_intact` on its own connection and thread, overlapping the read
+    (SQLite releases the GIL); :meth:`result` waits and raises its refusal."""
+
+    def __init__(self, path: Path, what: str):
+        self.path, self.what = path, what
+        self._error: TraceFormatError | None = None
+        try:
+            self._conn = sqlite3.connect(ro_uri(path), uri=True, check_same_thread=False)
+        except SQL_ERRORS as exc:
+            raise TraceFormatError(path, None, f"a readable SQLite database ({what})",
+                                   error_text(exc)) from None
+        self._conn.text_factory = _decode
+        self._thread = threading.Thread(target=self._run, name="sqlite-quick-check",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            check_intact(self._conn, self.path, self.what)
+        except TraceFormatError as exc:
+            self._error = exc
+        except BaseException as exc:  # noqa: BLE001 - reported by result()
+            self._error = TraceFormatError(self.path, "PRAGMA quick_check",
+                                           f"an intact SQLite database ({self.what})",
+                                           f"{type(exc).__name__}: {exc}")
+
+    def _join(self) -> None:
+        self._thread.join()
+        self._conn.close()
+
+    def result(self) -> None:
+        """Wait for the check; raise its TraceFormatError when the file is damaged."""
+        self._join()
+        if self._error is not None:
+            raise self._error
+
+    def failed(self) -> TraceFormatError | None:
+        """Wait for the check; its refusal, or None when the file is intact."""
+        self._join()
+        return self._error
+
+    def stop(self) -> None:
+        """Abandon the check (the read was cancelled or failed for another reason)."""
+        self._conn.interrupt()
+        self._join()
