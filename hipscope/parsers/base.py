@@ -179,8 +179,10 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
 
 def _read_one(path: Path, reader: str | None, progress: ProgressFn,
               cancelled: CancelledFn) -> Trace:
+    from ._intervals import drop_bad_intervals
+
     r = get_reader(reader) if reader else find_reader(path)
-    return r.read(path, progress, cancelled)
+    return drop_bad_intervals(r.read(path, progress, cancelled))
 
 
 # --------------------------------------------------------------------------- I/O helpers

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...model import Trace, build_table, categorical, link_by_correlation
 from .._common import copy_direction, group_key, nesting_depth
+from .._intervals import LIMIT_NS
 from ..base import check_cancel
 from .columns import (
     _NULL,
@@ -333,11 +334,20 @@ def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> N
         provenance["correlation_id"] = "args.correlation"
 
 
-def _base_ns(top: _Top) -> int:
+def _base_ns(path: Path, top: _Top, warnings: list[str]) -> int:
+    """baseTimeNanoseconds as int; a base that is negative or past 2^62 ns (it would
+    overflow int64 once ts is added) is ignored with a warning."""
     base = top.baseTimeNanoseconds
-    if isinstance(base, float) and base == base:
+    if isinstance(base, float) and abs(base) < float(LIMIT_NS):
         base = int(base)
+    elif isinstance(base, float) and base == base:
+        base = int(np.sign(base)) * LIMIT_NS * 2      # past the limit: warned below
     if not isinstance(base, int) or isinstance(base, bool):
+        base = 0
+    if not 0 <= base <= LIMIT_NS:
+        warnings.append(f"{path}: baseTimeNanoseconds {top.baseTimeNanoseconds!r} is not a "
+                        "time in 0..2^62 ns; ignored it (times are ts as written, from the "
+                        "trace's own zero)")
         base = 0
     return base
 
@@ -345,7 +355,7 @@ def _base_ns(top: _Top) -> int:
 def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
           progress, cancelled) -> Trace:
     """The trace of a decoded Kineto file."""
-    base = _base_ns(top)
+    base = _base_ns(path, top, warnings)
     ctx = SimpleNamespace(provenance={}, warnings=warnings, dropped=dropped)
     ev = _Events(top)
     proc_labels, thread_names = _process_names(ev)
