@@ -54,6 +54,17 @@ def _is_amd(raw: dict) -> bool:
             or any(p.get("warpSize") == 64 for p in props))
 
 
+def _gpu_ids(raw: dict) -> list:
+    """The GPU ids the raw file names: deviceProperties ids, or (a trace without them,
+    e.g. the 2023 HTA ranks) the device of every kernel and copy (args.device, else
+    its pid). A kernel that names a device needs that device."""
+    props = raw.get("deviceProperties") or []
+    if props:
+        return sorted(p["id"] for p in props)
+    gpu = _x(raw["traceEvents"], "kernel", "gpu_memcpy", "gpu_memset")
+    return sorted({e.get("args", {}).get("device", e["pid"]) for e in gpu})
+
+
 @pytest.fixture(scope="module", params=DIRS, ids=ids(DIRS))
 def sample(request):
     path = _file(request.param)
@@ -71,7 +82,7 @@ def test_counts(sample):
     assert n_memset == len(_x(ev, "gpu_memset"))
     assert len(tr.markers) == len(_x(ev, "user_annotation", "gpu_user_annotation", "cpu_op",
                                      "python_function"))
-    assert len(tr.devices) == len(raw.get("deviceProperties") or [])
+    assert len(tr.devices) == len(_gpu_ids(raw))
     assert tr.meta["format"] == "kineto"
     assert tr.meta["clock"] == "unix epoch (Kineto)"
     assert tr.meta["sources"] == [str(path)]
@@ -137,7 +148,8 @@ def test_devices_and_grid(sample):
         assert used == raw_dev
     assert set(used) <= set(tr.devices.numpy("index").tolist())
     names = tr.devices.strings("name")
-    assert names == [p["name"] for p in sorted(props, key=lambda p: p["id"])]
+    assert names == ([p["name"] for p in sorted(props, key=lambda p: p["id"])] if props
+                     else [f"GPU {i}" for i in _gpu_ids(raw)])
     vendor = "AMD" if _is_amd(raw) else "NVIDIA"
     assert set(tr.devices.strings("vendor")) == {vendor}
     # NVIDIA grid counts blocks: hipscope stores work-items

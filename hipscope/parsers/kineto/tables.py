@@ -73,9 +73,9 @@ def _process_names(ev: _Events) -> tuple[dict[int, str], dict[tuple[int, int], s
     return proc_labels, thread_names
 
 
-def _api_side(ev: _Events, base: int, vendor: str | None) -> SimpleNamespace:
+def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
     """Host runtime / driver / sync calls as columns."""
-    a = SimpleNamespace(sub=ev.select(API_CATS))
+    a = SimpleNamespace(sub=sub)
     a.args = _args_of(a.sub)
     a.n = len(a.sub)
     a.start, a.end, a.ok = _times(a.sub, base)
@@ -362,8 +362,9 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     check_cancel(cancelled)
     props = top.deviceProperties if isinstance(top.deviceProperties, list) else []
     props = [p for p in props if isinstance(p, dict)]
-    vendor = _vendor(top, props)
-    a = _api_side(ev, base, vendor)
+    a_sub = ev.select(API_CATS)
+    vendor = _vendor(top, props, a_sub)
+    a = _api_side(a_sub, base, vendor)
     check_cancel(cancelled)
     k_sub = ev.select(("kernel",))
     c_sub = ev.select(("gpu_memcpy", "gpu_memset"))
