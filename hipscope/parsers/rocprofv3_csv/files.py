@@ -181,10 +181,44 @@ def _host_of(rel: Path) -> str | None:
     return None
 
 
-def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
-    """The sets of ``root`` (a folder; ``single`` = the file the user opened, if any)."""
+def _identity(path: Path | str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of what a path leads to (links followed); None if unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _first_visit(path: Path | str, seen: set) -> bool:
+    """True the first time a folder or file (by identity, links followed) is met: a
+    link to a folder already walked, or a second name of a file, is not read again."""
+    ident = _identity(path)
+    if ident is None:
+        return True          # cannot tell: reading it gives the real error
+    if ident in seen:
+        return False
+    seen.add(ident)
+    return True
+
+
+def _skip_note(path: Path, line: bytes, fields: list[str] | None) -> str:
+    why = ("empty" if not line.strip() and os.path.getsize(path) == 0 else
+           "the first line is blank" if not line.strip() else
+           "binary data, not a CSV header" if fields is None else
+           f"header not recognised ({_show(line)})")
+    return f"skipped {path}: {why}; it is not read as part of the rocprofv3 set"
+
+
+def _discover(root: Path, single: Path | None
+              ) -> tuple[list[_Set], list[str], list[str]]:
+    """The sets of ``root`` (a folder; ``single`` = the file the user opened, if any),
+    the files ignored, and a note for each .csv skipped as empty or unrecognised."""
     sets: dict[tuple[Path, str], _Set] = {}
     ignored: list[str] = []
+    notes: list[str] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[tuple[int, int]] = set()
 
     def add(path: Path, kind: str, prefix: str | None, fields: list[str]) -> None:
         """prefix None: the file's name says nothing of its process: a set of its own."""
@@ -198,8 +232,11 @@ def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
         sets[key].files.setdefault(kind, []).append(CsvFile(path, kind, fields))
 
     def visit(d: Path, depth: int) -> None:
+        if not _first_visit(d, seen_dirs):
+            return
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            # real entries before links, so a folder is named by its real path
+            entries = sorted(os.scandir(d), key=lambda e: (e.is_symlink(), e.name))
         except OSError:
             return
         for e in entries:
@@ -214,7 +251,7 @@ def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
                 continue
             if single is not None and p == single:
                 continue
-            if p.suffix.lower() != ".csv":
+            if p.suffix.lower() != ".csv" or not _first_visit(p, seen_files):
                 continue
             named = split_name(p)
             if named is not None:
@@ -234,10 +271,13 @@ def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
             kind = header_kind(fields) if fields else None
             if kind is None or kind == "agents":
                 ignored.append(str(p))
+                if kind is None:
+                    notes.append(_skip_note(p, line, fields))
                 continue
             add(p, kind, None, fields)
 
     if single is not None:
+        _first_visit(single, seen_files)
         named = split_name(single)
         if named is not None:
             prefix, dom = named
@@ -253,7 +293,7 @@ def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
     for s in out:
         for files in s.files.values():
             files.sort(key=lambda f: f.path.name)
-    return out, ignored
+    return out, ignored, notes
 
 
 def _sniff_dir(path: Path) -> float:
