@@ -37,9 +37,9 @@ FAR_RATIO = 10                  # the gap against the span of everything else
 _TIMED = ("kernels", "api", "copies", "markers")
 _NOUNS = {"kernels": ("kernel", "kernels"), "api": ("API call", "API calls"),
           "copies": ("memory copy", "memory copies"), "markers": ("marker", "markers")}
-_REASONS = (("past", "with a timestamp past 2^62 ns"),
-            ("negative", "with a negative timestamp"),
-            ("backwards", "that end before they start"))
+_REASONS = (("backwards", ("that ends before it starts", "that end before they start")),
+            ("negative", ("with a negative timestamp",) * 2),
+            ("past", ("with a timestamp past 2^62 ns",) * 2))
 
 
 # --------------------------------------------------------------------------- arithmetic
@@ -80,8 +80,8 @@ def _bad_rows(t: Table) -> dict[str, np.ndarray]:
     """Masks of rows to drop, by reason (each row counted under its first reason)."""
     s, e = t.numpy("start", fill=0), t.numpy("end", fill=0)
     past = (s > LIMIT_NS) | (e > LIMIT_NS)
-    negative = ~past & ((s < 0) | (e < 0))
-    backwards = ~past & ~negative & (e < s)
+    backwards = ~past & (e < s)
+    negative = ~past & ~backwards & ((s < 0) | (e < 0))
     return {"past": past, "negative": negative, "backwards": backwards}
 
 
@@ -90,8 +90,8 @@ def _count_text(name: str, masks: dict[str, np.ndarray]) -> str:
     for key, text in _REASONS:
         n = int(masks[key].sum())
         if n:
-            noun = _NOUNS[name][n != 1] if not parts else ""
-            parts.append(f"{n:,} {noun} {text}".replace("  ", " "))
+            noun = f" {_NOUNS[name][n != 1]}" if not parts else ""
+            parts.append(f"{n:,}{noun} {text[n != 1]}")
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
