@@ -53,11 +53,12 @@ def one_warning(tr, text: str) -> str:
 # --------------------------------------------------------------------------- Kineto
 
 def _kineto(tmp_path: Path, plant) -> tuple[Path, dict]:
-    raw = json.loads(gzip.decompress(KINETO.read_bytes()), parse_float=Decimal)
+    """A planted copy of the H200 sample, and its raw JSON read back (exact decimals)."""
+    raw = json.loads(gzip.decompress(KINETO.read_bytes()))
     plant(raw)
     out = tmp_path / "k.json.gz"
-    out.write_bytes(gzip.compress(json.dumps(raw, default=str).encode()))
-    return out, raw
+    out.write_bytes(gzip.compress(json.dumps(raw).encode()))
+    return out, json.loads(gzip.decompress(out.read_bytes()), parse_float=Decimal)
 
 
 def _kineto_pairs(raw: dict, *cats: str) -> list[tuple[int, int]]:
@@ -65,8 +66,8 @@ def _kineto_pairs(raw: dict, *cats: str) -> list[tuple[int, int]]:
     out = []
     for e in raw["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") in cats:
-            s = base + int(Decimal(str(e["ts"])) * 1000)
-            out.append((s, s + int(Decimal(str(e.get("dur", 0))) * 1000)))
+            s = base + int(Decimal(e["ts"]) * 1000)
+            out.append((s, s + int(Decimal(e.get("dur", 0)) * 1000)))
     return out
 
 
