@@ -534,3 +534,17 @@ def test_adbc_and_sqlite3_paths_give_the_same_trace(db_path):
         assert a.data.schema == b.data.schema, name
         assert a.data.equals(b.data), name
     assert fast.meta == slow.meta
+
+
+def test_folder_with_a_second_name_of_a_db_reads_it_once(tmp_path):
+    """W9 for rocpd folders: a link to a db already in the folder doubled every count."""
+    shutil.copy(DBS[0], tmp_path / "4242_results.db")
+    (tmp_path / "9999_results.db").symlink_to("4242_results.db")
+    con = sqlite3.connect(DBS[0])
+    (kt,) = con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE "
+                        "'rocpd_kernel_dispatch_%'").fetchone()
+    (n,) = con.execute(f'SELECT count(*) FROM "{kt}"').fetchone()
+    con.close()
+    tr = open_trace(tmp_path)
+    assert len(tr.kernels) == n
+    assert len(tr.meta["sources"]) == 1
