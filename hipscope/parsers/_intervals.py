@@ -21,6 +21,7 @@ start/end (kernels, API calls, copies, markers):
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -54,18 +55,6 @@ def add_ns(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
     over = ((a >= 0) == (b >= 0)) & ((out >= 0) != (a >= 0))
     if np.any(over):
         out = np.where(over, np.where(a >= 0, INT64_MAX, INT64_MIN), out)
-    return out
-
-
-def float_to_ns(x: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """float64 ``x * scale`` rounded to int64 ns; values beyond ±2^62 (and ±inf)
-    saturate at the int64 limits, NaN becomes 0 (callers mask it)."""
-    v = np.asarray(x, np.float64) * scale
-    big = np.abs(v) >= float(LIMIT_NS)
-    safe = np.where(big | ~np.isfinite(v), 0.0, v)
-    out = np.rint(safe).astype(np.int64)
-    if np.any(big):
-        out = np.where(big, np.where(v > 0, INT64_MAX, INT64_MIN), out)
     return out
 
 
@@ -114,14 +103,17 @@ def _relink(t: Table, col: str, new_index: np.ndarray) -> tuple[Table, np.ndarra
     return Table(t.spec, t.data.set_column(t.data.column_names.index(col), col, out)), lost
 
 
-def drop_bad_intervals(trace: Trace) -> Trace:
+def drop_bad_intervals(trace: Trace, path: str | os.PathLike | None = None) -> Trace:
     """``trace`` without rows of impossible times, links renumbered, one warning per
-    table with counts, and a warning when a few rows lie far from all the others."""
+    table with counts, and a warning when a few rows lie far from all the others.
+    Warnings name ``path`` (what was opened), else the trace's one source file."""
     sources = trace.meta.get("sources") or []
-    prefix = f"{sources[0]}: " if len(sources) == 1 else ""
+    where = path if path is not None else (sources[0] if len(sources) == 1 else None)
+    prefix = f"{where}: " if where is not None else ""
     warnings: list[str] = []
     tables = {name: getattr(trace, name) for name in (*_TIMED, "counters")}
     keeps: dict[str, np.ndarray] = {}
+    dropped = dict(trace.meta.get("dropped") or {})
     for name in _TIMED:
         if not len(tables[name]):
             continue
@@ -130,6 +122,7 @@ def drop_bad_intervals(trace: Trace) -> Trace:
         if bad.any():
             keeps[name] = ~bad
             warnings.append(f"{prefix}dropped {_count_text(name, masks)}")
+            dropped[f"{name} with impossible times"] = int(bad.sum())
     if keeps:
         tables = _apply(tables, keeps, warnings, prefix)
     far = _far_warning(tables, prefix)
@@ -138,6 +131,8 @@ def drop_bad_intervals(trace: Trace) -> Trace:
     if not warnings:
         return trace
     meta = {**trace.meta, "warnings": [*trace.meta.get("warnings", []), *warnings]}
+    if keeps:
+        meta["dropped"] = dropped
     return replace(trace, meta=meta, **tables)
 
 
@@ -192,6 +187,9 @@ def _far_warning(tables: dict[str, Table], prefix: str) -> str | None:
         return None
     starts = {n: t.numpy("start", fill=0) for n, t in timed}
     ends = {n: t.numpy("end", fill=0) for n, t in timed}
+    lo = min(int(v.min()) for v in starts.values())
+    if max(int(v.max()) for v in ends.values()) - lo < FAR_GAP_NS:
+        return None                         # under an hour in all: no gap to sort for
     rng = _far_range(np.concatenate([*starts.values(), *ends.values()]))
     if rng is None:
         return None

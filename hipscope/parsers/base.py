@@ -182,7 +182,7 @@ def _read_one(path: Path, reader: str | None, progress: ProgressFn,
     from ._intervals import drop_bad_intervals
 
     r = get_reader(reader) if reader else find_reader(path)
-    return drop_bad_intervals(r.read(path, progress, cancelled))
+    return drop_bad_intervals(r.read(path, progress, cancelled), path)
 
 
 # --------------------------------------------------------------------------- I/O helpers

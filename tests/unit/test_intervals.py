@@ -164,8 +164,9 @@ def test_rocprofv3_csv_end_before_start_and_past_2_62(tmp_path):
     want = kept(_csv_pairs(d, "*_kernel_trace.csv"))
     assert times(tr.kernels) == want
     assert len(want) == len(_csv_pairs(d, "*_kernel_trace.csv")) - 4
-    one_warning(tr, "dropped 3 kernels that end before they start and 1 with a timestamp "
-                "past 2^62 ns")
+    one_warning(tr, f"{d}: dropped 3 kernels that end before they start and 1 with a "
+                "timestamp past 2^62 ns")
+    assert tr.meta["dropped"]["kernels with impossible times"] == 4
     assert tr.time_range()[1] < LIMIT
     # the counters of the dropped kernels go with them; every other link holds
     with open(d / "4243_counter_collection.csv", newline="") as fh:
@@ -192,7 +193,7 @@ def test_rocprofv3_csv_rows_days_away_are_warned_not_dropped(tmp_path):
     _rewrite_csv(d / "4242_kernel_trace.csv", change)
     tr = open_trace(d)
     assert times(tr.kernels) == kept(_csv_pairs(d, "*_kernel_trace.csv"))
-    w = one_warning(tr, "2 kernels lie up to 10.0 days away from the other")
+    w = one_warning(tr, f"{d}: 2 kernels lie up to 10.0 days away from the other")
     assert "timestamps look wrong" in w
     pristine = open_trace(TWIN)
     assert not any("away from the other" in x for x in pristine.warnings)
