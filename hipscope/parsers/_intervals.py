@@ -13,10 +13,10 @@ start/end (kernels, API calls, copies, markers):
   other link is renumbered;
 * warns (drops nothing) when a few rows lie far from all the others. Rule: sort every
   start and end of the trace; when the widest gap between neighbours is at least
-  an hour *and* at least ten times the span of everything else, the side of the gap
-  with fewer time points is "far"; repeat on the rest (at most 3 times). A real trace
-  can idle for an hour between bursts, but not for ten times all its work; a few rows
-  days away from seconds of work are a broken clock or a planted value.
+  an hour, at least ten times the span of everything else, and one side of it holds
+  at most 1 % of the time points (or 2), that side is "far"; repeat on the rest (at
+  most 3 times). A real trace can idle for hours between two bursts of work, but a
+  few rows days away from seconds of work are a broken clock or a planted value.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 FAR_GAP_NS = 3_600 * 10**9      # an hour
 FAR_RATIO = 10                  # the gap against the span of everything else
+FAR_FEW = 100                   # "a few": at most 1 % of the time points (or 2)
 _TIMED = ("kernels", "api", "copies", "markers")
 _NOUNS = {"kernels": ("kernel", "kernels"), "api": ("API call", "API calls"),
           "copies": ("memory copy", "memory copies"), "markers": ("marker", "markers")}
@@ -163,6 +164,7 @@ def _far_range(points: np.ndarray) -> tuple[int, int] | None:
     """(lo, hi) of the main group of time points when some lie far away, else None."""
     p = np.sort(points)
     lo_i, hi_i, found = 0, len(p), False
+    few = max(2, len(p) // FAR_FEW)
     for _ in range(3):
         q = p[lo_i:hi_i]
         if len(q) < 2:
@@ -171,13 +173,14 @@ def _far_range(points: np.ndarray) -> tuple[int, int] | None:
         i = int(np.argmax(gaps))
         gap = int(gaps[i])
         rest = int(q[-1] - q[0]) - gap
-        if gap < FAR_GAP_NS or gap < FAR_RATIO * rest:
-            break
+        n_left, n_right = i + 1, len(q) - i - 1
+        if gap < FAR_GAP_NS or gap < FAR_RATIO * rest or min(n_left, n_right) > few:
+            break                        # two bursts of work apart are a real trace
         found = True
-        if i + 1 >= len(q) - i - 1:      # the left side has at least as many points
-            hi_i = lo_i + i + 1
+        if n_left >= n_right:
+            hi_i = lo_i + n_left
         else:
-            lo_i = lo_i + i + 1
+            lo_i = lo_i + n_left
     return (int(p[lo_i]), int(p[hi_i - 1])) if found else None
 
 

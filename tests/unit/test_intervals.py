@@ -376,3 +376,22 @@ def test_ncu_negative_duration(tmp_path):
     n_bad = sum(1 for r in rows[1:] if r[col["ID"]] == hit[col["ID"]]
                 and numeric(r[col["Metric Value"]]))
     one_warning(tr, f"dropped {n_bad} counter values of the kernels dropped")
+
+
+def test_two_bursts_hours_apart_are_not_warned(tmp_path):
+    """A profile of two bursts of work hours apart (one process started two hours after
+    the other) is a real trace: no 'far away' warning, nothing dropped."""
+    d = tmp_path / "v"
+    shutil.copytree(TWIN, d)
+    two_hours = 2 * 3_600 * 10**9
+    for f in sorted(d.glob("4243_*.csv")):
+        def change(rows):
+            for r in rows:
+                for c in ("Start_Timestamp", "End_Timestamp"):
+                    if r.get(c):
+                        r[c] = str(int(r[c]) + two_hours)
+        if "Start_Timestamp" in (f.read_text().splitlines() or [""])[0]:
+            _rewrite_csv(f, change)
+    tr = open_trace(d)
+    assert times(tr.kernels) == kept(_csv_pairs(d, "*_kernel_trace.csv"))
+    assert not any("away from the other" in w or "dropped" in w for w in tr.warnings)
