@@ -180,6 +180,28 @@ def test_rocprofv3_csv_end_before_start_and_past_2_62(tmp_path):
     assert (k_disp[ki[ki >= 0]] == c_disp[ki >= 0]).all()
 
 
+@pytest.mark.parametrize("domain,noun,table", [
+    ("memory_copy_trace", "memory copy", "copies"),
+    ("marker_api_trace", "marker", "markers")])
+def test_rocprofv3_csv_copies_and_markers(tmp_path, domain, noun, table):
+    d = tmp_path / "v"
+    shutil.copytree(TWIN, d)
+
+    def change(rows):
+        r = next(r for r in rows if r["Start_Timestamp"] != r["End_Timestamp"])
+        r["Start_Timestamp"], r["End_Timestamp"] = r["End_Timestamp"], r["Start_Timestamp"]
+    _rewrite_csv(d / f"4242_{domain}.csv", change)
+    tr = open_trace(d)
+    pairs = _csv_pairs(d, f"*_{domain}.csv")
+    assert times(getattr(tr, table)) == kept(pairs) and len(kept(pairs)) == len(pairs) - 1
+    one_warning(tr, f"{d}: dropped 1 {noun} that ends before it starts")
+    if table == "copies":          # links of the copies left still name their call
+        ai = tr.copies.numpy("api_index", fill=-1)
+        assert (ai >= 0).any()
+        assert (tr.api.numpy("correlation_id")[ai[ai >= 0]]
+                == tr.copies.numpy("correlation_id")[ai >= 0]).all()
+
+
 def test_rocprofv3_csv_rows_days_away_are_warned_not_dropped(tmp_path):
     """W5: a few rows days away from all the others: kept, but the span is called out."""
     d = tmp_path / "v"
