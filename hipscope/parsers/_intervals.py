@@ -208,7 +208,7 @@ def _far_warning(tables: dict[str, Table], prefix: str) -> str | None:
             parts.append(f"{k:,} {_NOUNS[name][k != 1]}")
             dist = max(dist, int(max(lo - s[far].min(), e[far].max() - hi, 0)))
     what = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return (f"{prefix}{what} lie up to {_duration_text(dist)} away from the other "
+    return (f"{prefix}{what} {'lies' if n_far == 1 else 'lie'} up to {_duration_text(dist)} away from the other "
             f"{n_all - n_far:,} timed rows (which span {_duration_text(hi - lo)}): "
             "their timestamps look wrong, and the trace's time span is mostly that gap")
 
