@@ -371,8 +371,10 @@ def _warn_separate_runs(trace: Trace) -> Trace:
 @_one_input
 def _read_one(path: Path, reader: str | None, progress: ProgressFn,
               cancelled: CancelledFn) -> Trace:
+    from ._intervals import drop_bad_intervals
+
     r = get_reader(reader) if reader else find_reader(path)
-    return r.read(path, progress, cancelled)
+    return drop_bad_intervals(r.read(path, progress, cancelled), path)
 
 
 # --------------------------------------------------------------------------- I/O helpers

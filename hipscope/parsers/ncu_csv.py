@@ -300,9 +300,12 @@ class NcuCsvReader:
             if scale is None:
                 no_dur.append(kid)
                 continue
-            dur[j] = max(0, int(round(d[0] * scale)))
-        end = np.cumsum(dur)
-        start = end - dur
+            dur[j] = int(round(d[0] * scale))
+        # a negative Duration keeps its raw value (the interval rule drops that kernel)
+        # but takes no room in the synthetic layout
+        room = np.maximum(dur, 0)
+        start = np.cumsum(room) - room
+        end = start + dur
         warnings.append("Nsight Compute records no timestamps (it serialises and replays each "
                         "kernel): kernels are laid back-to-back from 0 in ID order, each lasting "
                         "its measured GPU time. Durations are real; positions, gaps, overlap and "

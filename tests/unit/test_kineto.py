@@ -54,6 +54,17 @@ def _is_amd(raw: dict) -> bool:
             or any(p.get("warpSize") == 64 for p in props))
 
 
+def _gpu_ids(raw: dict) -> list:
+    """The GPU ids the raw file names: deviceProperties ids, or (a trace without them,
+    e.g. the 2023 HTA ranks) the device of every kernel and copy (args.device, else
+    its pid). A kernel that names a device needs that device."""
+    props = raw.get("deviceProperties") or []
+    if props:
+        return sorted(p["id"] for p in props)
+    gpu = _x(raw["traceEvents"], "kernel", "gpu_memcpy", "gpu_memset")
+    return sorted({e.get("args", {}).get("device", e["pid"]) for e in gpu})
+
+
 @pytest.fixture(scope="module", params=DIRS, ids=ids(DIRS))
 def sample(request):
     path = _file(request.param)
@@ -71,7 +82,7 @@ def test_counts(sample):
     assert n_memset == len(_x(ev, "gpu_memset"))
     assert len(tr.markers) == len(_x(ev, "user_annotation", "gpu_user_annotation", "cpu_op",
                                      "python_function"))
-    assert len(tr.devices) == len(raw.get("deviceProperties") or [])
+    assert len(tr.devices) == len(_gpu_ids(raw))
     assert tr.meta["format"] == "kineto"
     assert tr.meta["clock"] == "unix epoch (Kineto)"
     assert tr.meta["sources"] == [str(path)]
@@ -137,7 +148,8 @@ def test_devices_and_grid(sample):
         assert used == raw_dev
     assert set(used) <= set(tr.devices.numpy("index").tolist())
     names = tr.devices.strings("name")
-    assert names == [p["name"] for p in sorted(props, key=lambda p: p["id"])]
+    assert names == ([p["name"] for p in sorted(props, key=lambda p: p["id"])] if props
+                     else [f"GPU {i}" for i in _gpu_ids(raw)])
     vendor = "AMD" if _is_amd(raw) else "NVIDIA"
     assert set(tr.devices.strings("vendor")) == {vendor}
     # NVIDIA grid counts blocks: hipscope stores work-items
@@ -327,3 +339,53 @@ def test_cli_report_json(capsys):
     assert rep["kernel_count"] == len(_x(_raw(path)["traceEvents"], "kernel"))
     assert rep["queue_delay_ns"] is not None
     assert rep["queue_delay_ns"]["from_api_end"]["count"] > 0
+
+
+def _planted_h200(tmp_path: Path, plant) -> tuple[Path, dict]:
+    """A copy of the H200 sample with ``plant`` applied, and its raw JSON read back."""
+    raw = json.loads(gzip.decompress(_h200().read_bytes()))
+    plant(raw)
+    out = tmp_path / "planted.json.gz"
+    out.write_bytes(gzip.compress(json.dumps(raw).encode()))
+    return out, _raw(out)
+
+
+def test_dur_past_int64_is_dropped_not_wrapped(tmp_path):
+    """T2(a): dur 9.2e18 µs made ts + dur wrap past 2^63 to an end before the start,
+    and the schema check raised a traceback."""
+    from hipscope.parsers import open_trace
+
+    def plant(raw):
+        next(e for e in raw["traceEvents"] if e.get("cat") == "kernel")["dur"] = 9.2e18
+    path, raw = _planted_h200(tmp_path, plant)
+    tr = open_trace(path)
+    kernels = _x(raw["traceEvents"], "kernel")
+    base = raw["baseTimeNanoseconds"]
+    want = sorted((base + _ns(k["ts"]), base + _ns(k["ts"]) + _ns(k["dur"]))
+                  for k in kernels[1:])
+    assert sorted(zip(tr.kernels.numpy("start").tolist(),
+                      tr.kernels.numpy("end").tolist())) == want
+    assert sum(f"{path}: dropped 1 kernel with a timestamp past 2^62 ns" in w
+               for w in tr.warnings) == 1
+    validate(tr)
+
+
+def test_base_time_past_int64_is_ignored_with_a_warning(tmp_path):
+    """W6: baseTimeNanoseconds = 2^63-1 overflowed int64: negative idle times."""
+    from hipscope.analysis.report import build_report
+    from hipscope.parsers import open_trace
+
+    def plant(raw):
+        raw["baseTimeNanoseconds"] = 2**63 - 1
+    path, raw = _planted_h200(tmp_path, plant)
+    tr = open_trace(path)
+    kernels = _x(raw["traceEvents"], "kernel")
+    assert len(tr.kernels) == len(kernels)             # nothing dropped: times are ts
+    assert sorted(tr.kernels.numpy("start").tolist()) == sorted(_ns(k["ts"]) for k in kernels)
+    hits = [w for w in tr.warnings if "baseTimeNanoseconds 9223372036854775807" in w]
+    assert len(hits) == 1 and "ignored" in hits[0]
+    idle = build_report(tr)["idle_breakdown_ns"]["total"]
+    assert all(v >= 0 for v in idle.values())
+    span = build_report(tr)["span_ns"]
+    pristine = build_report(open_trace(_h200()))["span_ns"]
+    assert span == pristine

@@ -17,7 +17,7 @@ from hipscope.model import Trace, build_table
 from hipscope.parsers import TraceFormatError
 from hipscope.parsers._validate import validate
 from hipscope.parsers.pftrace import PftraceReader
-from tests.conftest import DATA, SAMPLES
+from tests.conftest import DATA, SAMPLES, ids, sample_dirs
 
 from .pftrace_synth import MAIN_TID, PID, make_rocprof_like
 
@@ -136,6 +136,100 @@ def test_fixture_copies_markers_counters(fx):
         == sorted((r["message"], r["start"], r["end"], r["depth"]) for r in mk["rows"])
     assert len(tr.counters) == exp["counters"]["row_count"]
     assert set(tr.counters.strings("counter")) == set(exp["counters"]["collected"])
+    validate(tr)
+
+
+# --------------------------------------------------------------------------- real samples
+REAL_DIRS = sample_dirs("rocprofv3-pftrace")
+
+
+def _ann_value(a):
+    for f in ("uint_value", "int_value", "string_value", "double_value", "bool_value"):
+        if a.HasField(f):
+            return getattr(a, f)
+    return None
+
+
+def _plain_slices(path: Path) -> list[dict]:
+    """Every slice of a .pftrace by plain protobuf decoding (perfetto's own protos):
+    interned names per sequence, BEGIN/END paired per track, INSTANT as zero length."""
+    t = pb2.Trace()
+    t.ParseFromString(path.read_bytes())
+    interned: dict = {}
+    open_: dict = {}
+    out = []
+    for pk in t.packet:
+        seq = pk.trusted_packet_sequence_id
+        if pk.sequence_flags & 1 or seq not in interned:        # incremental state cleared
+            interned[seq] = ({}, {}, {})
+        cats, names, anns = interned[seq]
+        for x in pk.interned_data.event_categories:
+            cats[x.iid] = x.name
+        for x in pk.interned_data.event_names:
+            names[x.iid] = x.name
+        for x in pk.interned_data.debug_annotation_names:
+            anns[x.iid] = x.name
+        if not pk.HasField("track_event"):
+            continue
+        e = pk.track_event
+        if e.type in (1, 3):                                     # SLICE_BEGIN, INSTANT
+            rec = {"cat": [cats[i] for i in e.category_iids] or list(e.categories),
+                   "name": names[e.name_iid] if e.name_iid else e.name,
+                   "start": pk.timestamp, "end": pk.timestamp,
+                   "ann": {(anns[a.name_iid] if a.name_iid else a.name): _ann_value(a)
+                           for a in e.debug_annotations}}
+            if e.type == 1:
+                open_.setdefault(e.track_uuid, []).append(rec)
+            else:
+                out.append(rec)
+        elif e.type == 2 and open_.get(e.track_uuid):             # SLICE_END
+            rec = open_[e.track_uuid].pop()
+            rec["end"] = pk.timestamp
+            out.append(rec)
+    return out
+
+
+@pytest.fixture(scope="module", params=REAL_DIRS, ids=ids(REAL_DIRS))
+def real(request):
+    (path,) = sorted(request.param.glob("*.pftrace"))
+    return read(path), _plain_slices(path)
+
+
+def test_real_sample_kernels(real):
+    tr, slices = real
+    ks = [s for s in slices if s["cat"][:1] == ["kernel_dispatch"]]
+    assert ks and len(tr.kernels) == len(ks)
+    assert Counter(tr.kernels.strings("name")) == Counter(s["name"] for s in ks)
+    want = sorted((s["ann"].get("begin_ns", s["start"]), s["ann"].get("end_ns", s["end"]))
+                  for s in ks)
+    assert sorted(zip(tr.kernels.numpy("start").tolist(),
+                      tr.kernels.numpy("end").tolist())) == want
+    raw = dict(zip(tr.devices.numpy("index").tolist(), tr.devices.strings("raw_id")))
+    assert Counter(raw[d] for d in tr.kernels.numpy("device").tolist()) == \
+        Counter(s["ann"]["agent"] for s in ks)
+    assert tr.meta["clock"] == "CLOCK_BOOTTIME" and not tr.warnings
+    validate(tr)
+
+
+def test_real_sample_api_and_links(real):
+    tr, slices = real
+    api = [s for s in slices if s["cat"][:1] and s["cat"][0].endswith("_api")
+           and s["cat"][0] != "marker_api"]
+    assert len(tr.api) == len(api)
+    assert Counter(tr.api.strings("name")) == Counter(s["name"] for s in api)
+    assert sum((tr.api.numpy("end") - tr.api.numpy("start")).tolist()) == \
+        sum(s["end"] - s["start"] for s in api)
+    # each kernel links to the HIP call with its correlation id (a launch, or the
+    # copy call that ran a blit kernel)
+    hip = [s for s in api if s["cat"][0] == "hip_api"]
+    by_corr = {s["ann"].get("corr_id"): s["name"] for s in hip}
+    assert len(by_corr) == len(hip)
+    ai = tr.kernels.numpy("api_index", fill=-1)
+    names = tr.api.strings("name")
+    got = Counter((int(c), names[a] if a >= 0 else None) for c, a in
+                  zip(tr.kernels.numpy("correlation_id").tolist(), ai.tolist()))
+    ks = [s for s in slices if s["cat"][:1] == ["kernel_dispatch"]]
+    assert got == Counter((s["ann"]["corr_id"], by_corr.get(s["ann"]["corr_id"])) for s in ks)
     validate(tr)
 
 

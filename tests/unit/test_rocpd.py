@@ -719,3 +719,17 @@ def test_undecodable_schema_is_recognised_and_refused_in_one_sentence(tmp_path):
         open_trace(db)
     assert str(ei.value).startswith(str(db))
     assert raw.value.object.decode("utf-8", "replace") in str(ei.value)
+
+
+def test_folder_with_a_second_name_of_a_db_reads_it_once(tmp_path):
+    """W9 for rocpd folders: a link to a db already in the folder doubled every count."""
+    shutil.copy(DBS[0], tmp_path / "4242_results.db")
+    (tmp_path / "9999_results.db").symlink_to("4242_results.db")
+    con = sqlite3.connect(DBS[0])
+    (kt,) = con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE "
+                        "'rocpd_kernel_dispatch_%'").fetchone()
+    (n,) = con.execute(f'SELECT count(*) FROM "{kt}"').fetchone()
+    con.close()
+    tr = open_trace(tmp_path)
+    assert len(tr.kernels) == n
+    assert len(tr.meta["sources"]) == 1

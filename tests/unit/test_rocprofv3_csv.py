@@ -744,3 +744,53 @@ def test_twin_matches_expected_json():
     assert t.counters.valid("kernel_index").all()
     assert not any("no matching" in w for w in t.warnings), t.warnings
     validate(t)
+
+
+# --------------------------------------------------------------------------- W3, W9
+
+SDK70 = SAMPLES / "rocprofv3-csv" / "sdk-docs-2025-08-rocm7.0"
+
+
+@pytest.mark.parametrize("damage", ["zeroed", "header"])
+def test_member_file_skipped_is_named(tmp_path, damage):
+    """W3: a zeroed member file, or one with a damaged header, vanished from the set
+    silently (API calls 111 -> 98)."""
+    d = tmp_path / "s"
+    shutil.copytree(SDK70, d)
+    member = d / "rocpd-to-csv.csv"
+    member.chmod(0o644)
+    if damage == "zeroed":
+        member.write_bytes(b"")
+    else:
+        text = member.read_text()
+        member.write_text(text.replace("Start_Timestamp", "Start_Timestamq", 1))
+    t = open_trace(d)
+    exp = expected(d)          # plain code: the damaged file holds no readable rows
+    assert len(t.api) == exp["n_api"] < expected(SDK70)["n_api"]
+    why = "empty" if damage == "zeroed" else "header not recognised"
+    hits = [w for w in t.warnings if f"skipped {member}: {why}" in w]
+    assert len(hits) == 1, t.warnings
+    assert not any("skipped" in w for w in open_trace(SDK70).warnings)
+
+
+def test_folder_linked_to_itself_is_read_once(tmp_path):
+    """W9: a link to the folder itself made 82 kernels 328; a second name of a file
+    must not double it either."""
+    d = tmp_path / "v"
+    shutil.copytree(TWIN / "node01", d)
+    (d / "again").symlink_to(".")
+    (d / "sub").mkdir()
+    (d / "sub" / "up").symlink_to("..")
+    (d / "9999_kernel_trace.csv").symlink_to("4242_kernel_trace.csv")
+    t = open_trace(d)
+    files = sorted((TWIN / "node01").glob("*_kernel_trace.csv"))
+    assert len(files) == 2
+    assert len(t.kernels) == sum(len(_rows(f)) for f in files)
+    with open(TWIN / "node01" / "4242_counter_collection.csv", newline="") as fh:
+        n_counters = sum(1 for _ in csv.DictReader(fh))
+    with open(TWIN / "node01" / "4243_counter_collection.csv", newline="") as fh:
+        n_counters += sum(1 for _ in csv.DictReader(fh))
+    assert len(t.counters) == n_counters
+    srcs = [Path(s).resolve() for s in t.meta["sources"]]
+    assert len(srcs) == len(set(srcs)) == len(list((TWIN / "node01").glob("*.csv")))
+    assert not any("shared" in w for w in t.warnings)

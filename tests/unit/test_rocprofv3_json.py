@@ -400,3 +400,28 @@ def test_sniff_rejects_other_json(tmp_path):
     f = tmp_path / "trace.json"
     f.write_text('{"traceEvents": []}')
     assert READER.sniff(f) == 0.0
+
+
+def test_negative_start_is_dropped_not_a_17_hour_span(tmp_path, sample_raw):
+    """W5: one dispatch with a negative start gave a 17.7 h span (busy 0.28 -> 0.9998)
+    with no warning; W4: end before start was clamped to zero length."""
+    from hipscope.analysis.report import build_report
+
+    procs = [{**p, "buffer_records": {**p["buffer_records"], "kernel_dispatch": [
+        dict(r) for r in p["buffer_records"]["kernel_dispatch"][:3000]]}}
+        for p in sample_raw["rocprofiler-sdk-tool"]]
+    doc = {**sample_raw, "rocprofiler-sdk-tool": procs}
+    disp = procs[0]["buffer_records"]["kernel_dispatch"]
+    disp[0]["start_timestamp"] = -disp[0]["start_timestamp"]
+    disp[1]["start_timestamp"], disp[1]["end_timestamp"] = \
+        disp[1]["end_timestamp"], disp[1]["start_timestamp"]
+    path = _write(tmp_path / "908_results.json.gz", doc)
+    tr = open_trace(path)
+    rest = [(r["start_timestamp"], r["end_timestamp"])
+            for p in doc["rocprofiler-sdk-tool"] for r in p["buffer_records"]["kernel_dispatch"]
+            if 0 <= r["start_timestamp"] <= r["end_timestamp"]]
+    assert len(tr.kernels) == len(rest)
+    rep = build_report(tr)
+    assert rep["span_ns"] == max(e for _s, e in rest) - min(s for s, _e in rest)
+    assert sum("dropped 1 kernel that ends before it starts and 1 with a negative "
+               "timestamp" in w for w in tr.warnings) == 1

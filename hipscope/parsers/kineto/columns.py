@@ -14,9 +14,11 @@ import pyarrow.compute as pc
 
 from ...model import build_table, categorical
 from ...model.table import Table
+from .._intervals import INT64_MAX, INT64_MIN, LIMIT_NS, add_ns
 from .decode import _ARG_FIELDS, _EMPTY_ARGS
 
 _NULL = -(1 << 62)
+_BIG_US = LIMIT_NS / 1000
 
 # --------------------------------------------------------------------------- helpers
 
@@ -83,7 +85,14 @@ def _float_col(values: list) -> np.ndarray:
 
 
 def _us_to_ns(us: np.ndarray) -> np.ndarray:
-    """µs floats (3 printed decimals) -> int64 ns, exact for values < 2^43 µs."""
+    """µs floats (3 printed decimals) -> int64 ns, exact for values < 2^43 µs; values
+    past ±2^62 ns saturate at the int64 limits (the interval rule drops them), never
+    wrap round."""
+    us = np.asarray(us, np.float64)
+    big = ~(np.abs(us) < _BIG_US)          # also NaN: callers mask those
+    if big.any():
+        out = _us_to_ns(np.where(big, 0.0, us))
+        return np.where(big, np.where(us > 0, INT64_MAX, INT64_MIN), out)
     whole = np.floor(us)
     frac = us - whole
     return whole.astype(np.int64) * 1000 + np.rint(frac * 1000.0).astype(np.int64)
@@ -166,9 +175,10 @@ def _times(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ts = _float_col([e.ts for e in sub])
     dur = _float_col([e.dur for e in sub])
     ok = np.isfinite(ts)
-    dur = np.where(np.isfinite(dur) & (dur > 0), dur, 0.0)
-    start = _us_to_ns(np.where(ok, ts, 0.0)) + base
-    end = start + _us_to_ns(dur)
+    # raw times pass through (a negative dur too): the interval rule judges them
+    dur = np.where(np.isnan(dur), 0.0, dur)
+    start = add_ns(_us_to_ns(np.where(ok, ts, 0.0)), base)
+    end = add_ns(start, _us_to_ns(dur))
     return start, end, ok
 
 

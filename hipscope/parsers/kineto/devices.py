@@ -35,7 +35,9 @@ def _human_cuda(v: Any) -> str | None:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def _vendor(top: _Top, props: list[dict]) -> str | None:
+def _vendor(top: _Top, props: list[dict], calls: list = ()) -> str | None:
+    """AMD or NVIDIA from the runtime versions, else deviceProperties, else the runtime
+    calls' names (cudaLaunchKernel / hipLaunchKernel: old traces record nothing else)."""
     if top.hip_runtime_version is not None or top.roctracer_version is not None \
             or top.hip_driver_version is not None:
         return "AMD"
@@ -47,6 +49,12 @@ def _vendor(top: _Top, props: list[dict]) -> str | None:
         if p.get("warpSize") == 64 or any(w in name for w in ("AMD", "Instinct", "Radeon", "gfx")):
             return "AMD"
         if "NVIDIA" in name or p.get("warpSize") == 32:
+            return "NVIDIA"
+    for e in calls[:1000]:
+        name = e.name if isinstance(e.name, str) else ""
+        if name.startswith(("hip", "hsa")):
+            return "AMD"
+        if name.startswith("cu"):
             return "NVIDIA"
     return None
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...model import Trace, build_table, categorical, link_by_correlation
 from .._common import copy_direction, group_key, nesting_depth
+from .._intervals import LIMIT_NS
 from ..base import check_cancel
 from .columns import (
     _NULL,
@@ -72,9 +73,9 @@ def _process_names(ev: _Events) -> tuple[dict[int, str], dict[tuple[int, int], s
     return proc_labels, thread_names
 
 
-def _api_side(ev: _Events, base: int, vendor: str | None) -> SimpleNamespace:
+def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
     """Host runtime / driver / sync calls as columns."""
-    a = SimpleNamespace(sub=ev.select(API_CATS))
+    a = SimpleNamespace(sub=sub)
     a.args = _args_of(a.sub)
     a.n = len(a.sub)
     a.start, a.end, a.ok = _times(a.sub, base)
@@ -333,11 +334,20 @@ def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> N
         provenance["correlation_id"] = "args.correlation"
 
 
-def _base_ns(top: _Top) -> int:
+def _base_ns(path: Path, top: _Top, warnings: list[str]) -> int:
+    """baseTimeNanoseconds as int; a base that is negative or past 2^62 ns (it would
+    overflow int64 once ts is added) is ignored with a warning."""
     base = top.baseTimeNanoseconds
-    if isinstance(base, float) and base == base:
+    if isinstance(base, float) and abs(base) < float(LIMIT_NS):
         base = int(base)
+    elif isinstance(base, float) and base == base:
+        base = int(np.sign(base)) * LIMIT_NS * 2      # past the limit: warned below
     if not isinstance(base, int) or isinstance(base, bool):
+        base = 0
+    if not 0 <= base <= LIMIT_NS:
+        warnings.append(f"{path}: baseTimeNanoseconds {top.baseTimeNanoseconds!r} is not a "
+                        "time in 0..2^62 ns; ignored it (times are ts as written, from the "
+                        "trace's own zero)")
         base = 0
     return base
 
@@ -345,15 +355,16 @@ def _base_ns(top: _Top) -> int:
 def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
           progress, cancelled) -> Trace:
     """The trace of a decoded Kineto file."""
-    base = _base_ns(top)
+    base = _base_ns(path, top, warnings)
     ctx = SimpleNamespace(provenance={}, warnings=warnings, dropped=dropped)
     ev = _Events(top)
     proc_labels, thread_names = _process_names(ev)
     check_cancel(cancelled)
     props = top.deviceProperties if isinstance(top.deviceProperties, list) else []
     props = [p for p in props if isinstance(p, dict)]
-    vendor = _vendor(top, props)
-    a = _api_side(ev, base, vendor)
+    a_sub = ev.select(API_CATS)
+    vendor = _vendor(top, props, a_sub)
+    a = _api_side(a_sub, base, vendor)
     check_cancel(cancelled)
     k_sub = ev.select(("kernel",))
     c_sub = ev.select(("gpu_memcpy", "gpu_memset"))

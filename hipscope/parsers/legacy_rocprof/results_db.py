@@ -111,12 +111,7 @@ class LegacyRocprofDbReader:
         except OverflowError:
             raise TraceFormatError(path, f"table {table}", "BeginNs/EndNs within int64",
                                    "larger values") from None
-        neg = np.flatnonzero(ee < bb)
-        if len(neg):
-            i = int(neg[0])
-            raise TraceFormatError(path, f"table {table} row {i + 1}", "EndNs >= BeginNs",
-                                   f"EndNs {ee[i]} < BeginNs {bb[i]}")
-        return bb, ee
+        return bb, ee   # EndNs < BeginNs: the shared interval rule drops the row
 
     def _read(self, path, con, tables, meta, dropped, progress, cancelled) -> Trace:
         legacy = [t for t in ("KERN", "OPS", "HIP", "HSA", "COPY", "rocTX") if t in tables]
@@ -384,7 +379,7 @@ class _DbRead:
         if not nm:
             return
         bm, em = self.reader._times(self.path, "rocTX", dm, nm)
-        em = np.where(em - bm == 1, bm, np.maximum(em, bm))
+        em = np.where(em - bm == 1, bm, em)
         lane = _ints(dm.get("tid", [None] * nm))
         self.out["markers"] = build_table("markers", {
             "name": [str(x) for x in dm.get("Name", [""] * nm)],

@@ -243,7 +243,7 @@ class _Rows:
                 return None
             e = b + (d or 0)
             self.approx += 1
-        return b, max(e, b)
+        return b, e      # end < begin passes through: the shared interval rule drops it
 
     def event(self, ev, sections: _Sections) -> None:
         sec = _as_int(ev.pid)

@@ -13,6 +13,7 @@ import numpy as np
 from ...model import Trace, build_table, link_by_correlation
 from ...model.schema import SPECS
 from .._common import dense_codes, devices_table, finish_meta, nesting_depth, new_meta
+from .._intervals import int64_sat as _i64
 from .proto import (
     _KERNEL_KNOWN,
     _RE_COMPUTE,
@@ -268,8 +269,8 @@ class Builder:
                 dom = _api_domain(s[4][0], s[3])
             a_cols["name"].append(s[3])
             a_cols["domain"].append(dom)
-            a_cols["start"].append(s[1])
-            a_cols["end"].append(max(s[1], s[2]))
+            a_cols["start"].append(_i64(s[1]))
+            a_cols["end"].append(_i64(s[2]))
             _pid_tid(a_cols, ann, self.tinfo(s[0]))
             a_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
             a_cols["stream"].append(_as_int(ann.get("stream_ID")))
@@ -331,8 +332,8 @@ class Builder:
                 start, end = b_ns, e_ns
             k_cols["name"].append(s[3])
             k_cols["device"].append(self.di(self.k_dev[j]))
-            k_cols["start"].append(start)
-            k_cols["end"].append(max(start, end))
+            k_cols["start"].append(_i64(start))
+            k_cols["end"].append(_i64(end))
             q = _as_int(ann.get("queue"))
             if q is None and ti.get("compute") is not None:
                 q = ti["compute"][2]
@@ -362,8 +363,8 @@ class Builder:
             ann = s[5]
             ti = self.tinfo(s[0])
             c_cols["direction"].append(self.c_dir[j])
-            c_cols["start"].append(s[1])
-            c_cols["end"].append(max(s[1], s[2]))
+            c_cols["start"].append(_i64(s[1]))
+            c_cols["end"].append(_i64(s[2]))
             c_cols["name"].append(ann.get("name") if isinstance(ann.get("name"), str)
                                   else s[3])
             c_cols["bytes"].append(_as_int(ann.get("copy_bytes")))
@@ -391,8 +392,8 @@ class Builder:
                     dom = c[len("marker:"):]
             m_cols["name"].append(s[3])
             m_cols["domain"].append(dom or "roctx")
-            m_cols["start"].append(s[1])
-            m_cols["end"].append(max(s[1], s[2]))
+            m_cols["start"].append(_i64(s[1]))
+            m_cols["end"].append(_i64(s[2]))
             _pid_tid(m_cols, ann, self.tinfo(s[0]))
             m_cols["device"].append(self.di(self.m_dev[j]))
             m_cols["stream"].append(_as_int(ann.get("stream_ID")))

@@ -46,7 +46,15 @@ def is_rocpd(path: Path) -> bool:
 
 
 def _db_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix == ".db" and is_rocpd(p))
+    """The rocpd databases of a folder, each once (a link to one already listed, or a
+    second name of it, would double every count)."""
+    out, seen = [], set()
+    for p in sorted(p for p in folder.iterdir() if p.suffix == ".db" and is_rocpd(p)):
+        st = p.stat()
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append(p)
+    return out
 
 
 def _adbc_enabled() -> bool:

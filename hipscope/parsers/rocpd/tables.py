@@ -178,7 +178,7 @@ def _regions(db: _Db, guids: _Guids, warnings: list[str]):
     api = build_table("api", {
         "name": _str(rg["name"], nr).take(a_take),
         "domain": r_cat.take(a_take),
-        "start": r_start[api_rows], "end": np.maximum(r_end[api_rows], r_start[api_rows]),
+        "start": r_start[api_rows], "end": r_end[api_rows],
         "pid": _masked(r_pid[api_rows]), "tid": _masked(r_tid[api_rows]),
         "correlation_id": _masked(api_stack),
     }, n=len(api_rows))
@@ -186,7 +186,7 @@ def _regions(db: _Db, guids: _Guids, warnings: list[str]):
     m_take = pa.array(mk_rows, type=pa.int64())
     m = {"name": _with_message(_str(rg["name"], nr).take(m_take), rg, nr, m_take),
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
-    m["end"] = np.maximum(r_end[mk_rows], m["start"])
+    m["end"] = r_end[mk_rows]
     _add_samples(db, m)
     return api, _marker_table(m), api_stack, r_guid[api_rows]
 
@@ -282,7 +282,7 @@ def _kernels(db: _Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, w
     k["queue"], queues = _queues(db, guids, kn, k["dev"], k["guid"], nk)
     cols = {
         "name": pc.fill_null(_str(kn.get("name"), nk), "(unknown kernel)"),
-        "device": k["dev"], "start": k_start, "end": np.maximum(k_end, k_start),
+        "device": k["dev"], "start": k_start, "end": k_end,
         "queue": _masked(k["queue"]), "stream": _masked(k["stream"]),
         "pid": _masked(k["pid"]), "tid": _masked(_int(kn.get("tid"), nk)),
         "correlation_id": _masked(k_stack),
@@ -417,7 +417,7 @@ def _copies(db: _Db, gcode, to_device, api_stack, api_guid, warnings):
     api_idx[stack < 0] = -1
     start, end = _int(mc["start"], n, 0), _int(mc["end"], n, 0)
     return build_table("copies", {
-        "direction": direction, "start": start, "end": np.maximum(end, start),
+        "direction": direction, "start": start, "end": end,
         "name": names, "bytes": _masked(_int(mc.get("size"), n)),
         "device": _masked(dev), "src_device": _masked(src), "dst_device": _masked(dst),
         "stream": _masked(_int(mc.get("stream_id"), n)),

@@ -102,9 +102,9 @@ class RocprofV3CsvReader:
         load = _Load()
         path = path.absolute()
         if path.is_dir():
-            sets, ignored = _discover(path, None)
+            sets, ignored, notes = _discover(path, None)
         elif path.is_file():
-            sets, ignored = _discover(path.parent, path)
+            sets, ignored, notes = _discover(path.parent, path)
         else:
             raise TraceFormatError(path, None, "an existing file or folder", "nothing there")
         if not any(k in TRACE_KINDS for s in sets for k in s.files):
@@ -121,6 +121,8 @@ class RocprofV3CsvReader:
             progress(min(0.95, 0.95 * done[0] / total))
             check_cancel(cancelled)
 
+        for note in notes:
+            load.warn(note)
         parts: list[_Part] = []
         mem_summary: dict[str, Any] = {}
         for s in sets:

@@ -302,24 +302,17 @@ def _keep_rows(cols: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
 
 
 def _check_times(cols: dict[str, Any], what: str, fname: str, load: _Load) -> dict[str, Any]:
-    """Drop rows without start/end or ending before they start (reported)."""
+    """Drop rows without start/end (reported). End before start passes through: the
+    shared interval rule (``parsers/_intervals.py``) drops those for every reader."""
     start, end = cols["start"], cols["end"]
-    n = len(start)
-    if n == 0:
+    if len(start) == 0 or not (start.null_count or end.null_count):
         return cols
-    bad = None
-    if start.null_count or end.null_count:
-        bad = pc.or_(pc.is_null(start), pc.is_null(end))
-    rev = pc.less(end, start)
-    if rev.null_count:
-        rev = pc.fill_null(rev, False)
-    bad = rev if bad is None else pc.or_(bad, rev)
-    nbad = int(pc.sum(pc.cast(bad, pa.int8())).as_py() or 0) if len(bad) else 0
+    bad = pc.or_(pc.is_null(start), pc.is_null(end))
+    nbad = int(pc.sum(pc.cast(bad, pa.int8())).as_py() or 0)
     if not nbad:
         return cols
-    load.warn(f"{fname}: {nbad:,} {what} without a valid start/end (missing, or end before "
-              "start) were left out")
-    load.drop(f"{what} without valid start/end", nbad)
+    load.warn(f"{fname}: {nbad:,} {what} without a start/end timestamp were left out")
+    load.drop(f"{what} without start/end", nbad)
     return _keep_rows(cols, ~bad.to_numpy(zero_copy_only=False))
 
 

@@ -181,25 +181,65 @@ def _host_of(rel: Path) -> str | None:
     return None
 
 
-def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
-    """The sets of ``root`` (a folder; ``single`` = the file the user opened, if any)."""
-    sets: dict[tuple[Path, str], _Set] = {}
-    ignored: list[str] = []
+def _identity(path: Path | str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of what a path leads to (links followed); None if unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
-    def add(path: Path, kind: str, prefix: str | None, fields: list[str]) -> None:
+
+def _first_visit(path: Path | str, seen: set) -> bool:
+    """True the first time a folder or file (by identity, links followed) is met: a
+    link to a folder already walked, or a second name of a file, is not read again."""
+    ident = _identity(path)
+    if ident is None:
+        return True          # cannot tell: reading it gives the real error
+    if ident in seen:
+        return False
+    seen.add(ident)
+    return True
+
+
+def _skip_note(path: Path, line: bytes, fields: list[str] | None) -> str:
+    why = ("empty" if not line.strip() and os.path.getsize(path) == 0 else
+           "the first line is blank" if not line.strip() else
+           "binary data, not a CSV header" if fields is None else
+           f"header not recognised ({_show(line)})")
+    return f"skipped {path}: {why}; it is not read as part of the rocprofv3 set"
+
+
+class _Walk:
+    """One walk of a folder: the sets found, the files ignored, notes on skipped files;
+    each folder and file is visited once by identity (a link to a folder already
+    walked, or a second name of a file, would read the same rows again)."""
+
+    def __init__(self, root: Path, single: Path | None):
+        self.root, self.single = root, single
+        self.sets: dict[tuple[Path, str], _Set] = {}
+        self.ignored: list[str] = []
+        self.notes: list[str] = []
+        self.seen_dirs: set[tuple[int, int]] = set()
+        self.seen_files: set[tuple[int, int]] = set()
+
+    def add(self, path: Path, kind: str, prefix: str | None, fields: list[str]) -> None:
         """prefix None: the file's name says nothing of its process: a set of its own."""
-        d = path.parent
+        d, root = path.parent, self.root
         key = (d, prefix if prefix is not None else "\0" + path.name)
-        if key not in sets:
+        if key not in self.sets:
             rel = d.relative_to(root) if d != root and root in d.parents else Path()
-            sets[key] = _Set(d, prefix or "", _host_of(rel),
-                             _pid_of_prefix(prefix) if prefix else None,
-                             alone=None if prefix is not None else path.name)
-        sets[key].files.setdefault(kind, []).append(CsvFile(path, kind, fields))
+            self.sets[key] = _Set(d, prefix or "", _host_of(rel),
+                                  _pid_of_prefix(prefix) if prefix else None,
+                                  alone=None if prefix is not None else path.name)
+        self.sets[key].files.setdefault(kind, []).append(CsvFile(path, kind, fields))
 
-    def visit(d: Path, depth: int) -> None:
+    def visit(self, d: Path, depth: int) -> None:
+        if not _first_visit(d, self.seen_dirs):
+            return
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            # real entries before links, so a folder is named by its real path
+            entries = sorted(os.scandir(d), key=lambda e: (e.is_symlink(), e.name))
         except OSError:
             return
         for e in entries:
@@ -209,51 +249,65 @@ def _discover(root: Path, single: Path | None) -> tuple[list[_Set], list[str]]:
             except OSError:
                 continue
             if is_dir:
-                if single is None and depth < _MAX_DEPTH:
-                    visit(p, depth + 1)
-                continue
-            if single is not None and p == single:
-                continue
-            if p.suffix.lower() != ".csv":
-                continue
-            named = split_name(p)
-            if named is not None:
-                prefix, dom = named
-                kind = DOMAIN_KINDS[dom]
-                add(p, kind, prefix, read_header(p, kind))
-                continue
-            if _not_a_trace(p.stem):
-                ignored.append(str(p))
-                continue
-            try:
-                line, _ = _first_line(p)
-            except OSError:
-                ignored.append(str(p))
-                continue
-            fields = _parse_header(line) if line.strip() else None
-            kind = header_kind(fields) if fields else None
-            if kind is None or kind == "agents":
-                ignored.append(str(p))
-                continue
-            add(p, kind, None, fields)
+                if self.single is None and depth < _MAX_DEPTH:
+                    self.visit(p, depth + 1)
+            elif p != self.single and p.suffix.lower() == ".csv" \
+                    and _first_visit(p, self.seen_files):
+                self.file(p)
 
-    if single is not None:
+    def file(self, p: Path) -> None:
+        """A .csv met in the walk: a domain file, a trace by its header, or ignored."""
+        named = split_name(p)
+        if named is not None:
+            prefix, dom = named
+            kind = DOMAIN_KINDS[dom]
+            self.add(p, kind, prefix, read_header(p, kind))
+            return
+        if _not_a_trace(p.stem):
+            self.ignored.append(str(p))
+            return
+        try:
+            line, _ = _first_line(p)
+        except OSError:
+            self.ignored.append(str(p))
+            return
+        fields = _parse_header(line) if line.strip() else None
+        kind = header_kind(fields) if fields else None
+        if kind is None or kind == "agents":
+            self.ignored.append(str(p))
+            if kind is None:
+                self.notes.append(_skip_note(p, line, fields))
+            return
+        self.add(p, kind, None, fields)
+
+    def opened(self, single: Path) -> None:
+        """The file the user opened: always part of the set (a bad one is refused)."""
+        _first_visit(single, self.seen_files)
         named = split_name(single)
         if named is not None:
             prefix, dom = named
-            add(single, DOMAIN_KINDS[dom], prefix, read_header(single, DOMAIN_KINDS[dom]))
+            self.add(single, DOMAIN_KINDS[dom], prefix, read_header(single, DOMAIN_KINDS[dom]))
         else:
             fields = read_header(single, None)
-            add(single, header_kind(fields) or "api", None, fields)
-    visit(root, 0)
-    out = [s for s in sets.values()]
+            self.add(single, header_kind(fields) or "api", None, fields)
+
+
+def _discover(root: Path, single: Path | None
+              ) -> tuple[list[_Set], list[str], list[str]]:
+    """The sets of ``root`` (a folder; ``single`` = the file the user opened, if any),
+    the files ignored, and a note for each .csv skipped as empty or unrecognised."""
+    walk = _Walk(root, single)
+    if single is not None:
+        walk.opened(single)
+    walk.visit(root, 0)
+    out = list(walk.sets.values())
     # a set made only of agent_info (or ignored domains) still contributes devices
     out.sort(key=lambda s: (s.host or "", str(s.dir), s.alone is not None,
                             s.pid if s.pid is not None else -1, s.prefix, s.alone or ""))
     for s in out:
         for files in s.files.values():
             files.sort(key=lambda f: f.path.name)
-    return out, ignored
+    return out, walk.ignored, walk.notes
 
 
 def _sniff_dir(path: Path) -> float:

@@ -130,9 +130,8 @@ def _kernels_from_counters(cnt: dict, s: _Set, load: _Load) -> dict | None:
     if has_times:
         start = cnt["start"].take(first_rows)
         end = cnt["end"].take(first_rows)
-        ok = pc.and_(pc.and_(start.is_valid(), end.is_valid()),
-                     pc.fill_null(pc.greater_equal(end, start), False)).to_numpy(
-                         zero_copy_only=False)
+        # end < start passes through: the shared interval rule drops it
+        ok = pc.and_(start.is_valid(), end.is_valid()).to_numpy(zero_copy_only=False)
     else:
         ok = np.zeros(len(first), dtype=bool)
     nk = len(first)
@@ -142,7 +141,7 @@ def _kernels_from_counters(cnt: dict, s: _Set, load: _Load) -> dict | None:
                   "no kernels are shown; counters keep no kernel link")
         return None
     if not ok.all():
-        load.warn(f"{s.label}: {int((~ok).sum()):,} counter dispatches have no valid start/end "
+        load.warn(f"{s.label}: {int((~ok).sum()):,} counter dispatches have no start/end "
                   "and are not shown as kernels; their counters keep no kernel link")
         load.drop("counter dispatches without times", int((~ok).sum()))
     keep = np.nonzero(ok)[0]

@@ -168,7 +168,7 @@ def _api_table(a: SimpleNamespace, pid):
     a_start, a_end, a_tid, a.corr = a_arr.T
     return build_table("api", {
         "name": a.name, "domain": a.dom, "start": a_start,
-        "end": np.maximum(a_end, a_start),
+        "end": a_end,
         "pid": None if pid is None else np.full(na, pid, np.int32), "tid": a_tid,
         "correlation_id": a.corr,
     }, n=na)
@@ -178,7 +178,6 @@ def _marker_table(m: SimpleNamespace, pid):
     nm_ = len(m.rows)
     m_arr = np.array(m.rows, dtype=np.int64).reshape(nm_, 3)
     m_start, m_end, m_tid = m_arr.T
-    m_end = np.maximum(m_end, m_start)
     return build_table("markers", {
         "name": m.name, "domain": ["roctx"] * nm_, "start": m_start, "end": m_end,
         "depth": nesting_depth(m_start, m_end, m_tid),
@@ -191,7 +190,7 @@ def _kernel_table(k: SimpleNamespace, codes, names: _Names, sym, a_corr, pid):
     k_api = link_by_correlation(k.corr, None, a_corr, None)
     return build_table("kernels", {
         "name": categorical(codes, names.names), "device": k.dev.astype(np.int16),
-        "start": k.start, "end": np.maximum(k.end, k.start),
+        "start": k.start, "end": k.end,
         "queue": k.queue.astype(np.int32),
         "stream": pa.array(k.stream, mask=~k.stream_valid, type=pa.int64())
         if nk and not k.stream_valid.all() else k.stream,
@@ -326,7 +325,7 @@ def _copies(path, recs: list[_CopyRec], op_name, dev_of_handle, a_corr, pid):
     dev = np.where(np.array([d == "HtoD" for d in direction]) & (dst >= 0), dst, dev)
     api_idx = link_by_correlation(corr, None, a_corr, None)
     return build_table("copies", {
-        "direction": direction, "start": start, "end": np.maximum(end, start),
+        "direction": direction, "start": start, "end": end,
         "name": names, "bytes": pa.array(nbytes, mask=nbytes < 0),
         "device": pa.array(dev, mask=dev < 0, type=pa.int64()),
         "src_device": pa.array(src, mask=src < 0, type=pa.int64()),
