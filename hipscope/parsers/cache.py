@@ -30,6 +30,7 @@ import socket
 import stat
 import tempfile
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from hashlib import blake2b
@@ -101,18 +102,12 @@ def _member(path: bytes, name: bytes) -> tuple[bytes, bool] | None:
     return name + b"\0link " + _stat_bytes(st) + b" " + link, False
 
 
-def _related(name: bytes, prefix: bytes) -> bool:
-    low = name.lower()
-    if low.endswith(SIDE_SUFFIXES):
-        return True
-    return bool(prefix) and name.startswith(prefix) and name[len(prefix):][:1] in b"_.-"
-
-
 def _siblings(path: bytes) -> list[bytes] | None:
     """Records of the siblings a reader of the file ``path`` may open; None when the
     folder cannot be listed (nothing safe to key: the trace is read uncached)."""
     folder, own = os.path.split(path)
-    prefix = own.replace(b".", b"_").split(b"_", 1)[0]
+    stem = own.replace(b".", b"_").split(b"_", 1)[0]
+    run = tuple(stem + sep for sep in (b"_", b".", b"-")) if stem else ()
     try:
         names = os.listdir(folder or b".")   # names only: cheaper than scandir entries
     except OSError as exc:
@@ -120,11 +115,10 @@ def _siblings(path: bytes) -> list[bytes] | None:
                  os.fsdecode(folder), exc, os.fsdecode(path))
         return None
     out = []
-    for name in names:
-        if name != own and _related(name, prefix):
-            rec = _member(os.path.join(folder, name), name)
-            if rec is not None:
-                out.append(rec[0])
+    for name in [n for n in names if n.lower().endswith(SIDE_SUFFIXES) or n.startswith(run)]:
+        rec = _member(os.path.join(folder, name), name) if name != own else None
+        if rec is not None:
+            out.append(rec[0])
     return out
 
 
@@ -166,6 +160,8 @@ def members(reader: str | None, path: os.PathLike | str) -> list[bytes] | None:
         st = os.stat(raw)
     except OSError:
         return None                   # missing, a symlink loop...: the reader says why
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return None                   # a pipe or a device: its bytes are not the same twice
     head = b"\0".join([b"hipscope-cache", os.fsencode(reader or "*"), b"%d" % SCHEMA_VERSION,
                        os.fsencode(os.path.realpath(raw)), _stat_bytes(st)])
     rest = _tree(raw) if stat.S_ISDIR(st.st_mode) else _siblings(raw)
@@ -249,7 +245,7 @@ def load(key: str) -> Trace | None:
         return None                   # no entry (or no usable cache folder): a plain miss
     try:
         tr = _load_entry(d, key, raw)
-    except (BadEntry, OSError, ValueError, TypeError, KeyError, pa.ArrowException) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever is wrong with it, it is not served
         log.warning("trace cache: entry %s is damaged (%s); removed, reading the trace again",
                     d, exc)
         _discard(d)
@@ -357,7 +353,7 @@ def _write_entry(d: Path, key: str, trace: Trace) -> None:
 
 def _discard(d: Path) -> None:
     """Remove an entry: renamed away first, so no reader sees it half-deleted."""
-    gone = d.with_name(f"{TMP_PREFIX}gone-{d.name}-{os.getpid()}")
+    gone = d.with_name(f"{TMP_PREFIX}gone-{uuid.uuid4().hex}")
     try:
         os.rename(d, gone)
     except OSError:
