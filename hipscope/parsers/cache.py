@@ -208,8 +208,8 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
         what = _changed(path, recs, after or [])
         log.warning("trace cache: %s changed while it was read; not cached", what)
         tr.meta["warnings"] = [*(tr.meta.get("warnings") or []),
-                               f"{what} changed while it was read (is it still being "
-                               f"written?); its newest data may be missing"]
+                               f"{what} changed while the trace was read (still being "
+                               f"written?); the figures may not include its latest data"]
         return tr
     store(key, tr)
     return tr

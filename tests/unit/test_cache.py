@@ -180,7 +180,7 @@ def test_c2_file_growing_during_the_read_is_not_cached(tmp_path):
     second = open_trace(f, use_cache=True)
     assert not second.meta.get("cached")
     assert_kernels_match(second, after)
-    assert any("changed while it was read" in w for w in first.warnings)
+    assert any("changed while the trace was read" in w for w in first.warnings)
     third = open_trace(f, use_cache=True)
     assert third.meta.get("cached")
     assert_kernels_match(third, after)
