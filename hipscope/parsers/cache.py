@@ -206,10 +206,11 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
     after = _members_or_none(reader, path)
     if after != recs:
         what = _changed(path, recs, after or [])
-        log.warning("trace cache: %s changed while it was read; not cached", what)
-        tr.meta["warnings"] = [*(tr.meta.get("warnings") or []),
-                               f"{what} changed while the trace was read (still being "
-                               f"written?); the figures may not include its latest data"]
+        log.warning("trace cache: %s changed while the trace was read; not cached", what)
+        if _was_read(what, path, tr):
+            tr.meta["warnings"] = [*(tr.meta.get("warnings") or []),
+                                   f"{what} changed while the trace was read (still being "
+                                   f"written?); the figures may not include its latest data"]
         return tr
     store(key, tr)
     return tr
@@ -231,6 +232,13 @@ def _changed(path: Path, before: list[bytes], after: list[bytes]) -> str:
         return str(path)
     name = os.fsdecode(diff[0].split(b"\0", 1)[0])
     return str((path if path.is_dir() else path.parent) / name)
+
+
+def _was_read(what: str, path: Path, tr: Trace) -> bool:
+    """Whether ``what`` is the trace or one of the files its reader read (its sources)."""
+    sources = tr.meta.get("sources")
+    names = [str(path), *(sources if isinstance(sources, list) else [])]
+    return os.path.abspath(what) in {os.path.abspath(str(n)) for n in names}
 
 
 # --------------------------------------------------------------------------- load

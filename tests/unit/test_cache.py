@@ -186,6 +186,24 @@ def test_c2_file_growing_during_the_read_is_not_cached(tmp_path):
     assert_kernels_match(third, after)
 
 
+def test_c2_side_file_changing_during_the_read_is_not_cached_nor_blamed(twin):
+    """A log beside the trace grows during the read: not stored (the key saw the old
+    log), but the trace does not warn about data it never read."""
+    log_file = twin / "run.log"
+    log_file.write_text("step 1\n")
+    f = twin / "4242_kernel_trace.csv"
+
+    def progress(_fraction: float) -> None:
+        with open(log_file, "a") as fh:
+            fh.write("step 2\n")
+
+    first = open_trace(f, progress=progress, use_cache=True)
+    assert_kernels_match(first, raw_kernels(twin))
+    assert not any("changed while" in w for w in first.warnings)
+    assert not open_trace(f, use_cache=True).meta.get("cached")
+    assert open_trace(f, use_cache=True).meta.get("cached")
+
+
 # --------------------------------------------------------------------------- C3
 
 def _flip_name(entry: Path) -> None:
