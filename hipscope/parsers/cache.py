@@ -77,7 +77,9 @@ def max_bytes() -> int:
         mb = float(os.environ.get("HIPSCOPE_CACHE_MAX_MB", DEFAULT_MAX_MB))
     except ValueError:
         mb = DEFAULT_MAX_MB
-    return int(max(mb, 0.0) * 2**20)
+    if not 0 <= mb < 2**40:          # nan, inf, negative: the default
+        mb = DEFAULT_MAX_MB
+    return int(mb * 2**20)
 
 
 # --------------------------------------------------------------------------- key
@@ -329,8 +331,10 @@ def store(key: str, trace: Trace) -> bool:
         root.mkdir(parents=True, exist_ok=True)
         sweep(root)
         cap = max_bytes()
-        if sum(t.data.nbytes for t in trace.tables().values()) > cap:
-            log.info("trace cache: a %s trace is larger than the cap; not cached", key)
+        size = sum(t.data.nbytes for t in trace.tables().values())
+        if size > cap:
+            log.info("trace cache: a trace of %d MiB is over the %d MiB cap; not cached",
+                     size >> 20, cap >> 20)
             return False
         _store_entry(root, key, trace)
         evict(root, cap, keep=key)
