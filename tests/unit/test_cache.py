@@ -192,10 +192,13 @@ def test_c2_side_file_changing_during_the_read_is_not_cached_nor_blamed(twin):
     log_file = twin / "run.log"
     log_file.write_text("step 1\n")
     f = twin / "4242_kernel_trace.csv"
+    grown = []
 
     def progress(_fraction: float) -> None:
-        with open(log_file, "a") as fh:
-            fh.write("step 2\n")
+        if not grown:
+            grown.append(True)
+            with open(log_file, "a") as fh:
+                fh.write("step 2\n")
 
     first = open_trace(f, progress=progress, use_cache=True)
     assert_kernels_match(first, raw_kernels(twin))
