@@ -435,12 +435,17 @@ def _alive(pid: int) -> bool:
 
 def evict(root: Path, cap: int, keep: str | None = None) -> None:
     """Remove the least recently used entries until the cache holds at most ``cap``
-    bytes (``keep``, the entry just stored, stays)."""
+    bytes (``keep``, the entry just stored, stays), and entries of an older layout
+    (no ``last_used``) untouched for ``ABANDONED_S``."""
     entries, total = [], 0
+    old = time.time_ns() - ABANDONED_S * 10**9
     with os.scandir(root) as it:
         dirs = [e for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
     for e in dirs:
-        used, size = _usage(Path(e.path))
+        used, size, ours = _usage(Path(e.path))
+        if not ours and used < old and e.name != keep:
+            _discard(Path(e.path))
+            continue
         entries.append((used, e.name, size))
         total += size
     for _used, name, size in sorted(entries):
@@ -451,8 +456,8 @@ def evict(root: Path, cap: int, keep: str | None = None) -> None:
             total -= size
 
 
-def _usage(d: Path) -> tuple[int, int]:
-    """(last use in ns, bytes) of one entry."""
+def _usage(d: Path) -> tuple[int, int, bool]:
+    """(last use in ns, bytes, whether it has a ``last_used`` file) of one entry."""
     size, used = 0, 0
     try:
         with os.scandir(d) as it:
@@ -461,8 +466,8 @@ def _usage(d: Path) -> tuple[int, int]:
                 size += st.st_size
                 if e.name == LAST_USED:
                     used = st.st_mtime_ns
-        if not used:
-            used = d.stat().st_mtime_ns
+        if used:
+            return used, size, True
+        return d.stat().st_mtime_ns, size, False
     except OSError:
-        pass
-    return used, size
+        return 0, size, bool(used)

@@ -462,9 +462,13 @@ def test_c7_killed_store_and_old_leftovers_are_swept(tmp_path, twin):
     os.utime(old, (hours_ago, hours_ago))
     fresh = cache_root() / ".tmp-another-host"   # may be a store in progress elsewhere
     fresh.mkdir()
+    layout2 = cache_root() / ("0" * 32)          # an entry of the old layout, unused 2 h
+    layout2.mkdir()
+    (layout2 / "meta.json").write_text("{}")
+    os.utime(layout2, (hours_ago, hours_ago))
     open_trace(twin, use_cache=True)
     assert temp_folders() == [fresh]
-    assert len(entries()) == 1
+    assert len(entries()) == 1 and not layout2.exists()
 
 
 def _entry_bytes(entry: Path) -> int:
