@@ -313,12 +313,11 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
         if use_cache:
             from . import cache
 
-            # a hit needs no sniffing (and no reader imports): the key is the files
-            tr = cache.load(cache.cache_key(reader, p))
-            if tr is None:
-                tr = _read_one(p, reader, sub, cancelled)
-                cache.store(cache.cache_key(reader, p), tr)
-                fresh = True
+            # a hit needs no sniffing (and no reader imports): the key is the files,
+            # taken once before the read; any cache problem reads without the cache
+            tr = cache.read_through(
+                reader, p, lambda p=p, sub=sub: _read_one(p, reader, sub, cancelled))
+            fresh = fresh or not tr.meta.get("cached")
         else:
             tr = _read_one(p, reader, sub, cancelled)
             fresh = True

@@ -1,17 +1,40 @@
 """On-disk cache of parsed traces: Arrow IPC files memory-mapped on reopen.
 
-Keyed by the reader, hipscope's schema version and every source file's absolute
-path, size and mtime, so an edited or replaced file is parsed again. Location:
-``$HIPSCOPE_CACHE_DIR`` or the user cache directory (platformdirs).
+Key: the reader, hipscope's schema version, the trace's resolved path and, for every
+file a read may depend on, its name, device, inode, mode, size, mtime_ns and ctime_ns
+(a user can set mtime back, not ctime or the inode). The files a read may depend on:
+
+- a folder: every entry below it (symlinked folders followed once, loops skipped);
+- a file: the file, and those siblings a reader may open: names ending in a trace or
+  side-file extension (``SIDE_SUFFIXES``: .csv, .txt, .db and its -wal/-journal, .json,
+  .gz, ...) or sharing the trace's run prefix (``4242_`` of ``4242_kernel_trace.csv``).
+  Other siblings (``tmp.813``, ``frame_0001.png``) are listed but never stat'ed, so a
+  folder of 50,000 of them costs one directory listing.
+
+The key is computed before the read and again after it: a file that changed during the
+read is not stored (C2). Each entry has a ``manifest.json`` with the size and CRC-32 of
+every file; a hit verifies them and runs the schema check, and any disagreement is a
+miss that removes the entry (C3, C4). A cache that cannot be written is a logged
+warning, never an error of the trace (C5). Stores sweep abandoned ``.tmp-*`` folders and
+evict the least recently used entries above ``$HIPSCOPE_CACHE_MAX_MB`` (C7).
+Location: ``$HIPSCOPE_CACHE_DIR`` or the user cache directory (platformdirs).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import logging
 import os
+import re
 import shutil
+import socket
+import stat
 import tempfile
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from hashlib import blake2b
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +43,23 @@ import pyarrow.ipc as ipc
 from ..model import SPECS, TABLES, Trace
 from ..model.table import Table
 
-SCHEMA_VERSION = 2
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 3
+MANIFEST = "manifest.json"
+LAST_USED = "last_used"      # its mtime is the entry's last use (LRU eviction)
+OWNER = "owner"              # "<host> <pid>" of the process writing a .tmp- folder
+TMP_PREFIX = ".tmp-"
+ABANDONED_S = 3600           # a .tmp- folder of an unknown owner untouched this long is swept
+DEFAULT_MAX_MB = 20480
+MAX_DEPTH = 8                # folder levels keyed below an opened folder
+SIDE_SUFFIXES = (b".csv", b".tsv", b".txt", b".log", b".json", b".gz", b".db", b".db-wal",
+                 b".db-shm", b".db-journal", b".sqlite", b".sqlite3", b".pftrace",
+                 b".perfetto-trace", b".perfetto", b".pb", b".yaml", b".yml", b".sql")
+
+
+class BadEntry(Exception):
+    """A cache entry that must not be served (damaged, foreign or wrong-shaped)."""
 
 
 def cache_dir() -> Path:
@@ -32,53 +71,403 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("hipscope")) / "traces"
 
 
-def _members(path: Path) -> list[Path]:
-    """The files a read of ``path`` may depend on: a folder's files, or a file and its
-    siblings (readers open the rest of a CSV set, sysinfo.txt, a workload folder)."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file())
-    return sorted({path, *(p for p in path.parent.iterdir() if p.is_file())})
+def max_bytes() -> int:
+    """The size cap: ``$HIPSCOPE_CACHE_MAX_MB`` MiB (default 20 GiB)."""
+    try:
+        mb = float(os.environ.get("HIPSCOPE_CACHE_MAX_MB", DEFAULT_MAX_MB))
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    if not 0 <= mb < 2**40:          # nan, inf, negative: the default
+        mb = DEFAULT_MAX_MB
+    return int(mb * 2**20)
 
 
-def cache_key(reader: str | None, path: Path) -> str:
-    """Key of ``path`` read by ``reader`` (None: whichever reader sniffing picks)."""
-    h = hashlib.sha256()
-    h.update(f"{reader or '*'}\0{SCHEMA_VERSION}\0{path.resolve()}\0".encode())
-    for m in _members(path):
-        st = m.stat()
-        h.update(f"{m.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    return h.hexdigest()[:32]
+# --------------------------------------------------------------------------- key
 
+def _stat_bytes(st: os.stat_result) -> bytes:
+    return b"%d %d %o %d %d %d" % (st.st_dev, st.st_ino, st.st_mode, st.st_size,
+                                   st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _member(path: bytes, name: bytes) -> tuple[bytes, bool] | None:
+    """One member's record (``name NUL stat``) and whether it is a folder; None when it
+    vanished since the listing (the race with a program deleting its temp files)."""
+    try:
+        st = os.stat(path)
+        return name + b"\0" + _stat_bytes(st), stat.S_ISDIR(st.st_mode)
+    except OSError:                   # gone, dangling or looping link, no permission
+        pass
+    try:
+        st = os.lstat(path)
+        link = os.readlink(path) if stat.S_ISLNK(st.st_mode) else b""
+    except OSError:
+        return None
+    return name + b"\0link " + _stat_bytes(st) + b" " + link, False
+
+
+def _siblings(path: bytes) -> list[bytes] | None:
+    """Records of the siblings a reader of the file ``path`` may open; None when the
+    folder cannot be listed (nothing safe to key: the trace is read uncached)."""
+    folder, own = os.path.split(path)
+    stem = own.replace(b".", b"_").split(b"_", 1)[0]
+    run = tuple(stem + sep for sep in (b"_", b".", b"-")) if stem else ()
+    try:
+        names = os.listdir(folder or b".")   # names only: cheaper than scandir entries
+    except OSError as exc:
+        log.info("trace cache: cannot list %s (%s); reading %s uncached",
+                 os.fsdecode(folder), exc, os.fsdecode(path))
+        return None
+    out = []
+    for name in _side_names(names, run) - {own}:
+        rec = _member(os.path.join(folder, name), name)
+        if rec is not None:
+            out.append(rec[0])
+    return out
+
+
+_SIDE_END = re.compile(b"(?:%s)\0" % b"|".join(
+    re.escape(s) for s in sorted(SIDE_SUFFIXES, key=len, reverse=True)))
+
+
+def _side_names(names: list[bytes], run: tuple[bytes, ...]) -> set[bytes]:
+    """The names ending in a side suffix (any case) or starting with the run prefix.
+    One regex pass over the NUL-joined listing: 50,000 names in a few ms, where a
+    Python loop over them costs 30 ms."""
+    blob = b"\0" + b"\0".join(names) + b"\0"
+    out = set()
+    for m in _SIDE_END.finditer(blob.lower()):
+        out.add(blob[blob.rfind(b"\0", 0, m.start()) + 1:m.end() - 1])
+    if run:
+        starts = re.compile(b"\0(?:%s)" % b"|".join(re.escape(r) for r in run))
+        for m in starts.finditer(blob):
+            out.add(blob[m.start() + 1:blob.index(b"\0", m.start() + 1)])
+    return out
+
+
+def _tree(top: bytes) -> list[bytes] | None:
+    """Records of every entry below the folder ``top``; None when it cannot be listed."""
+    out: list[bytes] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [(top, b"", 0)]
+    while stack:
+        d, rel, depth = stack.pop()
+        try:
+            st = os.stat(d)
+            if (st.st_dev, st.st_ino) in seen:
+                out.append(rel + b"/\0loop")
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            names = os.listdir(d)
+        except OSError as exc:
+            if not rel:
+                return None
+            out.append(rel + b"/\0unlistable " + os.fsencode(type(exc).__name__))
+            continue
+        for name in names:
+            full, sub = os.path.join(d, name), (rel + b"/" + name if rel else name)
+            rec = _member(full, sub)
+            if rec is None:
+                continue
+            if rec[1] and depth < MAX_DEPTH:
+                stack.append((full, sub, depth + 1))
+            else:
+                out.append(rec[0])
+    return out
+
+
+def members(reader: str | None, path: os.PathLike | str) -> list[bytes] | None:
+    """The records a key is made of (first the trace itself); None: do not cache."""
+    raw = os.fsencode(os.path.abspath(path))
+    try:
+        st = os.stat(raw)
+    except OSError:
+        return None                   # missing, a symlink loop...: the reader says why
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return None                   # a pipe or a device: its bytes are not the same twice
+    head = b"\0".join([b"hipscope-cache", os.fsencode(reader or "*"), b"%d" % SCHEMA_VERSION,
+                       os.fsencode(os.path.realpath(raw)), _stat_bytes(st)])
+    rest = _tree(raw) if stat.S_ISDIR(st.st_mode) else _siblings(raw)
+    return None if rest is None else [head, *sorted(rest)]
+
+
+def key_of(records: list[bytes]) -> str:
+    h = blake2b(digest_size=16)
+    for r in records:
+        h.update(r)
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def cache_key(reader: str | None, path: os.PathLike | str) -> str | None:
+    """Key of ``path`` read by ``reader`` (None: whichever reader sniffing picks);
+    None when the trace cannot be keyed safely (then it is not cached)."""
+    recs = _members_or_none(reader, path)
+    return None if recs is None else key_of(recs)
+
+
+# --------------------------------------------------------------------------- read through
+
+def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> Trace:
+    """A cache hit for ``path``, or ``read()`` stored when the files held still.
+
+    The key is taken before the read; the files are keyed again after it, and a
+    trace read while a file changed (a profiler still writing) is not stored and
+    carries a warning. What is stored has passed the schema check first.
+    """
+    from . import _validate
+
+    recs = _members_or_none(reader, path)
+    if recs is None:
+        return read()
+    key = key_of(recs)
+    tr = load(key)
+    if tr is not None:
+        return tr
+    tr = read()
+    _validate.validate(tr)
+    after = _members_or_none(reader, path)
+    if after != recs:
+        what = _changed(path, recs, after or [])
+        log.warning("trace cache: %s changed while the trace was read; not cached", what)
+        if _was_read(what, path, tr):
+            tr.meta["warnings"] = [*(tr.meta.get("warnings") or []),
+                                   f"{what} changed while the trace was read (still being "
+                                   f"written?); the figures may not include its latest data"]
+        return tr
+    store(key, tr)
+    return tr
+
+
+def _members_or_none(reader: str | None, path: Path) -> list[bytes] | None:
+    try:
+        return members(reader, path)
+    except Exception:  # noqa: BLE001 - keying never stops a trace from opening
+        log.warning("trace cache: cannot key %s; reading it uncached", path, exc_info=True)
+        return None
+
+
+def _changed(path: Path, before: list[bytes], after: list[bytes]) -> str:
+    """The first file whose record differs between two keyings (``path`` itself when
+    it is the trace, or nothing can tell)."""
+    diff = sorted(set(before[1:]) ^ set(after[1:]))
+    if not diff or before[:1] != after[:1]:
+        return str(path)
+    name = os.fsdecode(diff[0].split(b"\0", 1)[0])
+    return str((path if path.is_dir() else path.parent) / name)
+
+
+def _was_read(what: str, path: Path, tr: Trace) -> bool:
+    """Whether ``what`` is the trace or one of the files its reader read (its sources)."""
+    sources = tr.meta.get("sources")
+    names = [str(path), *(sources if isinstance(sources, list) else [])]
+    return os.path.abspath(what) in {os.path.abspath(str(n)) for n in names}
+
+
+# --------------------------------------------------------------------------- load
 
 def load(key: str) -> Trace | None:
+    """The cached trace of ``key``, verified; None on a miss. A damaged or wrong-shaped
+    entry is a miss too: it is removed, with one logged warning."""
     d = cache_dir() / key
-    meta_file = d / "meta.json"
-    if not meta_file.exists():
-        return None
     try:
-        meta = json.loads(meta_file.read_text())
-        tables = {}
-        for name in TABLES:
-            src = pa.memory_map(str(d / f"{name}.arrow"), "r")
-            tables[name] = Table(SPECS[name], ipc.open_file(src).read_all())
-    except (OSError, ValueError, pa.ArrowException):
-        return None
-    return Trace(meta={**meta, "cached": True}, **tables)
-
-
-def store(key: str, trace: Trace) -> None:
-    root = cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-    try:
-        for name, table in trace.tables().items():
-            with pa.OSFile(str(tmp / f"{name}.arrow"), "wb") as sink:
-                with ipc.new_file(sink, table.data.schema) as writer:
-                    writer.write_table(table.data)
-        (tmp / "meta.json").write_text(json.dumps(trace.meta, default=str))
-        dest = root / key
-        if dest.exists():
-            shutil.rmtree(dest, ignore_errors=True)
-        os.replace(tmp, dest)
+        raw = (d / MANIFEST).read_bytes()
     except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return None                   # no entry (or no usable cache folder): a plain miss
+    try:
+        tr = _load_entry(d, key, raw)
+    except Exception as exc:  # noqa: BLE001 - whatever is wrong with it, it is not served
+        log.warning("trace cache: entry %s is damaged (%s); removed, reading the trace again",
+                    d, exc)
+        _discard(d)
+        return None
+    try:
+        os.utime(d / LAST_USED)
+    except OSError:
+        pass                          # a read-only cache still serves hits
+    return tr
+
+
+def _load_entry(d: Path, key: str, raw: bytes) -> Trace:
+    from . import _validate
+
+    man = json.loads(raw)
+    if not isinstance(man, dict) or man.get("version") != SCHEMA_VERSION \
+            or man.get("key") != key or not isinstance(man.get("files"), dict):
+        raise BadEntry("its manifest is not hipscope's")
+    files = man["files"]
+    tables = {}
+    for name in TABLES:
+        buf = _verified(d / f"{name}.arrow", files)
+        tables[name] = Table(SPECS[name], ipc.open_file(buf).read_all())
+    meta = json.loads(_verified(d / "meta.json", files).to_pybytes())
+    if not isinstance(meta, dict):
+        raise BadEntry(f"meta.json holds a {type(meta).__name__}, not an object")
+    if meta.get("format") != man.get("format"):
+        raise BadEntry(f"meta.json says format {meta.get('format')!r}, "
+                       f"the manifest {man.get('format')!r}")
+    tr = Trace(meta={**meta, "cached": True}, **tables)
+    _validate.validate(tr)
+    return tr
+
+
+def _verified(p: Path, files: dict) -> pa.Buffer:
+    """``p`` memory-mapped, after its size and CRC-32 matched the manifest."""
+    want = files.get(p.name)
+    if not isinstance(want, dict):
+        raise BadEntry(f"{p.name} is not in the manifest")
+    buf = pa.memory_map(str(p), "r").read_buffer()
+    if buf.size != want.get("size") or zlib.crc32(buf) != want.get("crc32"):
+        raise BadEntry(f"{p.name} does not match its checksum")
+    return buf
+
+
+# --------------------------------------------------------------------------- store
+
+def store(key: str, trace: Trace) -> bool:
+    """Keep ``trace`` under ``key``; False (and a logged warning) when the cache cannot
+    be written. Whatever happens, including Ctrl+C, its temp folder is removed."""
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        sweep(root)
+        cap = max_bytes()
+        size = sum(t.data.nbytes for t in trace.tables().values())
+        if size > cap:
+            log.info("trace cache: a trace of %d MiB is over the %d MiB cap; not cached",
+                     size >> 20, cap >> 20)
+            return False
+        _store_entry(root, key, trace)
+        evict(root, cap, keep=key)
+        return True
+    except Exception as exc:  # noqa: BLE001 - a cache problem never fails the trace
+        log.warning("trace cache %s: cannot store the parsed trace (%s); "
+                    "it was read without the cache", root, exc)
+        return False
+
+
+def _store_entry(root: Path, key: str, trace: Trace) -> None:
+    tmp: Path | None = None
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
+        (tmp / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+        _write_entry(tmp, key, trace)
+        dest = root / key
+        try:
+            os.replace(tmp, dest)
+        except OSError:
+            if (dest / MANIFEST).is_file():
+                return                # another process stored it first (C8): keep theirs
+            _discard(dest)            # a leftover without a manifest
+            os.replace(tmp, dest)
+        tmp = None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_entry(d: Path, key: str, trace: Trace) -> None:
+    files = {}
+    for name, table in trace.tables().items():
+        p = d / f"{name}.arrow"
+        with pa.OSFile(str(p), "wb") as sink:
+            with ipc.new_file(sink, table.data.schema) as writer:
+                writer.write_table(table.data)
+        buf = pa.memory_map(str(p), "r").read_buffer()
+        files[p.name] = {"size": buf.size, "crc32": zlib.crc32(buf)}
+    meta = json.dumps(trace.meta, default=str).encode()
+    (d / "meta.json").write_bytes(meta)
+    files["meta.json"] = {"size": len(meta), "crc32": zlib.crc32(meta)}
+    man = {"version": SCHEMA_VERSION, "key": key,
+           "format": json.loads(meta).get("format"), "files": files}
+    (d / LAST_USED).touch()
+    (d / MANIFEST).write_text(json.dumps(man))
+
+
+def _discard(d: Path) -> None:
+    """Remove an entry: renamed away first, so no reader sees it half-deleted."""
+    gone = d.with_name(f"{TMP_PREFIX}gone-{uuid.uuid4().hex}")
+    try:
+        os.rename(d, gone)
+    except OSError:
+        return
+    shutil.rmtree(gone, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- housekeeping
+
+def sweep(root: Path, now: float | None = None) -> int:
+    """Remove ``.tmp-*`` folders whose writer died (this host) or that nobody touched
+    for ``ABANDONED_S``: what a killed store left. Returns how many were removed."""
+    now = time.time() if now is None else now
+    host, n = socket.gethostname(), 0
+    with os.scandir(root) as it:
+        tmps = [e for e in it if e.name.startswith(TMP_PREFIX)]
+    for e in tmps:
+        try:
+            age = now - e.stat(follow_symlinks=False).st_mtime
+            owner = _owner(Path(e.path))
+        except OSError:
+            continue
+        dead = owner is not None and owner[0] == host and not _alive(owner[1])
+        if dead or age > ABANDONED_S:
+            shutil.rmtree(e.path, ignore_errors=True)
+            n += 1
+    return n
+
+
+def _owner(tmp: Path) -> tuple[str, int] | None:
+    try:
+        host, pid = (tmp / OWNER).read_text().split()
+        return host, int(pid)
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True                   # exists, owned by another user
+    return True
+
+
+def evict(root: Path, cap: int, keep: str | None = None) -> None:
+    """Remove the least recently used entries until the cache holds at most ``cap``
+    bytes (``keep``, the entry just stored, stays), and entries of an older layout
+    (no ``last_used``) untouched for ``ABANDONED_S``."""
+    entries, total = [], 0
+    old = time.time_ns() - ABANDONED_S * 10**9
+    with os.scandir(root) as it:
+        dirs = [e for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
+    for e in dirs:
+        used, size, ours = _usage(Path(e.path))
+        if not ours and used < old and e.name != keep:
+            _discard(Path(e.path))
+            continue
+        entries.append((used, e.name, size))
+        total += size
+    for _used, name, size in sorted(entries):
+        if total <= cap:
+            break
+        if name != keep:
+            _discard(root / name)
+            total -= size
+
+
+def _usage(d: Path) -> tuple[int, int, bool]:
+    """(last use in ns, bytes, whether it has a ``last_used`` file) of one entry."""
+    size, used = 0, 0
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                st = e.stat(follow_symlinks=False)
+                size += st.st_size
+                if e.name == LAST_USED:
+                    used = st.st_mtime_ns
+        if used:
+            return used, size, True
+        return d.stat().st_mtime_ns, size, False
+    except OSError:
+        return 0, size, bool(used)
