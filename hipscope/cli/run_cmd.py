@@ -106,8 +106,8 @@ def _printer(quiet: bool):
                 text = f"hipscope: {ev.text}"
             else:
                 return
-            if open_line["stderr"]:
-                open_line["stderr"] = False
+            if any(open_line.values()):     # our line starts on a line of its own
+                open_line.update(stdout=False, stderr=False)
                 text = "\n" + text
             write("stderr", text + "\n")
     return on_event

@@ -321,9 +321,10 @@ class LineSplitter:
     """Bytes of one output stream -> ``(text, end)`` pieces for :meth:`Launcher.output`.
 
     ``end`` is ``"\\n"`` (a line), ``"\\r"`` (a progress line, as tqdm writes them) or
-    ``""`` (a fragment: a line longer than ``max_chars``, or one the program has not
-    finished yet, see :meth:`flush`). Memory stays bounded whatever the program
-    writes; UTF-8 split across chunks decodes whole; ``"\\r\\n"`` ends a line.
+    ``""`` (a fragment: a line longer than ``max_chars``, one the program has not
+    finished yet, see :meth:`flush`, or its last line when it had no end). Memory
+    stays bounded whatever the program writes; UTF-8 split across chunks decodes
+    whole; ``"\\r\\n"`` ends a line.
     """
 
     def __init__(self, max_chars: int = MAX_FRAGMENT_CHARS):
@@ -331,7 +332,6 @@ class LineSplitter:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
         self._held_cr = False    # the text so far ended in "\r": is a "\n" next?
-        self._last_end = "\n"    # of the last piece given out
 
     @property
     def pending(self) -> bool:
@@ -346,17 +346,12 @@ class LineSplitter:
             return []
         out = [(self._pending, "\r" if self._held_cr else "")]
         self._pending, self._held_cr = "", False
-        return self._gave(out)
+        return out
 
     def close(self) -> list[tuple[str, str]]:
-        """The stream ended: the rest, and an end to a line left open."""
-        out = self._split(self._decoder.decode(b"", final=True))
-        if self._held_cr:
-            out.append((self._pending, "\r"))
-        elif self._pending or self._last_end == "":
-            out.append((self._pending, "\n"))
-        self._pending, self._held_cr = "", False
-        return self._gave(out)
+        """The stream ended: the rest (a last line without end stays a fragment: the
+        output is given exactly as it was)."""
+        return self._split(self._decoder.decode(b"", final=True)) + self.flush()
 
     def _split(self, text: str) -> list[tuple[str, str]]:
         if self._held_cr:
@@ -377,11 +372,6 @@ class LineSplitter:
         while len(self._pending) > self.max_chars:
             out.append((self._pending[:self.max_chars], ""))
             self._pending = self._pending[self.max_chars:]
-        return self._gave(out)
-
-    def _gave(self, out: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        if out:
-            self._last_end = out[-1][1]
         return out
 
     def _piece(self, out: list[tuple[str, str]], line: str, end: str) -> None:

@@ -333,6 +333,17 @@ def test_a_line_without_end_arrives_in_bounded_pieces():
     assert (res.folder / "stdout.log").read_bytes() == b"x" * n + b"\nend\n"
 
 
+def test_cli_output_is_the_programs_output_exactly():
+    """UTF-8 split across read chunks, CR LF, and a last line without newline."""
+    code = ("import sys\n"
+            "sys.stdout.buffer.write(('a' + 'é' * 100_000 + '\\r\\n' + 'ünfinished').encode())\n")
+    text = "a" + "é" * 100_000 + "\r\n" + "ünfinished"
+    p = subprocess.run([PY, "-m", "hipscope", "run", "-q", "--", PY, "-c", code],
+                       capture_output=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == text.replace("\r\n", "\n").encode()
+
+
 def test_cli_passes_progress_output_through_as_it_comes(tmp_path, data_dir):
     """tqdm-style ``\\r`` progress shows while the program runs, byte for byte."""
     gate = tmp_path / "gate"
