@@ -252,7 +252,11 @@ def _fmt_duration(s: float | None) -> str:
 
 
 def runs_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="hipscope runs", description="List past runs.")
+    p = argparse.ArgumentParser(
+        prog="hipscope runs", description="List past runs.",
+        epilog="State 'unknown': the run folder is damaged, or the hipscope process that "
+               "ran it is gone (killed: the reason says whether its program still runs; "
+               "it has its own process group, so end it with kill -- -PID).")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     args = p.parse_args(argv)
     from ..launchers.rundir import list_runs

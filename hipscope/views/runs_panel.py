@@ -63,7 +63,7 @@ def read_rows(base: Path | None = None) -> list[RunRow]:
     rows = []
     for s in reversed(list_runs(base)):
         try:
-            st = read_status(s.path) if s.state != "unknown" else {}
+            st = read_status(s.path)
         except Damaged:
             st = {}
         rows.append(RunRow(s, tuple(Path(p) for p in st.get("trace_inputs") or []),
