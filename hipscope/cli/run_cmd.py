@@ -127,7 +127,8 @@ def _follow(launcher) -> int | None:
     """Wait for the run; Ctrl+C, SIGTERM or SIGHUP cancel it (the program's process
     group gets TERM, grace, KILL) and the run ends ``cancelled``. Returns the signal
     that cancelled it, or None."""
-    old = {s: signal.signal(s, _raise_signalled) for s in CANCEL_SIGNALS}
+    main = threading.current_thread() is threading.main_thread()   # signals: main only
+    old = {s: signal.signal(s, _raise_signalled) for s in CANCEL_SIGNALS} if main else {}
     got: int | None = None
     try:
         launcher.start()
@@ -139,7 +140,7 @@ def _follow(launcher) -> int | None:
         got = exc.signum
     if got is not None:
         for s in (signal.SIGINT, *CANCEL_SIGNALS):   # the cancel is bounded: let it end
-            signal.signal(s, signal.SIG_IGN)
+            signal.signal(s, signal.SIG_IGN)     # (a signal was raised: main thread)
         _say("hipscope: cancelling ...")
         name = signal.Signals(got).name
         launcher.cancel(None if got == signal.SIGINT else f"cancelled: hipscope got {name}")
