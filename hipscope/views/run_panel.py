@@ -6,8 +6,9 @@ Launcher events arrive on the launcher's threads (run, output readers, telemetry
 poller). Output lines go into a locked buffer that a GUI timer drains in batches (fast
 output never becomes one signal per line); every other event crosses by a queued
 signal. The console shows at most ``MAX_LINE_CHARS`` of a line (the rest is counted,
-and stays in the run folder's log) and updates a ``\\r`` progress line in place. Panels bind to the session's plain state (``state``, ``reason``, ``telemetry``)
-and its signals; they hold no run logic.
+and stays in the run folder's log) and updates a ``\\r`` progress line in place.
+Panels bind to the session's plain state (``state``, ``reason``, ``telemetry``) and
+its signals; they hold no run logic.
 """
 
 from __future__ import annotations
