@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 from typing import Any
 
 EXIT_USAGE = 2
 EXIT_CANCELLED = 130
+#: signals that cancel the run like Ctrl+C does (a terminal closing sends SIGHUP)
+CANCEL_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _option_value(text: str) -> Any:
@@ -63,22 +66,89 @@ def ask_host_key(host: str, key_type: str, fingerprint: str) -> bool:
     return answer.strip().lower() == "yes"
 
 
+def _say(text: str) -> None:
+    """A hipscope line on stderr; a terminal that hung up must not stop the cancel."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def _printer(quiet: bool):
+    """The observer printing a run: the program's output as it comes (progress lines
+    ending in ``\\r`` included), then hipscope's own lines on a fresh line."""
     lock = threading.Lock()
+    open_line = {"stdout": False, "stderr": False}   # the last text had no "\n"
+    gone: list[bool] = []                            # the terminal or pipe went away
+
+    def write(stream: str, text: str) -> None:
+        if gone:
+            return
+        try:
+            out = sys.stdout if stream == "stdout" else sys.stderr
+            out.write(text)
+            out.flush()
+        except (OSError, ValueError):
+            gone.append(True)
 
     def on_event(ev) -> None:
         with lock:
             if ev.kind == "output":
-                out = sys.stdout if ev.stream == "stdout" else sys.stderr
-                print(ev.line, file=out, flush=True)
-            elif quiet:
+                write(ev.stream, ev.line + ev.end)
+                open_line[ev.stream] = ev.end != "\n"
                 return
-            elif ev.kind == "state":
+            if quiet:
+                return
+            if ev.kind == "state":
                 extra = f": {ev.reason}" if ev.reason else ""
-                print(f"hipscope: {ev.state.value}{extra}", file=sys.stderr, flush=True)
+                text = f"hipscope: {ev.state.value}{extra}"
             elif ev.kind in ("message", "progress") and ev.text:
-                print(f"hipscope: {ev.text}", file=sys.stderr, flush=True)
+                text = f"hipscope: {ev.text}"
+            else:
+                return
+            if any(open_line.values()):     # our line starts on a line of its own
+                open_line.update(stdout=False, stderr=False)
+                text = "\n" + text
+            write("stderr", text + "\n")
     return on_event
+
+
+class _Signalled(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_signalled(signum: int, _frame) -> None:
+    raise _Signalled(signum)
+
+
+def _follow(launcher) -> int | None:
+    """Wait for the run; Ctrl+C, SIGTERM or SIGHUP cancel it (the program's process
+    group gets TERM, grace, KILL) and the run ends ``cancelled``. Returns the signal
+    that cancelled it, or None."""
+    main = threading.current_thread() is threading.main_thread()   # signals: main only
+    old = {s: signal.signal(s, _raise_signalled) for s in CANCEL_SIGNALS} if main else {}
+    got: int | None = None
+    try:
+        launcher.start()
+        while launcher.wait(0.5) is None:
+            pass
+    except KeyboardInterrupt:
+        got = signal.SIGINT
+    except _Signalled as exc:
+        got = exc.signum
+    if got is not None:
+        for s in (signal.SIGINT, *CANCEL_SIGNALS):   # the cancel is bounded: let it end
+            signal.signal(s, signal.SIG_IGN)     # (a signal was raised: main thread)
+        _say("hipscope: cancelling ...")
+        name = signal.Signals(got).name
+        launcher.cancel(None if got == signal.SIGINT else f"cancelled: hipscope got {name}")
+        launcher.wait()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for s, h in old.items():
+        signal.signal(s, h)
+    return got
 
 
 def _detect(args: argparse.Namespace) -> int:
@@ -162,21 +232,13 @@ def run_main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"hipscope: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    launcher.start()
-    try:
-        while launcher.wait(0.5) is None:
-            pass
-    except KeyboardInterrupt:
-        print("hipscope: cancelling ...", file=sys.stderr, flush=True)
-        launcher.cancel()
-        launcher.wait()
+    got = _follow(launcher)
     res = launcher.result()
-    print(f"hipscope: run folder: {res.folder}", file=sys.stderr, flush=True)
+    _say(f"hipscope: run folder: {res.folder}")
     if res.trace_inputs:
-        print("hipscope: open with: hipscope " + " ".join(str(x) for x in res.trace_inputs),
-              file=sys.stderr, flush=True)
+        _say("hipscope: open with: hipscope " + " ".join(str(x) for x in res.trace_inputs))
     if res.state.value == "cancelled":
-        return EXIT_CANCELLED
+        return 128 + got if got else EXIT_CANCELLED
     if res.exit_status is None:
         return EXIT_USAGE if res.state.value == "failed" else 0
     return res.exit_status if 0 <= res.exit_status < 256 else 128 + abs(res.exit_status) % 128
@@ -191,7 +253,11 @@ def _fmt_duration(s: float | None) -> str:
 
 
 def runs_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="hipscope runs", description="List past runs.")
+    p = argparse.ArgumentParser(
+        prog="hipscope runs", description="List past runs.",
+        epilog="State 'unknown': the run folder is damaged, or the hipscope process that "
+               "ran it is gone (killed: the reason says whether its program still runs; "
+               "it has its own process group, so end it with kill -- -PID).")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     args = p.parse_args(argv)
     from ..launchers.rundir import list_runs
@@ -212,4 +278,6 @@ def runs_main(argv: list[str]) -> int:
         print(f"{r.run_id:<36} {r.state:<10} {_fmt_duration(r.duration_s):>7} "
               f"{'' if r.exit_status is None else r.exit_status:>4}  {r.target:<16} "
               f"{cmd[:80]}")
+        if r.state == "unknown" and r.reason:     # damaged, or its hipscope is gone
+            print(f"{'':<36} {r.reason}")
     return 0

@@ -14,8 +14,11 @@ steps on one worker thread; :meth:`Launcher.cancel` only sets a flag and wakes i
 
 from __future__ import annotations
 
+import codecs
 import enum
 import logging
+import os
+import re
 import threading
 import time
 import traceback
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .profilers import ProfilerError, Wrapped, get_profiler
-from .rundir import RunFolder
+from .rundir import RunFolder, process_identity
 from .spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,9 @@ class LaunchError(Exception):
 class RunEvent:
     """One thing that happened to a run.
 
-    ``kind``: ``state`` (``state``, ``reason``), ``output`` (``stream``, ``line``),
+    ``kind``: ``state`` (``state``, ``reason``), ``output`` (``stream``, ``line``,
+    ``end``: ``"\\n"`` a whole line, ``"\\r"`` a progress line that the next text
+    replaces, ``""`` a fragment that the next event of that stream continues),
     ``progress`` (``fraction`` or None, ``text``), ``telemetry`` (``samples``),
     ``message`` (``text``: reconnects, warnings).
     """
@@ -85,6 +90,7 @@ class RunEvent:
     reason: str | None = None
     stream: str | None = None
     line: str | None = None
+    end: str = "\n"
     fraction: float | None = None
     text: str | None = None
     samples: tuple = ()
@@ -123,12 +129,14 @@ class Launcher:
         self.trace_inputs: list[Path] = []
         self._observers: list[Observer] = list(observers or [])
         self._cancel = threading.Event()
+        self._cancel_reason: str | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._timings: dict[str, float] = {"queued": time.time()}
         self.folder.update_status(state=self.state.value, timings=self._timings,
                                   target=spec.target.label(), command=spec.command,
-                                  profiler=spec.profiler.name, exit_status=None, reason=None)
+                                  profiler=spec.profiler.name, exit_status=None, reason=None,
+                                  owner=process_identity(os.getpid()))
 
     # ------------------------------------------------------------------ observers
     def subscribe(self, fn: Observer) -> Callable[[], None]:
@@ -148,8 +156,8 @@ class Launcher:
             except Exception:  # an observer's bug must not kill the run
                 log.exception("run observer %r failed", fn)
 
-    def output(self, stream: str, line: str) -> None:
-        self.emit("output", stream=stream, line=line)
+    def output(self, stream: str, line: str, end: str = "\n") -> None:
+        self.emit("output", stream=stream, line=line, end=end)
 
     def message(self, text: str) -> None:
         self.emit("message", text=text)
@@ -166,12 +174,15 @@ class Launcher:
             self._timings["ended"] = self._timings[new.value]
             self._timings.setdefault("started", self._timings[new.value])
             self.reason = reason
-        self.folder.update_status(state=new.value, reason=reason, timings=self._timings,
-                                  exit_status=self.exit_status,
-                                  artifacts=[str(p.relative_to(self.folder.path))
-                                             for p in self.artifacts
-                                             if p.is_relative_to(self.folder.path)],
-                                  trace_inputs=[str(p) for p in self.trace_inputs])
+        try:
+            self.folder.update_status(state=new.value, reason=reason, timings=self._timings,
+                                      exit_status=self.exit_status,
+                                      artifacts=[str(p.relative_to(self.folder.path))
+                                                 for p in self.artifacts
+                                                 if p.is_relative_to(self.folder.path)],
+                                      trace_inputs=[str(p) for p in self.trace_inputs])
+        except OSError as exc:   # e.g. a full disk: the observers must still hear of it
+            log.warning("run %s: cannot write status.json: %s", self.folder.run_id, exc)
         self.emit("state", state=new, reason=reason)
 
     # ------------------------------------------------------------------ control
@@ -200,7 +211,7 @@ class Launcher:
                 self.set_state(RunState.FAILED, describe_exit(status))
         except RunCancelled:
             self._collect_after_end()
-            self.set_state(RunState.CANCELLED, "cancelled by the user")
+            self.set_state(RunState.CANCELLED, self._cancel_reason or "cancelled by the user")
         except LaunchError as exc:
             self._collect_after_end()
             self.set_state(RunState.FAILED, str(exc))
@@ -213,8 +224,11 @@ class Launcher:
             self._done.set()
         return self.result()
 
-    def cancel(self) -> None:
-        """Ask the run to stop (kills the program's process group); returns at once."""
+    def cancel(self, reason: str | None = None) -> None:
+        """Ask the run to stop (kills the program's process group); returns at once.
+        ``reason`` replaces "cancelled by the user" (e.g. hipscope got SIGTERM)."""
+        if reason and not self._cancel.is_set():
+            self._cancel_reason = reason
         self._cancel.set()
         self._wake()
 
@@ -296,3 +310,72 @@ def describe_exit(status: int | None) -> str:
         except ValueError:
             pass
     return f"the program exited with status {status}"
+
+
+#: longest text of one output event: longer lines arrive as several fragments
+MAX_FRAGMENT_CHARS = 64 * 1024
+_BREAKS = re.compile(r"(\r\n|\r|\n)")
+
+
+class LineSplitter:
+    """Bytes of one output stream -> ``(text, end)`` pieces for :meth:`Launcher.output`.
+
+    ``end`` is ``"\\n"`` (a line), ``"\\r"`` (a progress line, as tqdm writes them) or
+    ``""`` (a fragment: a line longer than ``max_chars``, one the program has not
+    finished yet, see :meth:`flush`, or its last line when it had no end). Memory
+    stays bounded whatever the program writes; UTF-8 split across chunks decodes
+    whole; ``"\\r\\n"`` ends a line.
+    """
+
+    def __init__(self, max_chars: int = MAX_FRAGMENT_CHARS):
+        self.max_chars = max_chars
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+        self._held_cr = False    # the text so far ended in "\r": is a "\n" next?
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending) or self._held_cr
+
+    def feed(self, data: bytes) -> list[tuple[str, str]]:
+        return self._split(self._decoder.decode(data))
+
+    def flush(self) -> list[tuple[str, str]]:
+        """What is pending, as a fragment (or a progress line): the program paused."""
+        if not self.pending:
+            return []
+        out = [(self._pending, "\r" if self._held_cr else "")]
+        self._pending, self._held_cr = "", False
+        return out
+
+    def close(self) -> list[tuple[str, str]]:
+        """The stream ended: the rest (a last line without end stays a fragment: the
+        output is given exactly as it was)."""
+        return self._split(self._decoder.decode(b"", final=True)) + self.flush()
+
+    def _split(self, text: str) -> list[tuple[str, str]]:
+        if self._held_cr:
+            text, self._held_cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._held_cr = text[:-1], True
+        out: list[tuple[str, str]] = []
+        if "\r" not in text:
+            *lines, rest = text.split("\n")
+            seps = ["\n"] * len(lines)
+        else:
+            parts = _BREAKS.split(text)
+            lines, seps, rest = parts[0:-1:2], parts[1::2], parts[-1]
+        for line, sep in zip(lines, seps):
+            self._piece(out, self._pending + line, "\r" if sep == "\r" else "\n")
+            self._pending = ""
+        self._pending += rest
+        while len(self._pending) > self.max_chars:
+            out.append((self._pending[:self.max_chars], ""))
+            self._pending = self._pending[self.max_chars:]
+        return out
+
+    def _piece(self, out: list[tuple[str, str]], line: str, end: str) -> None:
+        while len(line) > self.max_chars:
+            out.append((line[:self.max_chars], ""))
+            line = line[self.max_chars:]
+        out.append((line, end))

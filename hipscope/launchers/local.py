@@ -1,23 +1,34 @@
 """Run a program on this machine: a child process in its own process group.
 
-The program's output goes byte for byte to the run folder's logs and line by line to
-the observers. Cancel sends SIGTERM to the whole process group (children and
+The program's output goes byte for byte to the run folder's logs and, split by
+:class:`~hipscope.launchers.base.LineSplitter`, to the observers; the pipes are read in
+bounded chunks, so a line without end costs no more memory than a short one. When a log
+cannot be written (a full disk) the pipes are still drained, the program is ended and the
+run fails with the reason. Cancel sends SIGTERM to the whole process group (children and
 grandchildren), then SIGKILL after a grace period.
+
+If the hipscope process itself is killed (SIGKILL cannot be caught), the program's
+process group lives on (it has its own session, out of reach of a terminal hang-up);
+``hipscope runs`` then says the run's hipscope process is gone and whether the program
+is still running (status.json records both processes' pid and start time).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import select
 import signal
 import subprocess
 import threading
 from typing import IO
 
-from .base import LaunchError, Launcher, RunCancelled, RunState
+from .base import LaunchError, Launcher, LineSplitter, RunCancelled, RunState
 from .detect import collect_provenance
 from .hosts import LocalHost
 from .profilers import get_profiler
+from .rundir import process_identity
 from .telemetry import TelemetryRunMixin
 
 log = logging.getLogger(__name__)
@@ -25,6 +36,17 @@ log = logging.getLogger(__name__)
 #: seconds between SIGTERM and SIGKILL on cancel, and for output pipes to drain after
 #: the program exits (a daemonised grandchild may hold them open)
 KILL_GRACE_S = 3.0
+#: bytes read from a pipe at a time
+CHUNK = 64 * 1024
+#: an unfinished line (a progress bar) is shown after the program paused this long
+PARTIAL_LINE_S = 0.1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte (a raw write may take only part of them)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def apply_env(base: dict[str, str], *changes: dict[str, str | None]) -> dict[str, str]:
@@ -46,6 +68,7 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
         self.proc: subprocess.Popen | None = None
         self._wakeup = threading.Event()
         self._readers: list[threading.Thread] = []
+        self._log_failure: str | None = None
         self.host = LocalHost()
 
     # ------------------------------------------------------------------ steps
@@ -69,7 +92,7 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
             raise LaunchError(f"cannot start {what!r}: no such program or directory") from None
         except PermissionError as exc:
             raise LaunchError(f"cannot start {wrapped.argv[0]!r}: {exc.strerror}") from None
-        folder.update_status(pid=self.proc.pid)
+        folder.update_status(pid=self.proc.pid, program=process_identity(self.proc.pid))
         for stream, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
             t = threading.Thread(target=self._pump, args=(stream, pipe), daemon=True,
                                  name=f"{stream}-{folder.run_id}")
@@ -82,8 +105,13 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
         if self.cancelled and self.proc.poll() is None:
             self._kill_group()
             raise RunCancelled()
+        ended = bool(self._log_failure) and self.proc.poll() is None
+        if ended:
+            self._kill_group()
         status = self.proc.wait()
         self._drain()
+        if self._log_failure:
+            raise LaunchError(self._log_failure + ("; the program was ended" if ended else ""))
         self.check_cancel()
         return status
 
@@ -96,12 +124,45 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
 
     # ------------------------------------------------------------------ helpers
     def _pump(self, stream: str, pipe: IO[bytes]) -> None:
-        with open(self.folder.log_path(stream), "ab") as log_fh:
-            for raw in iter(pipe.readline, b""):
-                log_fh.write(raw)
-                log_fh.flush()
-                self.output(stream, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-        pipe.close()
+        """Copy one pipe to its log and the observers until the program closes it."""
+        fd, split = pipe.fileno(), LineSplitter()
+        log_fd: int | None = os.open(self.folder.log_path(stream),
+                                     os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            while data := os.read(fd, CHUNK):
+                if log_fd is not None:
+                    log_fd = self._write_log(stream, log_fd, data)
+                self._output_pieces(stream, split.feed(data))
+                if split.pending and not select.select([fd], [], [], PARTIAL_LINE_S)[0]:
+                    self._output_pieces(stream, split.flush())
+            self._output_pieces(stream, split.close())
+        finally:
+            pipe.close()
+            if log_fd is not None:
+                os.close(log_fd)
+
+    def _write_log(self, stream: str, log_fd: int, data: bytes) -> int | None:
+        """Append to the log; on failure stop writing (the pipe is still drained),
+        note why and wake the run to end the program. None once writing failed."""
+        try:
+            _write_all(log_fd, data)
+            return log_fd
+        except OSError as exc:
+            os.close(log_fd)
+            name = self.folder.log_path(stream).name
+            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else \
+                "cannot write the log"
+            if self._log_failure is None:
+                self._log_failure = (f"{what}: could not write {name} in {self.folder.path} "
+                                     f"({exc.strerror})")
+                self.message(f"{what}: {name} cannot be written ({exc.strerror}); "
+                             "ending the program")
+                self._wakeup.set()
+            return None
+
+    def _output_pieces(self, stream: str, pieces: list[tuple[str, str]]) -> None:
+        for text, end in pieces:
+            self.output(stream, text, end)
 
     def _reap(self) -> None:
         assert self.proc is not None

@@ -5,8 +5,10 @@
 Launcher events arrive on the launcher's threads (run, output readers, telemetry
 poller). Output lines go into a locked buffer that a GUI timer drains in batches (fast
 output never becomes one signal per line); every other event crosses by a queued
-signal. Panels bind to the session's plain state (``state``, ``reason``, ``telemetry``)
-and its signals; they hold no run logic.
+signal. The console shows at most ``MAX_LINE_CHARS`` of a line (the rest is counted,
+and stays in the run folder's log) and updates a ``\\r`` progress line in place.
+Panels bind to the session's plain state (``state``, ``reason``, ``telemetry``) and
+its signals; they hold no run logic.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ log = logging.getLogger(__name__)
 
 FLUSH_MS = 50                 # console batches
 MAX_CONSOLE_BLOCKS = 50_000   # lines kept in the console (the log file has them all)
+MAX_LINE_CHARS = 8192         # of one line shown in the console (the log file has it all)
 MAX_POINTS = 3600             # telemetry samples kept per GPU for the charts
 STATE_TEXT = {"queued": "⏳ queued", "starting": "◔ starting…", "running": "▶ running",
               "collecting": "⇩ collecting artifacts…", "finished": "✔ finished",
-              "failed": "✖ failed", "cancelled": "■ cancelled"}
+              "failed": "✖ failed", "cancelled": "■ cancelled", "unknown": "? unknown"}
 STATE_COLOUR = {"finished": "#3fa34d", "failed": "#d9534f", "cancelled": "#d08a00",
                 "running": "#3d8bd9"}
 METRICS = (("util_pct", "Utilisation", "%", 1.0), ("mem_used_mib", "Memory", "GiB", 1 / 1024),
@@ -118,7 +121,8 @@ class RunSession(QObject):
         self.ended_at: float | None = None
         self.detached = False
         self.telemetry = TelemetryBuffer()
-        self._buf: list[tuple[str, str]] = []
+        self._buf: list[tuple[str, str, str, int]] = []   # stream, text, end, bytes cut
+        self._line_chars: dict[str, int] = {}              # of the stream's open line
         self._lock = threading.Lock()
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
@@ -167,16 +171,25 @@ class RunSession(QObject):
             return
         if ev.kind == "output":
             with self._lock:
-                self._buf.append((ev.stream, ev.line))
+                self._buf.append(self._clip(ev.stream, ev.line, ev.end))
         else:
             self._posted.emit(ev)
+
+    def _clip(self, stream: str, text: str, end: str) -> tuple[str, str, str, int]:
+        """Keep at most MAX_LINE_CHARS of a line (a 100 MB line must not reach the
+        GUI); what is cut is counted in bytes. Called under the lock."""
+        n = self._line_chars.get(stream, 0)
+        room = max(0, MAX_LINE_CHARS - n)
+        cut = len(text[room:].encode("utf-8", errors="replace")) if len(text) > room else 0
+        self._line_chars[stream] = n + len(text) if end == "" else 0
+        return (stream, text[:room], end, cut)
 
     # ---- GUI thread ------------------------------------------------------------------
     def _flush(self) -> None:
         with self._lock:
             batch, self._buf = self._buf, []
         if batch:
-            self.line_count += len(batch)
+            self.line_count += sum(1 for item in batch if item[2] == "\n")
             self.lines_appended.emit(batch)
 
     def _on_posted(self, ev) -> None:
@@ -403,6 +416,8 @@ class RunPanel(QWidget):
         session.message_added.connect(self._on_session_message_added)
         session.state_changed.connect(self._on_session_state_changed)
         session.telemetry_added.connect(self.charts.schedule)
+        self._open: dict[str, _OpenLine] = {}    # per stream: its line, still going
+        self._started = False                    # the console has a first line
         self._update_state()
         self.charts.redraw()
         self._sized = False
@@ -419,28 +434,68 @@ class RunPanel(QWidget):
         return self.session.spec.name or Path(cmd[1] if Path(cmd[0]).name.startswith(
             "python") and len(cmd) > 1 and not cmd[1].startswith("-") else cmd[0]).name
 
-    def append_lines(self, batch: list[tuple[str, str]]) -> None:
-        """Append a batch: one insert per run of lines of the same stream."""
+    def append_lines(self, batch: list[tuple]) -> None:
+        """Append a batch of ``(stream, text[, end, bytes cut])``: one insert per run of
+        whole lines of the same stream; a fragment continues its stream's open line, a
+        progress line (end ``\\r``) is replaced by the next text of its stream."""
         bar = self.console.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 2
         cur = QTextCursor(self.console.document())
-        cur.movePosition(QTextCursor.MoveOperation.End)
         cur.beginEditBlock()
-        first = self.console.document().isEmpty()
-        i = 0
-        while i < len(batch):
-            stream = batch[i][0]
-            j = i
-            while j < len(batch) and batch[j][0] == stream:
-                j += 1
-            if not first:
-                cur.insertBlock()
-            first = False
-            cur.insertText("\n".join(ln for _s, ln in batch[i:j]), self._fmt[stream])
-            i = j
+        run: list[str] = []
+        run_stream = ""
+        for item in batch:
+            stream, text, end, cut = (*item, "\n", 0)[:4]
+            op = self._open.get(stream)
+            if op is None and end == "\n" and not cut and len(text) <= MAX_LINE_CHARS:
+                if run and run_stream != stream:
+                    self._insert_block(cur, "\n".join(run), run_stream)
+                    run = []
+                run_stream = stream
+                run.append(text)
+                continue
+            if run:
+                self._insert_block(cur, "\n".join(run), run_stream)
+                run = []
+            if op is None or not self._rewrite(op, text, cut):
+                op = _OpenLine(stream)
+                op.add(text, cut)
+                self._insert_block(cur, op.render(), stream)
+            op.replace_next = end == "\r"
+            if end == "\n":
+                self._open.pop(stream, None)
+            else:
+                self._open[stream] = op
+        if run:
+            self._insert_block(cur, "\n".join(run), run_stream)
         cur.endEditBlock()
         if at_end:
             bar.setValue(bar.maximum())
+
+    def _insert_block(self, cur: QTextCursor, text: str, stream: str) -> None:
+        """Append ``text`` (lines) as new blocks; open lines are counted from the end,
+        which the console's trimming of old blocks leaves unchanged."""
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        new = text.count("\n")
+        if self._started:
+            cur.insertBlock()
+            new += 1
+        self._started = True
+        cur.insertText(text, self._fmt[stream])
+        for op in self._open.values():
+            op.after += new
+
+    def _rewrite(self, op: _OpenLine, text: str, cut: int) -> bool:
+        """Add to an open line in place; False when the console has dropped it."""
+        doc = self.console.document()
+        n = doc.blockCount() - 1 - op.after
+        if n < 0:
+            return False
+        op.add(text, cut)
+        c = QTextCursor(doc.findBlockByNumber(n))
+        c.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        c.insertText(op.render(), self._fmt[op.stream])
+        return True
 
     def _on_session_message_added(self, text: str) -> None:
         self.append_lines([("message", f"— {text}")])
@@ -484,6 +539,27 @@ class RunPanel(QWidget):
         self.open_button.setEnabled(bool(final and res is not None and res.trace_inputs))
         self.open_button.setToolTip("" if self.open_button.isEnabled() else
                                     "no trace yet" if not final else "this run wrote no trace")
+
+
+class _OpenLine:
+    """The console's last line while its stream has not ended it (plain state)."""
+
+    def __init__(self, stream: str):
+        self.stream, self.text, self.cut, self.replace_next = stream, "", 0, False
+        self.after = 0           # console lines below it
+
+    def add(self, text: str, cut: int) -> None:
+        if self.replace_next and (text or cut):      # after "\r": the new text replaces
+            self.text, self.cut = "", 0
+        self.replace_next = False
+        room = MAX_LINE_CHARS - len(self.text)
+        self.text += text[:room]
+        self.cut += cut + len(text[room:].encode("utf-8", errors="replace"))
+
+    def render(self) -> str:
+        if not self.cut:
+            return self.text
+        return f"{self.text} … ({self.cut:,} bytes more; see {self.stream}.log)"
 
 
 def _html(text: str) -> str:

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..launchers.rundir import RunSummary, list_runs, runs_dir
+from ..launchers.rundir import Damaged, RunSummary, list_runs, read_status, runs_dir
 from ..launchers.spec import RunSpec
 from .run_panel import STATE_COLOUR, STATE_TEXT, RunManager, RunPanel, RunSession, fmt_seconds
 
@@ -58,12 +58,13 @@ class RunRow:
 
 
 def read_rows(base: Path | None = None) -> list[RunRow]:
-    """Every run, newest first, with the trace inputs its status names (worker)."""
+    """Every run, newest first, with the trace inputs its status names (worker); a
+    damaged run folder is a row too (state unknown, the damage in its tooltip)."""
     rows = []
     for s in reversed(list_runs(base)):
         try:
-            st = json.loads((s.path / "status.json").read_text())
-        except (OSError, ValueError):
+            st = read_status(s.path)
+        except Damaged:
             st = {}
         rows.append(RunRow(s, tuple(Path(p) for p in st.get("trace_inputs") or []),
                            str(st.get("profiler") or "none")))
@@ -121,6 +122,8 @@ class RunsTableModel(QAbstractTableModel):
     def _text(row: RunRow, col: int) -> str:
         s = row.summary
         if col == 0:
+            if s.state == "unknown" and (s.reason or "").startswith("damaged"):
+                return "⚠ damaged"
             return STATE_TEXT.get(s.state, s.state)
         if col == 1:
             return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) \
@@ -261,7 +264,7 @@ class RunsPanel(QWidget):
             return
         try:
             spec = RunSpec.from_json(json.loads((rows[0].summary.path / "spec.json").read_text()))
-        except (OSError, ValueError, TypeError) as exc:
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
             QMessageBox.warning(self, "Re-run", f"Cannot read the run's spec.json: {exc}")
             return
         self.rerun_requested.emit(spec)

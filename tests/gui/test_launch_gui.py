@@ -22,6 +22,7 @@ from hipscope.launchers import RunSpec, make_launcher
 from hipscope.launchers.spec import ProfilerSpec, SlurmOptions, Target
 from hipscope.launchers.telemetry import COMMANDS
 from hipscope.views.launch_dialog import LaunchDialog
+from hipscope.views.run_panel import MAX_LINE_CHARS
 from hipscope.views.runs_panel import RunsPanel
 from tests.unit.launcher_fixtures import (DATA, alive, install_rocprofv3_standin,
                                           key_fingerprint, start_sshd, stop_sshd)
@@ -257,6 +258,44 @@ def test_telemetry_charts_receive_samples(window, qtbot, tmp_path, fake_nvidia_s
     assert "telemetry samples" in panel.state_label.text()
 
 
+def test_console_caps_a_long_line_and_the_log_is_exact(window, qtbot):
+    """A 5 MB line without newline: the console shows its first MAX_LINE_CHARS and how
+    much more there is; the log keeps every byte."""
+    n = 5_000_000
+    code = f"import sys\nsys.stdout.write('z' * {n})\nprint('after', file=sys.stderr)\n"
+    s = window.start_run(RunSpec([PY, "-c", code]))
+    panel = window.runs_dock.panels[s.run_id]
+    res = wait_final(qtbot, s)
+    assert res.state.value == "finished"
+    assert (s.folder / "stdout.log").read_bytes() == b"z" * n
+    lines = panel.console.toPlainText().split("\n")
+    head = "z" * MAX_LINE_CHARS
+    assert f"{head} … ({n - MAX_LINE_CHARS:,} bytes more; see stdout.log)" in lines
+    assert "after" in lines
+    assert len(panel.console.toPlainText()) < 2 * MAX_LINE_CHARS
+
+
+def test_console_updates_a_progress_line_in_place(window, qtbot, tmp_path):
+    """``\\r`` progress (tqdm) shows while the program runs, one line updated in place."""
+    gate = tmp_path / "gate"
+    code = ("import os, sys, time\n"
+            "for i in range(1, 6):\n    sys.stderr.write(f'\\rstep {i}'); sys.stderr.flush()\n"
+            f"while not os.path.exists({str(gate)!r}): time.sleep(0.02)\n"
+            "sys.stderr.write('\\ndone\\n')\n")
+    s = window.start_run(RunSpec([PY, "-c", code]))
+    panel = window.runs_dock.panels[s.run_id]
+    try:
+        qtbot.waitUntil(lambda: panel.console.toPlainText() == "step 5", timeout=WAIT)
+        assert s.state == "running" and panel.console.blockCount() == 1
+    finally:
+        gate.touch()
+    res = wait_final(qtbot, s)
+    assert res.state.value == "finished"
+    assert panel.console.toPlainText() == "step 5\ndone"
+    assert (s.folder / "stderr.log").read_bytes() == \
+        b"".join(b"\rstep %d" % i for i in range(1, 6)) + b"\ndone\n"
+
+
 # --------------------------------------------------------------------------- runs panel
 
 def _past_run(command, data_dir):
@@ -294,6 +333,25 @@ def test_runs_panel_lists_past_runs(qtbot, qtmodeltester, data_dir, monkeypatch)
     assert not ok.folder.exists() and bad.folder.exists()
     assert m.rowCount() == 1
     qtmodeltester.check(m)
+    panel.shutdown()
+
+
+def test_runs_panel_lists_damaged_runs(qtbot, qtmodeltester, data_dir):
+    ok = _past_run([PY, "-c", "print(1)"], data_dir)
+    bad = _past_run([PY, "-c", "print(2)"], data_dir)
+    (bad.folder / "status.json").write_text("[]")
+    panel = RunsPanel()
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.refreshed, timeout=WAIT):
+        panel.refresh()
+    m = panel.model
+    qtmodeltester.check(m)
+    rows = {m.index(r, 7).data(): r for r in range(m.rowCount())}
+    assert set(rows) == {ok.folder.name, bad.folder.name}
+    assert m.index(rows[ok.folder.name], 0).data().endswith("finished")
+    assert m.index(rows[bad.folder.name], 0).data() == "⚠ damaged"
+    assert m.index(rows[bad.folder.name], 0).data(Qt.ItemDataRole.ToolTipRole) == \
+        "damaged: status.json holds a list, not a JSON object"
     panel.shutdown()
 
 

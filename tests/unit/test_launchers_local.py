@@ -3,16 +3,20 @@ process group, run folders, the rocprofv3 stand-in, ``hipscope run`` / ``hipscop
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from hipscope.launchers import ProfilerSpec, RunSpec, make_launcher
-from hipscope.launchers.base import InvalidTransition, RunState
+from hipscope.launchers import local
+from hipscope.launchers.base import MAX_FRAGMENT_CHARS, InvalidTransition, RunState
 from hipscope.launchers.rundir import list_runs
 from hipscope.parsers import open_trace
 from tests.conftest import ROOT
@@ -231,3 +235,193 @@ def test_cli_detect_reports_this_machine():
     assert info["host"] == os.uname().nodename
     assert {"gpus", "profilers", "versions", "tools"} <= set(info)
     assert "Host:" in cli("run", "--detect").stdout
+
+
+# --------------------------------------------------------------------------- hipscope itself ends
+
+def _start_cli_run(tmp_path: Path, *command: str) -> subprocess.Popen:
+    out, err = open(tmp_path / "cli.out", "wb"), open(tmp_path / "cli.err", "wb")
+    try:
+        return subprocess.Popen([PY, "-m", "hipscope", "run", "--", *command], cwd=ROOT,
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    finally:
+        out.close()
+        err.close()
+
+
+def _running_status(data_dir: Path) -> tuple[Path, dict]:
+    """Wait until the one run folder's status.json says running; (folder, status)."""
+    def running():
+        for st_path in (data_dir / "runs").glob("*/status.json"):
+            try:
+                st = json.loads(st_path.read_text())
+            except ValueError:          # being replaced right now
+                return None
+            if st.get("state") == "running" and st.get("pid"):
+                return st_path.parent, st
+        return None
+    return wait_until(running, 60, "status.json to say running")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_cli_run_cancels_when_hipscope_gets_sigterm_or_sighup(sig, tmp_path, data_dir):
+    pidfile = tmp_path / "pids"
+    cli_proc = _start_cli_run(tmp_path, PY, "-c", GROUP_PROGRAM, str(pidfile))
+    pids: list[int] = []
+    try:
+        folder, _st = _running_status(data_dir)
+        wait_until(pidfile.exists, 60, "the program to start its children")
+        pids = [int(x) for x in pidfile.read_text().split()]
+        assert all(alive(p) for p in pids)
+        cli_proc.send_signal(sig)
+        assert cli_proc.wait(60) == 128 + sig
+        st = json.loads((folder / "status.json").read_text())
+        assert st["state"] == "cancelled"
+        assert st["reason"] == f"cancelled: hipscope got {signal.Signals(sig).name}"
+        wait_until(lambda: not any(alive(p) for p in pids), 10,
+                   "program, child and grandchild to be gone")
+        assert "hipscope: cancelling" in (tmp_path / "cli.err").read_text()
+    finally:
+        kill_pids(pids)
+        if cli_proc.poll() is None:
+            cli_proc.kill()
+            cli_proc.wait(30)
+
+
+def test_runs_says_when_the_hipscope_process_of_a_run_was_killed(tmp_path, data_dir):
+    """SIGKILL cannot be caught: the listing must not say running forever, and it says
+    that the program (its own process group) lives on."""
+    code = "import time\ntime.sleep(600)\n"
+    cli_proc = _start_cli_run(tmp_path, PY, "-c", code)
+    program = None
+    try:
+        folder, st = _running_status(data_dir)
+        program = st["pid"]
+        cli_proc.kill()
+        cli_proc.wait(30)
+        p = cli("runs", "--json")
+        [run_] = json.loads(p.stdout)
+        assert run_["id"] == folder.name and run_["state"] == "unknown"
+        assert run_["reason"] == (f"the hipscope process that ran it is gone "
+                                  f"(pid {cli_proc.pid}); its program (pid {program}) is "
+                                  "still running")
+        os.killpg(program, signal.SIGKILL)
+        wait_until(lambda: not alive(program), 10, "the program to be gone")
+        [r] = list_runs()
+        assert r.reason == f"the hipscope process that ran it is gone (pid {cli_proc.pid})"
+        assert "unknown" in cli("runs").stdout.splitlines()[1]
+    finally:
+        if program is not None:
+            kill_pids([program])
+        if cli_proc.poll() is None:
+            cli_proc.kill()
+            cli_proc.wait(30)
+
+
+# --------------------------------------------------------------------------- output
+
+def test_a_line_without_end_arrives_in_bounded_pieces():
+    """Memory stays bounded (no readline of a 3 MB line), the log is byte-exact, and
+    the pieces put together are the output."""
+    n = 3_000_000
+    code = f"import sys\nsys.stdout.write('x' * {n} + '\\nend\\n')\n"
+    res, rec, _ = run(RunSpec([PY, "-c", code]))
+    assert res.state == RunState.FINISHED
+    out = [e for e in rec.events if e.kind == "output" and e.stream == "stdout"]
+    assert max(len(e.line) for e in out) <= MAX_FRAGMENT_CHARS
+    assert "".join(e.line + e.end for e in out) == "x" * n + "\nend\n"
+    assert (res.folder / "stdout.log").read_bytes() == b"x" * n + b"\nend\n"
+
+
+def test_cli_output_is_the_programs_output_exactly():
+    """UTF-8 split across read chunks, CR LF, and a last line without newline."""
+    code = ("import sys\n"
+            "sys.stdout.buffer.write(('a' + 'é' * 100_000 + '\\r\\n' + 'ünfinished').encode())\n")
+    text = "a" + "é" * 100_000 + "\r\n" + "ünfinished"
+    p = subprocess.run([PY, "-m", "hipscope", "run", "-q", "--", PY, "-c", code],
+                       capture_output=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == text.replace("\r\n", "\n").encode()
+
+
+def test_cli_passes_progress_output_through_as_it_comes(tmp_path, data_dir):
+    """tqdm-style ``\\r`` progress shows while the program runs, byte for byte."""
+    gate = tmp_path / "gate"
+    code = ("import os, sys, time\n"
+            "for i in range(1, 6):\n    sys.stderr.write(f'\\rstep {i}'); sys.stderr.flush()\n"
+            f"while not os.path.exists({str(gate)!r}): time.sleep(0.02)\n"
+            "sys.stderr.write('\\n')\n")
+    cli_proc = subprocess.Popen([PY, "-m", "hipscope", "run", "--", PY, "-c", code], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    got = bytearray()
+
+    def read():
+        while data := os.read(cli_proc.stderr.fileno(), 65536):
+            got.extend(data)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: b"step 5" in got, 60, "the progress line while the program runs")
+        assert cli_proc.poll() is None
+    finally:
+        gate.touch()
+        assert cli_proc.wait(60) == 0
+        reader.join(30)
+        cli_proc.stderr.close()
+    assert b"hipscope: running\n\rstep 1\rstep 2\rstep 3\rstep 4\rstep 5\nhipscope: " in got
+
+
+# --------------------------------------------------------------------------- full disk
+
+WRITER = ("import sys, time\nfor _ in range({n}): sys.stdout.write('y' * 65535 + '\\n')\n"
+          "sys.stdout.flush()\ntime.sleep(600)\n")
+
+
+def _assert_failed_disk_full(res, folder_reason: str, rec) -> None:
+    assert res.state == RunState.FAILED
+    assert res.reason.startswith(f"disk full: could not write stdout.log in {folder_reason} "
+                                 "(No space left on device)"), res.reason
+    assert res.reason.endswith("; the program was ended")
+    assert any(m.startswith("disk full") for m in rec.messages())
+    st = json.loads((res.folder / "status.json").read_text())
+    assert st["state"] == "failed" and st["reason"] == res.reason
+    assert not alive(st["pid"])
+
+
+def test_full_disk_fails_the_run_and_ends_the_program(monkeypatch):
+    """The log write fails with ENOSPC after 100 kB (as on a full disk, at the very
+    point it happens): the pipe is still drained, the program ended, the run failed."""
+    budget = [100_000]
+    real_write_all = local._write_all
+
+    def write_all(fd: int, data: bytes) -> None:
+        take = min(budget[0], len(data))
+        real_write_all(fd, data[:take])
+        budget[0] -= take
+        if take < len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(local, "_write_all", write_all)
+    res, rec, _ = run(RunSpec([PY, "-c", WRITER.format(n=64)]))
+    _assert_failed_disk_full(res, str(res.folder), rec)
+    assert (res.folder / "stdout.log").read_bytes() == (b"y" * 65535 + b"\n") * 1 + \
+        b"y" * (100_000 - 65536)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A real 1 MiB tmpfs (needs the right to mount: root in the test container)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def test_real_full_disk_fails_the_run(tiny_disk, monkeypatch):
+    monkeypatch.setenv("HIPSCOPE_DATA_DIR", str(tiny_disk / "data"))
+    res, rec, _ = run(RunSpec([PY, "-c", WRITER.format(n=64)]))
+    _assert_failed_disk_full(res, str(res.folder), rec)
+    assert (res.folder / "stdout.log").stat().st_size < 1 << 20
