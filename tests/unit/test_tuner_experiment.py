@@ -24,7 +24,9 @@ from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.tuner.state import TunerState
 from hipscope.tuner.sweep import SweepError, run_sweep
 
-FAST = "import os,time; time.sleep(0.05 if os.environ.get('HIPSCOPE_FAST')=='1' else 0.1)"
+# The variants differ by a full second, far more than a loaded machine's start-up noise
+# (a 0.05 s vs 0.1 s pair failed whenever Python's start-up took longer than ~0.2 s).
+FAST = "import os,time; time.sleep(0.02 if os.environ.get('HIPSCOPE_FAST')=='1' else 1.0)"
 
 
 def proposal(env=None, args=None, recipe=None) -> Proposal:
@@ -71,7 +73,7 @@ def test_experiment_runs_real_processes_and_finds_the_faster_variant():
     spec = experiment_sweep(p, prog, repeats=5)
     res = run_sweep(spec, experiment_runner(p, prog), resamples=2000)
     ab = res.comparisons[res.variants[1].name]
-    assert 0.3 < ab.ratio < 0.8 and ab.ci_high < 1 and ab.verdict == "better"
+    assert 0 < ab.ratio < 0.8 and ab.ci_high < 1 and ab.verdict == "better"
     assert len(res.runs) == 10
 
 
