@@ -48,7 +48,7 @@ class Host(Protocol):
 
     def makedirs(self, path: str) -> None: ...
 
-    def download_tree(self, remote: str, local: Path) -> list[Path]: ...
+    def download_tree(self, remote: str, local: Path, limits=None) -> list[Path]: ...
 
     def abspath(self, path: str) -> str: ...
 
@@ -98,7 +98,8 @@ class LocalHost:
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
 
-    def download_tree(self, remote: str, local: Path) -> list[Path]:
+    def download_tree(self, remote: str, local: Path, limits=None) -> list[Path]:
+        """Copy a local folder (the user's own files: ``limits`` are for remote hosts)."""
         src, dst = Path(remote), Path(local)
         if src.resolve() == dst.resolve():
             return sorted(p for p in dst.rglob("*") if p.is_file())
