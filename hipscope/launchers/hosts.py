@@ -6,7 +6,8 @@ telemetry and Slurm code is written once against this interface.
 
 Commands are argv lists; :meth:`Host.run` never goes through a shell. Where a shell is
 needed (``run_script``) the script is built by hipscope with every user-given word
-passed through :func:`shlex.quote`.
+passed through :func:`shlex.quote`, and over SSH it goes to ``sh -s`` on stdin, so the
+login shell's quoting rules never apply.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class LocalHost:
         os.chmod(path, mode)
 
     def makedirs(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)   # private, as on remote hosts
 
     def download_tree(self, remote: str, local: Path, limits=None) -> list[Path]:
         """Copy a local folder (the user's own files: ``limits`` are for remote hosts)."""

@@ -38,7 +38,7 @@ SECRET_ENV = "ngc-remote-secret-4711"
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory):
     d = start_sshd(tmp_path_factory.mktemp("sshd"), [
-        f"SetEnv NVIDIA_API_KEY={SECRET_ENV} NVIDIA_DRIVER_CAPABILITIES=compute"])
+        f"SetEnv NVIDIA_API_KEY={SECRET_ENV} NVIDIA_DRIVER_CAPABILITIES=compute HS_GONE=1"])
     yield d
     stop_sshd(d)
 
@@ -222,7 +222,9 @@ def test_hostile_arguments_arrive_verbatim_under_every_login_shell(sshd, config,
     cwd.mkdir()
     cwd.chmod(0o777)
     remote_dir = f"hs runs/it's \"odd\" $(touch {shared_dir}/rd) !x"
-    spec = RunSpec(["/usr/bin/python3", "-c", ECHO, *args], cwd=str(cwd), env=env,
+    # HS_GONE is set by the sshd (SetEnv); unset for the program
+    spec = RunSpec(["/usr/bin/python3", "-c", ECHO, *args], cwd=str(cwd),
+                   env={**env, "HS_GONE": None},
                    telemetry_interval=0.5, target=Target(
                        "ssh", host="testhost", user=user, ssh_config=str(config),
                        remote_dir=remote_dir))
