@@ -32,6 +32,10 @@ class KnownHosts:
 
     known: list[paramiko.PKey] = field(default_factory=list)
     revoked: list[paramiko.PKey] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)    # where each known key is listed
+
+    def origin(self, key: paramiko.PKey) -> str | None:
+        return next((f for k, f in zip(self.known, self.files) if k is key), None)
 
     def is_revoked(self, key: paramiko.PKey) -> bool:
         return any(k == key for k in self.revoked)
@@ -113,7 +117,9 @@ def lookup(files: list[str], name: str) -> KnownHosts:
                     out.revoked.append(key)
             elif marker is None and host_matches(hosts, name):
                 out.known.append(key)
-    out.known = [k for k in out.known if not out.is_revoked(k)]
+                out.files.append(f)
+    keep = [i for i, k in enumerate(out.known) if not out.is_revoked(k)]
+    out.known, out.files = [out.known[i] for i in keep], [out.files[i] for i in keep]
     return out
 
 

@@ -214,7 +214,7 @@ class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
         if self.kh.known:
             old = next((k for k in self.kh.known if k.get_name() == key.get_name()),
                        self.kh.known[0])
-            msg = _changed_message(name, p.known_hosts, old, key)
+            msg = _changed_message(name, self.kh.origin(old) or p.known_hosts, old, key)
             if p.strict != "no":
                 raise HostKeyChanged(msg)
             log.warning("StrictHostKeyChecking no: connecting anyway. %s", msg)
@@ -231,6 +231,7 @@ class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
                 f"{p.known_hosts} and was not accepted")
         knownhosts.append_key(p.known_hosts, name, key, p.hash_known_hosts)
         self.kh.known.append(key)
+        self.kh.files.append(p.known_hosts)
         log.info("added %s (%s) to %s", name, fp, p.known_hosts)
 
 
@@ -395,7 +396,7 @@ class SSHHost:
         group read whole before it runs, with stdin from /dev/null, so no command in it
         can swallow the rest of the script.
         """
-        text = f"{{\n{script}\n}} < /dev/null\n".encode()
+        text = f"{{\n{script}\n}} < /dev/null\n".encode("utf-8", "surrogateescape")
         try:
             chan = self._transport().open_session(timeout=self.params.op_timeout)
             chan.settimeout(self.params.op_timeout)

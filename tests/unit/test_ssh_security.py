@@ -216,6 +216,7 @@ def test_hostile_arguments_arrive_verbatim_under_every_login_shell(sshd, config,
     user = user_of(users, shell)
     args = hostile_args(shared_dir)
     assert len(args) == 28
+    args.append(os.fsdecode(b"not utf-8: \xff\xfe"))   # bytes pass through as they are
     env = {"HS_A": "x\\", "HS_B": f"$(touch {shared_dir}/e1)", "HS_C": "it's\nnew",
            "HS_D": "!", "HS_E": "", "HS_F": "a b  c", "HS_G": "`id`"}
     cwd = shared_dir / "the cwd's $(x) !"
@@ -423,6 +424,9 @@ def test_every_user_known_hosts_file_and_the_global_one_count(sshd, tmp_path):
                                              ""))
     connect(cfg2, refuse_asking).close()
     assert empty.read_text() == ""
+    glob.write_text(host_line(sshd, key=sshd.other_host_key))   # the advice names the file
+    with pytest.raises(SSHError, match=f"CHANGED: {glob} has .* -f {glob} -R"):
+        connect(cfg2, refuse_asking)
 
 
 def test_system_config_is_read_after_the_users(sshd, tmp_path, monkeypatch):
