@@ -43,7 +43,9 @@ class Download:
     def __init__(self, sftp: paramiko.SFTPClient, local: Path, limits: ArtifactLimits):
         self.s, self.local, self.lim = sftp, local, limits
         self.root = local.resolve()
-        self.total, self.got = 0, []   # type: ignore[var-annotated]
+        self.remote = ""
+        self.total = 0
+        self.got: list[Path] = []
 
     def run(self, remote: str) -> list[Path]:
         self.remote = remote
