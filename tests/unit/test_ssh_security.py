@@ -495,3 +495,14 @@ def test_accepted_keys_are_hashed_under_hash_known_hosts(sshd, tmp_path):
     assert found.returncode == 0 and "ssh-ed25519" in found.stdout
     connect(cfg, refuse_asking).close()       # and it is found again
     assert kh.read_text() == text
+
+
+def test_known_hosts_patterns_match_as_in_openssh(sshd, tmp_path):
+    kh = tmp_path / "kh"
+    key = sshd.host_key.with_suffix(".pub").read_text()
+    kh.write_text(f"other.example,[127.0.0.?]:{sshd.port} {key}")   # '[' is no class
+    cfg = policy_config(sshd, tmp_path, "cfg", "  StrictHostKeyChecking yes\n", kh)
+    connect(cfg, refuse_asking).close()
+    kh.write_text(f"*,!{sshd.label} {key}")                          # negated: not known
+    with pytest.raises(SSHError, match="StrictHostKeyChecking is yes"):
+        connect(cfg, refuse_asking)
