@@ -2,7 +2,8 @@
 keepalives, ProxyJump, and :class:`SSHHost`, the :class:`~.hosts.Host` over SSH.
 
 The config is read as OpenSSH reads it: the user's file (or the one given, then alone,
-as ``ssh -F``), then ``/etc/ssh/ssh_config``; the first obtained value wins. Host keys
+as ``ssh -F``), then ``/etc/ssh/ssh_config``, with their ``Include`` files; the first
+obtained value wins. Host keys
 follow its policy: every ``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` is read
 (:mod:`.knownhosts`, line by line), keys are filed under ``HostKeyAlias`` when set,
 ``@revoked`` keys are refused, a changed key is refused with the command that removes
@@ -32,8 +33,10 @@ from pathlib import Path
 import paramiko
 
 from . import knownhosts
-from .downloads import ArtifactLimits, ArtifactRefused, Download
+from .downloads import ArtifactLimits, Download
 from .hosts import CommandResult
+from .sshconfig import (GLOBAL_KNOWN_HOSTS, STRICT_VALUES, SSHConfigError, file_list,
+                        ssh_options)
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +81,6 @@ def _host_label(hostname: str, port: int) -> str:
     return hostname if port == 22 else f"[{hostname}]:{port}"
 
 
-SYSTEM_CONFIG = "/etc/ssh/ssh_config"
-GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2"
-STRICT_VALUES = {"yes": "yes", "true": "yes", "no": "no", "off": "no", "false": "no",
-                 "accept-new": "accept-new", "ask": "ask"}
-
-
 @dataclass
 class SSHParams:
     alias: str
@@ -118,46 +115,15 @@ class SSHParams:
         return self.keepalive_s * self.keepalive_count
 
 
-def _lookup(path: str, alias: str) -> dict:
-    p = Path(os.path.expanduser(path))
-    if not p.is_file():
-        return {}
-    try:
-        d = dict(paramiko.SSHConfig.from_path(str(p)).lookup(alias))
-    except Exception as exc:  # an unreadable or malformed config is the user's to fix
-        raise SSHConnectError(f"cannot read the ssh config {p}: {exc}") from None
-    if d.get("hostname") == alias:   # paramiko fills in HostName; only a set one counts
-        d.pop("hostname")
-    return d
-
-
-def ssh_options(alias: str, config_path: str | None) -> dict:
-    """The options for ``alias``: the user's config, then (without an explicit config,
-    as ``ssh -F``) the system one; the first obtained value wins, IdentityFile adds up."""
-    layers = [_lookup(config_path or "~/.ssh/config", alias)]
-    if config_path is None:
-        layers.append(_lookup(SYSTEM_CONFIG, alias))
-    out: dict = {}
-    for d in layers:
-        for k, v in d.items():
-            if k == "identityfile":
-                out.setdefault(k, []).extend(v)
-            else:
-                out.setdefault(k, v)
-    return out
-
-
-def _files(value: str | None, default: str) -> list[str]:
-    words = (value or default).split()
-    return [os.path.expanduser(w) for w in words if w.lower() != "none"]
-
-
 def resolve(alias: str, user: str | None = None, port: int | None = None,
             config_path: str | None = None, known_hosts: str | None = None) -> SSHParams:
     """Host parameters from the ssh config (Host, HostName, User, Port, IdentityFile,
     ProxyJump, UserKnownHostsFile, GlobalKnownHostsFile, StrictHostKeyChecking,
     HostKeyAlias, HashKnownHosts, ServerAliveInterval/CountMax, ConnectTimeout)."""
-    d = ssh_options(alias, config_path)
+    try:
+        d = ssh_options(alias, config_path)
+    except SSHConfigError as exc:
+        raise SSHConnectError(str(exc)) from None
     p = SSHParams(alias=alias, hostname=d.get("hostname", alias))
     p.port = int(port or d.get("port", 22))
     p.user = user or d.get("user") or getpass.getuser()
@@ -166,8 +132,8 @@ def resolve(alias: str, user: str | None = None, port: int | None = None,
     if jump and jump.lower() != "none":
         p.proxy_jump = [j.strip() for j in jump.split(",") if j.strip()]
     p.known_hosts_files = [os.path.expanduser(known_hosts)] if known_hosts else \
-        _files(d.get("userknownhostsfile"), "~/.ssh/known_hosts") or ["/dev/null"]
-    p.global_known_hosts = _files(d.get("globalknownhostsfile"), GLOBAL_KNOWN_HOSTS)
+        file_list(d.get("userknownhostsfile"), "~/.ssh/known_hosts") or ["/dev/null"]
+    p.global_known_hosts = file_list(d.get("globalknownhostsfile"), GLOBAL_KNOWN_HOSTS)
     strict = str(d.get("stricthostkeychecking", "ask")).lower()
     if strict not in STRICT_VALUES:
         raise SSHConnectError(f"StrictHostKeyChecking {strict!r} for {alias} is not one of "
@@ -489,7 +455,7 @@ class SSHHost:
 
         The server's names are not trusted (scp's CVE-2019-6111): a name that is empty,
         ``.``, ``..`` or holds ``/`` or NUL, or whose local path would leave ``local``,
-        stops the download with :class:`ArtifactRefused`; so do files over the size,
+        stops the download with :class:`~.downloads.ArtifactRefused`; so do files over the size,
         count and depth limits. Links and other non-regular files are skipped.
         """
         return self._sftp_call(lambda s: Download(s, Path(local),

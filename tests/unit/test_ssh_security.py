@@ -430,7 +430,7 @@ def test_every_user_known_hosts_file_and_the_global_one_count(sshd, tmp_path):
 
 
 def test_system_config_is_read_after_the_users(sshd, tmp_path, monkeypatch):
-    from hipscope.launchers import ssh
+    from hipscope.launchers import sshconfig
 
     kh = tmp_path / "kh"
     kh.write_text(host_line(sshd))
@@ -439,16 +439,18 @@ def test_system_config_is_read_after_the_users(sshd, tmp_path, monkeypatch):
     (home / ".ssh" / "config").write_text(
         f"Host testhost\n  Port {sshd.port}\n  IdentityFile {sshd.user_key}\n")
     system = tmp_path / "ssh_config"
-    system.write_text(f"Host *\n  Port 1\n  HostName 127.0.0.1\n  User root\n"
-                      f"  UserKnownHostsFile {kh}\n  StrictHostKeyChecking yes\n")
+    system.write_text(f"Include ssh_config.d/*.conf\nHost *\n  Port 1\n  HostName 127.0.0.1\n"
+                      f"  User root\n  UserKnownHostsFile {kh}\n")
+    (tmp_path / "ssh_config.d").mkdir()      # as Debian's: settings in included files
+    (tmp_path / "ssh_config.d" / "strict.conf").write_text("StrictHostKeyChecking yes\n")
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(ssh, "SYSTEM_CONFIG", str(system))
+    monkeypatch.setattr(sshconfig, "SYSTEM_CONFIG", str(system))
     host = SSHHost.connect(Target("ssh", host="testhost"), refuse_asking)
     try:   # Port from the user's file (first obtained), the rest from the system file
         assert host.run(["echo", "ok"]).stdout == "ok\n"
     finally:
         host.close()
-    kh.write_text("")     # StrictHostKeyChecking yes from the system file applies
+    kh.write_text("")     # StrictHostKeyChecking yes from the system's Include applies
     with pytest.raises(SSHError, match="StrictHostKeyChecking is yes"):
         SSHHost.connect(Target("ssh", host="testhost"), lambda *a: True)
     # an explicit config is read alone, as ssh -F: no system file, so asked
