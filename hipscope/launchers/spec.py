@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .downloads import ArtifactLimits
 
 TARGET_KINDS = ("local", "ssh", "slurm")
 REDACTED = "<redacted>"
@@ -87,7 +90,7 @@ class Target:
     def remote(self) -> bool:
         return self.host is not None and self.kind in ("ssh", "slurm")
 
-    def artifact_limits(self):
+    def artifact_limits(self) -> ArtifactLimits:
         """The :class:`~.downloads.ArtifactLimits` of downloads from this target."""
         from .downloads import ArtifactLimits
 
