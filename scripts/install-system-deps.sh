@@ -7,7 +7,7 @@
 # builds it). Installs only what is missing; needs root or sudo.
 set -euo pipefail
 PKGS=(libegl1 libgl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0 fonts-dejavu-core
-      openssh-server openssh-client slurm-wlm munge gcc libc6-dev)
+      openssh-server openssh-client fish tcsh slurm-wlm munge gcc libc6-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -199,6 +199,8 @@ class Launcher:
         try:
             self.check_cancel()
             self.set_state(RunState.STARTING)
+            if (why := self.spec.unrunnable()) is not None:
+                raise LaunchError(why)
             status = self._execute()
             self.exit_status = status
             self.folder.update_status(exit_status=status)

@@ -3,6 +3,9 @@
 
 One fixed shell script (no user text in it) runs on the target and prints sections
 ``@@<name>``; each tool is asked for its version only when present, under ``timeout``.
+The target's environment is copied only for the allow-listed knobs (:data:`ENV_KNOBS`),
+never a secret-looking name (``NVIDIA_API_KEY``), and the run's own env changes are
+saved with secret values redacted (:func:`.spec.redact_env`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import re
 import time
 from typing import Any
+
+from .spec import is_secret_name, redact_env
 
 TOOLS = ("rocprofv3", "rocprof", "ncu", "nsys", "rocminfo", "amd-smi", "rocm-smi",
          "nvidia-smi", "hipcc", "nvcc", "sbatch", "srun", "python3", "setsid")
@@ -125,7 +130,7 @@ def parse_detect_output(text: str) -> dict[str, Any]:
     env = {}
     for ln in s.get("env", []):
         k, sep, v = ln.partition("=")
-        if sep and ENV_KNOBS.match(k):
+        if sep and ENV_KNOBS.match(k) and not is_secret_name(k):
             env[k] = v
     return {"host": _first(s.get("hostname")), "kernel": _first(s.get("uname")),
             "os": (_first(s.get("os")) or "").removeprefix("PRETTY_NAME=").strip('"') or None,
@@ -155,7 +160,7 @@ def collect_provenance(host, env_changes: dict[str, str | None]) -> dict[str, An
     from .samples import host_clock_pair
 
     info = detect(host)
-    info["env_changes"] = dict(env_changes)
+    info["env_changes"] = redact_env(env_changes)
     info["collected_at"] = time.time()
     clocks = host_clock_pair(host)   # aligns epoch telemetry with BOOTTIME traces
     if clocks:

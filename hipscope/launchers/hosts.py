@@ -6,7 +6,8 @@ telemetry and Slurm code is written once against this interface.
 
 Commands are argv lists; :meth:`Host.run` never goes through a shell. Where a shell is
 needed (``run_script``) the script is built by hipscope with every user-given word
-passed through :func:`shlex.quote`.
+passed through :func:`shlex.quote`, and over SSH it goes to ``sh -s`` on stdin, so the
+login shell's quoting rules never apply.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Host(Protocol):
 
     def makedirs(self, path: str) -> None: ...
 
-    def download_tree(self, remote: str, local: Path) -> list[Path]: ...
+    def download_tree(self, remote: str, local: Path, limits=None) -> list[Path]: ...
 
     def abspath(self, path: str) -> str: ...
 
@@ -96,9 +97,10 @@ class LocalHost:
         os.chmod(path, mode)
 
     def makedirs(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)   # private, as on remote hosts
 
-    def download_tree(self, remote: str, local: Path) -> list[Path]:
+    def download_tree(self, remote: str, local: Path, limits=None) -> list[Path]:
+        """Copy a local folder (the user's own files: ``limits`` are for remote hosts)."""
         src, dst = Path(remote), Path(local)
         if src.resolve() == dst.resolve():
             return sorted(p for p in dst.rglob("*") if p.is_file())

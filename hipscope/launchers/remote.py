@@ -8,7 +8,8 @@ when the link drops, and collects the profiler's folder by SFTP at the end. Canc
 sends SIGTERM (then SIGKILL) to the remote process group.
 
 Remote layout: ``<remote_dir>/<run id>/{stdout.log, stderr.log, pgid, exit_status,
-prof/}``.
+prof/}``, created 0700 with logs 0600. Scripts reach the target's ``sh`` on stdin
+(:meth:`.ssh.SSHHost.run_script`), never through the login shell's parser.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from .base import LaunchError, Launcher, RunCancelled, RunState
 from .detect import collect_provenance
+from .downloads import ArtifactRefused
 from .profilers import Wrapped, get_profiler
 from .ssh import HostKeyCallback, LinkLost, SSHAuthError, SSHError, SSHHost
 from .telemetry import TelemetryRunMixin
@@ -73,26 +75,35 @@ class RemoteTail:
             self._partial[stream] = b""
 
 
-def env_words(*changes: dict[str, str | None]) -> list[str]:
-    """``env -u K ... K=V ...`` words (empty when nothing changes)."""
-    unset, sets = [], []
-    for ch in changes:
-        for k, v in ch.items():
-            if v is None:
-                unset += ["-u", k]
-            else:
-                sets.append(f"{k}={v}")
-    return ["env", *unset, *sets] if (unset or sets) else []
+def env_lines(changes: dict[str, str | None]) -> tuple[list[str], list[str]]:
+    """The environment changes as two parts: ``outer`` lines for the script sent on
+    stdin, which carry the values in ``HIPSCOPE_ENV_<i>`` variables, and ``inner``
+    commands for the program's shell, which refer to them by name. So no value (a
+    token, a key) is ever in an argv on the target, where ``ps`` would show it, and
+    only the program sees the changes (the watcher keeps the login environment)."""
+    outer, inner = [], []
+    for i, (k, v) in enumerate(changes.items()):
+        if v is None:
+            inner.append(f"unset -v {k}")
+        else:
+            outer.append(f"HIPSCOPE_ENV_{i}={q(v)}; export HIPSCOPE_ENV_{i}")
+            inner.append(f'{k}="$HIPSCOPE_ENV_{i}"; export {k}; unset HIPSCOPE_ENV_{i}')
+    return outer, inner
 
 
-def detached_script(rd: str, argv: list[str], env: list[str], cwd: str | None) -> str:
+def detached_script(rd: str, argv: list[str], env: dict[str, str | None],
+                    cwd: str | None) -> str:
     """The ``sh`` script that starts ``argv`` detached; every word is shlex-quoted.
 
-    ``setsid -f`` puts the watcher shell in a new session (an SSH hang-up cannot reach
-    it); the watcher runs the program under ``setsid -w`` so the program leads its own
-    process group (``pgid``, for Cancel) and writes ``exit_status`` atomically at the end.
+    It runs under umask 077, so the run folder's logs and status files are private
+    (0600); the program gets the login umask back. ``setsid -f`` puts the watcher
+    shell in a new session (an SSH hang-up cannot reach it); the watcher runs the
+    program under ``setsid -w`` so the program leads its own process group (``pgid``,
+    for Cancel) and writes ``exit_status`` atomically at the end.
     """
-    inner = f"echo $$ > {q(rd + '/pgid')}; exec {shlex.join(env + argv)}"
+    outer, inner_env = env_lines(env)
+    inner = "; ".join([f"echo $$ > {q(rd + '/pgid')}", 'umask "$HIPSCOPE_UMASK"',
+                       *inner_env, "unset HIPSCOPE_UMASK", f"exec {shlex.join(argv)}"])
     cd = ""
     if cwd:
         cd = (f"cd {q(cwd)} 2>> {q(rd + '/stderr.log')} || "
@@ -101,8 +112,10 @@ def detached_script(rd: str, argv: list[str], env: list[str], cwd: str | None) -
                f"2> {q(rd + '/stderr.log')} < /dev/null; "
                f"echo $? > {q(rd + '/exit_status.tmp')}; "
                f"mv {q(rd + '/exit_status.tmp')} {q(rd + '/exit_status')}")
-    return (f": > {q(rd + '/stdout.log')}; : > {q(rd + '/stderr.log')}; "
-            f"setsid -f sh -c {q(watcher)} > /dev/null 2>&1 < /dev/null")
+    return "\n".join([
+        "HIPSCOPE_UMASK=$(umask); export HIPSCOPE_UMASK", "umask 077", *outer,
+        f": > {q(rd + '/stdout.log')}; : > {q(rd + '/stderr.log')}",
+        f"setsid -f sh -c {q(watcher)} > /dev/null 2>&1 < /dev/null"])
 
 
 class RemoteRunMixin:
@@ -193,9 +206,14 @@ class RemoteRunMixin:
             return   # after a failure on a dead link: do not wait for a reconnect again
         rd = self.remote_dir
 
+        limits = self.spec.target.artifact_limits()
+
         def fetch() -> list[Path]:
-            return self.host.download_tree(f"{rd}/prof", self.folder.prof_dir)
-        self.artifacts = self._retrying(fetch)
+            return self.host.download_tree(f"{rd}/prof", self.folder.prof_dir, limits)
+        try:
+            self.artifacts = self._retrying(fetch)
+        except ArtifactRefused as exc:
+            raise LaunchError(str(exc)) from None
         self.trace_inputs = get_profiler(self.spec.profiler.name).trace_inputs(
             self.folder.prof_dir, self.spec.profiler.options)
 
@@ -223,7 +241,7 @@ class SSHLauncher(RemoteRunMixin, TelemetryRunMixin, Launcher):
         cwd = spec.cwd
         if cwd and cwd.startswith("~"):
             cwd = self.host.abspath(cwd) if cwd != "~" else self.host.home()
-        script = detached_script(rd, wrapped.argv, env_words(spec.env, wrapped.env), cwd)
+        script = detached_script(rd, wrapped.argv, {**spec.env, **wrapped.env}, cwd)
         res = self.host.run_script(script, timeout=30)
         if not res.ok:
             raise LaunchError(f"could not start the program on {self.host.name}: "

@@ -65,7 +65,10 @@ def new_run_id(spec: RunSpec) -> str:
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)   # private to the user
+    with open(fd, "w") as fh:
+        fh.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    os.chmod(tmp, 0o600)   # an old .tmp left by a crash keeps its mode otherwise
     os.replace(tmp, path)
 
 

@@ -1,16 +1,44 @@
 """What to run and where: :class:`RunSpec` and :class:`Target` (plain, JSON-able data).
 
-A spec is written to every run folder as ``spec.json`` so a run can be repeated or
-compared later; nothing in it is a secret (no passwords: SSH uses keys and the agent).
+A spec is written to every run folder as ``spec.json`` (mode 0600) so a run can be
+repeated or compared later. It holds no secret: SSH uses keys and the agent, and the
+value of every ``env`` change whose name looks secret (:data:`SECRET_NAME`: TOKEN, KEY,
+SECRET, PASS, PASSWORD, CREDENTIAL, AUTH, ...) is saved as ``"<redacted>"``, the name
+kept. A spec read back with a redacted value does not run: :meth:`RunSpec.unrunnable`
+says which secrets must be given again (``--env NAME=VALUE``, or in the launch
+dialog). hipscope does not fill them in from the current environment on its own: a
+re-run must not quietly use a different token than the user types.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .downloads import ArtifactLimits
 
 TARGET_KINDS = ("local", "ssh", "slurm")
+REDACTED = "<redacted>"
+#: Names whose values are never written down nor put on a command line (any case):
+#: TOKEN, SECRET, PASS (PASSWORD, PASSWD, ...), CREDENTIAL, AUTH, COOKIE, PRIVATE or
+#: SIGNATURE anywhere in the name, KEY or KEYS as a ``_``-separated part (``HF_API_KEY``,
+#: not ``MONKEY``), or APIKEY/ACCESSKEY run together. Erring on the side of secret
+#: only costs re-typing the value on a re-run.
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|PRIVATE|SIGNATURE|"
+                         r"(^|_)KEYS?(_|$)|APIKEY|ACCESSKEY", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's value must be kept off disk and argv."""
+    return bool(SECRET_NAME.search(name))
+
+
+def redact_env(env: dict[str, str | None]) -> dict[str, str | None]:
+    """``env`` with the values of secret-looking names replaced by ``"<redacted>"``."""
+    return {k: (REDACTED if v is not None and is_secret_name(k) else v)
+            for k, v in env.items()}
 
 
 @dataclass
@@ -48,6 +76,9 @@ class Target:
     known_hosts: str | None = None
     remote_dir: str = ".hipscope/runs"
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    max_file_bytes: int = 16 << 30      # caps on the artifacts downloaded from a target
+    max_total_bytes: int = 64 << 30
+    max_files: int = 100_000
 
     def __post_init__(self) -> None:
         if self.kind not in TARGET_KINDS:
@@ -58,6 +89,12 @@ class Target:
     @property
     def remote(self) -> bool:
         return self.host is not None and self.kind in ("ssh", "slurm")
+
+    def artifact_limits(self) -> ArtifactLimits:
+        """The :class:`~.downloads.ArtifactLimits` of downloads from this target."""
+        from .downloads import ArtifactLimits
+
+        return ArtifactLimits(self.max_file_bytes, self.max_total_bytes, self.max_files)
 
     def label(self) -> str:
         if self.kind == "local":
@@ -118,7 +155,20 @@ class RunSpec:
             raise ValueError("the telemetry interval must be positive")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able form, secret env values redacted (see the module docstring)."""
+        d = asdict(self)
+        d["env"] = redact_env(self.env)
+        return d
+
+    def unrunnable(self) -> str | None:
+        """Why this spec cannot run as it is (redacted secrets), else None."""
+        missing = [k for k, v in self.env.items() if v == REDACTED]
+        if not missing:
+            return None
+        names = ", ".join(missing)
+        return (f"the value of {names} was not saved with the run because it looks secret; "
+                f"give it again (hipscope run --env {missing[0]}=VALUE, or in the launch "
+                f"dialog)")
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunSpec:

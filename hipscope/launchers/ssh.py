@@ -1,12 +1,18 @@
-"""SSH connections (paramiko): ``~/.ssh/config``, keys and agent, known_hosts checks,
+"""SSH connections (paramiko): ssh_config, keys and agent, known_hosts checks,
 keepalives, ProxyJump, and :class:`SSHHost`, the :class:`~.hosts.Host` over SSH.
 
-Host keys are always verified against known_hosts. An unknown host is put to the
-``host_key_callback(host, key_type, fingerprint) -> bool`` (the GUI asks the user; the
-CLI prompts on a terminal); accepted keys are appended to known_hosts, as OpenSSH does.
-A key that differs from the known one is refused, with the command that removes the
-old key when the change is expected. No password is asked for or stored: keys from
-IdentityFile (or the default files) and the ssh-agent are used.
+The config is read as OpenSSH reads it: the user's file (or the one given, then alone,
+as ``ssh -F``), then ``/etc/ssh/ssh_config``, with their ``Include`` files; the first
+obtained value wins. Host keys
+follow its policy: every ``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` is read
+(:mod:`.knownhosts`, line by line), keys are filed under ``HostKeyAlias`` when set,
+``@revoked`` keys are refused, a changed key is refused with the command that removes
+the old one, and an unknown host is refused (``StrictHostKeyChecking yes``), added
+(``accept-new``, ``no``) or put to ``host_key_callback(host, key_type, fingerprint) ->
+bool`` (``ask``, the default: the GUI asks; the CLI prompts on a terminal). Accepted
+keys are appended, hashed under ``HashKnownHosts yes``. No password is asked for or
+stored: keys from IdentityFile (or the default files) and the ssh-agent are used.
+Commands reach the target's ``sh`` on stdin (:meth:`SSHHost.run_script`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,6 @@ import logging
 import os
 import select
 import shlex
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +32,11 @@ from pathlib import Path
 
 import paramiko
 
+from . import knownhosts
+from .downloads import ArtifactLimits, Download
 from .hosts import CommandResult
+from .sshconfig import (GLOBAL_KNOWN_HOSTS, STRICT_VALUES, SSHConfigError, file_list,
+                        ssh_options)
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +52,10 @@ class HostKeyUnknown(SSHError):
 
 
 class HostKeyChanged(SSHError):
+    pass
+
+
+class HostKeyRevoked(SSHError):
     pass
 
 
@@ -76,10 +89,25 @@ class SSHParams:
     user: str = field(default_factory=getpass.getuser)
     identity_files: list[str] = field(default_factory=list)
     proxy_jump: list[str] = field(default_factory=list)
-    known_hosts: str = "~/.ssh/known_hosts"
+    known_hosts_files: list[str] = field(default_factory=lambda: [
+        os.path.expanduser("~/.ssh/known_hosts")])
+    global_known_hosts: list[str] = field(default_factory=GLOBAL_KNOWN_HOSTS.split)
+    strict: str = "ask"                  # StrictHostKeyChecking: ask|yes|accept-new|no
+    host_key_alias: str | None = None
+    hash_known_hosts: bool = False
     keepalive_s: float = 15.0
     keepalive_count: int = 3
     connect_timeout: float = 15.0
+
+    @property
+    def known_hosts(self) -> str:
+        """The file accepted keys are written to (the first UserKnownHostsFile)."""
+        return self.known_hosts_files[0]
+
+    @property
+    def key_name(self) -> str:
+        """The name the host's keys are filed under: HostKeyAlias, else [host]:port."""
+        return self.host_key_alias or _host_label(self.hostname, self.port)
 
     @property
     def op_timeout(self) -> float:
@@ -90,11 +118,12 @@ class SSHParams:
 def resolve(alias: str, user: str | None = None, port: int | None = None,
             config_path: str | None = None, known_hosts: str | None = None) -> SSHParams:
     """Host parameters from the ssh config (Host, HostName, User, Port, IdentityFile,
-    ProxyJump, UserKnownHostsFile, ServerAliveInterval/CountMax, ConnectTimeout)."""
-    cfg_file = Path(os.path.expanduser(config_path or "~/.ssh/config"))
-    cfg = paramiko.SSHConfig.from_path(str(cfg_file)) if cfg_file.is_file() \
-        else paramiko.SSHConfig()
-    d = cfg.lookup(alias)
+    ProxyJump, UserKnownHostsFile, GlobalKnownHostsFile, StrictHostKeyChecking,
+    HostKeyAlias, HashKnownHosts, ServerAliveInterval/CountMax, ConnectTimeout)."""
+    try:
+        d = ssh_options(alias, config_path)
+    except SSHConfigError as exc:
+        raise SSHConnectError(str(exc)) from None
     p = SSHParams(alias=alias, hostname=d.get("hostname", alias))
     p.port = int(port or d.get("port", 22))
     p.user = user or d.get("user") or getpass.getuser()
@@ -102,9 +131,16 @@ def resolve(alias: str, user: str | None = None, port: int | None = None,
     jump = d.get("proxyjump")
     if jump and jump.lower() != "none":
         p.proxy_jump = [j.strip() for j in jump.split(",") if j.strip()]
-    ukh = d.get("userknownhostsfile")
-    p.known_hosts = os.path.expanduser(known_hosts or (ukh.split()[0] if ukh else
-                                                       "~/.ssh/known_hosts"))
+    p.known_hosts_files = [os.path.expanduser(known_hosts)] if known_hosts else \
+        file_list(d.get("userknownhostsfile"), "~/.ssh/known_hosts") or ["/dev/null"]
+    p.global_known_hosts = file_list(d.get("globalknownhostsfile"), GLOBAL_KNOWN_HOSTS)
+    strict = str(d.get("stricthostkeychecking", "ask")).lower()
+    if strict not in STRICT_VALUES:
+        raise SSHConnectError(f"StrictHostKeyChecking {strict!r} for {alias} is not one of "
+                              f"yes, accept-new, no, ask")
+    p.strict = STRICT_VALUES[strict]
+    p.host_key_alias = d.get("hostkeyalias") or None
+    p.hash_known_hosts = str(d.get("hashknownhosts", "no")).lower() in ("yes", "true")
     if d.get("serveraliveinterval"):
         p.keepalive_s = max(1.0, float(d["serveraliveinterval"]))
     if d.get("serveralivecountmax"):
@@ -114,32 +150,62 @@ def resolve(alias: str, user: str | None = None, port: int | None = None,
     return p
 
 
-class _AskPolicy(paramiko.MissingHostKeyPolicy):
-    """Unknown host key: ask the callback; save to known_hosts when accepted."""
+class _KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
+    """Every host key decision, as OpenSSH makes it (paramiko is given no known keys,
+    so it always asks here): revoked keys refused; known keys accepted; a different key
+    refused as changed (``StrictHostKeyChecking no``: connects with a warning); unknown
+    keys refused (``yes``), saved (``accept-new``, ``no``) or put to the callback."""
 
-    def __init__(self, callback: HostKeyCallback | None, known_hosts: str):
-        self.callback, self.known_hosts = callback, known_hosts
+    def __init__(self, p: SSHParams, callback: HostKeyCallback | None):
+        self.p, self.callback = p, callback
+        self.kh = knownhosts.lookup(p.known_hosts_files + p.global_known_hosts, p.key_name)
+
+    def preferred_types(self) -> list[str]:
+        """Key algorithms to offer first: those already known for the host."""
+        out: list[str] = []
+        for k in self.kh.known:
+            names = ["rsa-sha2-512", "rsa-sha2-256"] if k.get_name() == "ssh-rsa" \
+                else [k.get_name()]
+            out += [n for n in names if n not in out]
+        return out
 
     def missing_host_key(self, client, hostname, key):
-        fp = fingerprint(key)
-        ok = bool(self.callback and self.callback(hostname, key.get_name(), fp))
-        if not ok:
+        p, name, fp = self.p, self.p.key_name, fingerprint(key)
+        if self.kh.is_revoked(key):
+            raise HostKeyRevoked(
+                f"the host key of {name} ({key.get_name()} {fp}) is marked @revoked in "
+                f"known_hosts; hipscope refuses to connect to a host offering a revoked key")
+        if self.kh.matches(key):
+            return
+        if self.kh.known:
+            old = next((k for k in self.kh.known if k.get_name() == key.get_name()),
+                       self.kh.known[0])
+            msg = _changed_message(name, self.kh.origin(old) or p.known_hosts, old, key)
+            if p.strict != "no":
+                raise HostKeyChanged(msg)
+            log.warning("StrictHostKeyChecking no: connecting anyway. %s", msg)
+            return
+        if p.strict == "yes":
             raise HostKeyUnknown(
-                f"the host key of {hostname} ({key.get_name()} {fp}) is not in "
-                f"{self.known_hosts} and was not accepted")
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        path = Path(self.known_hosts)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(path, "a") as fh:
-            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
-        log.info("added %s (%s) to %s", hostname, fp, path)
+                f"the host key of {name} ({key.get_name()} {fp}) is not in "
+                f"{', '.join(p.known_hosts_files)} and StrictHostKeyChecking is yes: refused. "
+                f"Connect once with ssh or ssh-keyscan to add it")
+        if p.strict == "ask" and not (self.callback and
+                                      self.callback(name, key.get_name(), fp)):
+            raise HostKeyUnknown(
+                f"the host key of {name} ({key.get_name()} {fp}) is not in "
+                f"{p.known_hosts} and was not accepted")
+        knownhosts.append_key(p.known_hosts, name, key, p.hash_known_hosts)
+        self.kh.known.append(key)
+        self.kh.files.append(p.known_hosts)
+        log.info("added %s (%s) to %s", name, fp, p.known_hosts)
 
 
-def _changed_message(hostname: str, port: int, known_hosts: str, exc) -> str:
-    label = _host_label(hostname, port)
+def _changed_message(label: str, known_hosts: str, old: paramiko.PKey,
+                     new: paramiko.PKey) -> str:
     return (f"the host key of {label} has CHANGED: {known_hosts} has "
-            f"{exc.expected_key.get_name()} {fingerprint(exc.expected_key)}, the server offered "
-            f"{exc.key.get_name()} {fingerprint(exc.key)}. Someone may be intercepting the "
+            f"{old.get_name()} {fingerprint(old)}, the server offered "
+            f"{new.get_name()} {fingerprint(new)}. Someone may be intercepting the "
             f"connection (man in the middle), or the host was reinstalled; hipscope refuses to "
             f"connect. If the change is expected, remove the old key with: "
             f"ssh-keygen -f {shlex.quote(known_hosts)} -R {shlex.quote(label)}")
@@ -156,9 +222,8 @@ def open_client(p: SSHParams, host_key_callback: HostKeyCallback | None,
         for hop in p.proxy_jump:
             user, _, hostport = hop.rpartition("@")
             hname, _, hport = hostport.partition(":")
-            hp = resolve(hname, user or None, int(hport) if hport else None, config_path,
-                         known_hosts=p.known_hosts)
-            hp.proxy_jump = []
+            hp = resolve(hname, user or None, int(hport) if hport else None, config_path)
+            hp.proxy_jump, hp.known_hosts_files = [], list(p.known_hosts_files)
             hsock = via.get_transport().open_channel(
                 "direct-tcpip", (hp.hostname, hp.port), ("127.0.0.1", 0)) if via else None
             via = _connect(hp, host_key_callback, hsock)
@@ -170,22 +235,24 @@ def open_client(p: SSHParams, host_key_callback: HostKeyCallback | None,
 
 def _connect(p: SSHParams, cb: HostKeyCallback | None, sock) -> paramiko.SSHClient:
     client = paramiko.SSHClient()
-    if os.path.isfile(p.known_hosts):
-        client.load_host_keys(p.known_hosts)
-    if os.path.isfile("/etc/ssh/ssh_known_hosts"):
-        client.load_system_host_keys("/etc/ssh/ssh_known_hosts")
-    client.set_missing_host_key_policy(_AskPolicy(cb, p.known_hosts))
+    policy = _KnownHostsPolicy(p, cb)
+    client.set_missing_host_key_policy(policy)
+    first = policy.preferred_types()
+
+    def transport(*a, **kw) -> paramiko.Transport:
+        t = paramiko.Transport(*a, **kw)
+        opts = t.get_security_options()
+        known = [k for k in first if k in opts.key_types]
+        opts.key_types = known + [k for k in opts.key_types if k not in known]
+        return t
     keys = [k for k in p.identity_files if os.path.isfile(k)]
     where = f"{p.user}@{_host_label(p.hostname, p.port)}"
     try:
         client.connect(p.hostname, p.port, username=p.user, key_filename=keys or None,
                        allow_agent=True, look_for_keys=not keys, timeout=p.connect_timeout,
                        banner_timeout=p.connect_timeout, auth_timeout=p.connect_timeout,
-                       sock=sock)
-    except paramiko.BadHostKeyException as exc:
-        client.close()
-        raise HostKeyChanged(_changed_message(p.hostname, p.port, p.known_hosts, exc)) from None
-    except HostKeyUnknown:
+                       sock=sock, transport_factory=transport)
+    except SSHError:
         client.close()
         raise
     except paramiko.AuthenticationException as exc:
@@ -287,10 +354,22 @@ class SSHHost:
         return self.run_script(shlex.join(argv), timeout)
 
     def run_script(self, script: str, timeout: float = 30.0) -> CommandResult:
-        """Run ``sh -c SCRIPT`` (so the login shell only sees one quoted word)."""
+        """Run ``script`` with ``sh -s``, the script on stdin.
+
+        The login shell (bash, dash, fish, tcsh, ...) only parses the two words
+        ``sh -s``, so nothing depends on its quoting rules, and nothing in the script
+        (env values included) shows in ``ps`` on the target. The script is one brace
+        group read whole before it runs, with stdin from /dev/null, so no command in it
+        can swallow the rest of the script.
+        """
+        text = f"{{\n{script}\n}} < /dev/null\n".encode("utf-8", "surrogateescape")
         try:
             chan = self._transport().open_session(timeout=self.params.op_timeout)
-            chan.exec_command("sh -c " + shlex.quote(script))
+            chan.settimeout(self.params.op_timeout)
+            chan.exec_command("sh -s")
+            chan.sendall(text)
+            chan.shutdown_write()
+            chan.settimeout(None)
         except LinkLost:
             raise
         except Exception as exc:
@@ -365,29 +444,22 @@ class SSHHost:
         self._sftp_call(op)
 
     def makedirs(self, path: str) -> None:
-        res = self.run(["mkdir", "-p", path])
+        """``mkdir -p`` under umask 077: run folders are private to the user (0700)."""
+        res = self.run_script(f"umask 077 && mkdir -p -- {shlex.quote(path)}")
         if not res.ok:
             raise OSError(f"mkdir -p {path} on {self.name}: {res.stderr.strip()}")
 
-    def download_tree(self, remote: str, local: Path) -> list[Path]:
-        """Copy every regular file under ``remote`` to ``local`` (same layout)."""
-        got: list[Path] = []
+    def download_tree(self, remote: str, local: Path,
+                      limits: ArtifactLimits | None = None) -> list[Path]:
+        """Copy every regular file under ``remote`` to ``local`` (same layout).
 
-        def walk(s, rdir: str, ldir: Path) -> None:
-            try:
-                entries = s.listdir_attr(rdir)
-            except FileNotFoundError:
-                return
-            ldir.mkdir(parents=True, exist_ok=True)
-            for e in entries:
-                rp, lp = f"{rdir}/{e.filename}", ldir / e.filename
-                if stat.S_ISDIR(e.st_mode or 0):
-                    walk(s, rp, lp)
-                elif stat.S_ISREG(e.st_mode or 0):
-                    s.get(rp, str(lp))
-                    got.append(lp)
-        self._sftp_call(lambda s: walk(s, remote, Path(local)))
-        return sorted(got)
+        The server's names are not trusted (scp's CVE-2019-6111): a name that is empty,
+        ``.``, ``..`` or holds ``/`` or NUL, or whose local path would leave ``local``,
+        stops the download with :class:`~.downloads.ArtifactRefused`; so do files over the size,
+        count and depth limits. Links and other non-regular files are skipped.
+        """
+        return self._sftp_call(lambda s: Download(s, Path(local),
+                                                   limits or ArtifactLimits()).run(remote))
 
 
 def _read_or_none(s: paramiko.SFTPClient, path: str) -> bytes | None:

@@ -170,6 +170,25 @@ class Sshd:
             f"  ProxyJump testhost\n")
         return p
 
+    def add_user(self, name: str, shell: str) -> str:
+        """A throwaway login user (shell ``shell``) with the test key; see del_user."""
+        subprocess.run(["useradd", "-m", "-s", shell, "-p", "*", name], check=True,
+                       capture_output=True, timeout=30)
+        try:
+            ssh = Path(os.path.expanduser(f"~{name}")) / ".ssh"
+            ssh.mkdir(mode=0o700)
+            (ssh / "authorized_keys").write_text(self.user_key.with_suffix(".pub").read_text())
+            for p in (ssh, ssh / "authorized_keys"):
+                shutil.chown(p, name, name)
+        except BaseException:
+            self.del_user(name)
+            raise
+        return name
+
+    @staticmethod
+    def del_user(name: str) -> None:
+        subprocess.run(["userdel", "-f", "-r", name], capture_output=True, timeout=30)
+
     def session_pids(self) -> list[int]:
         """Every process the daemon forked for connections (not the listener)."""
         return descendants(self.proc.pid)
@@ -198,7 +217,8 @@ def start_sshd(base: Path, extra_config: list[str] = ()) -> Sshd:
     cfg.write_text("\n".join([
         f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {host_key}",
         f"PidFile {base / 'sshd.pid'}", "UsePAM no", "StrictModes no",
-        f"AuthorizedKeysFile {base / 'authorized_keys'}", "PubkeyAuthentication yes",
+        f"AuthorizedKeysFile {base / 'authorized_keys'} .ssh/authorized_keys",
+        "PubkeyAuthentication yes",
         "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "PermitRootLogin prohibit-password", "AllowTcpForwarding yes",
         f"Subsystem sftp {sftp if os.path.exists(sftp) else 'internal-sftp'}",
