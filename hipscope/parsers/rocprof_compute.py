@@ -155,6 +155,28 @@ class _Csv:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
 
 
+def _unmatched(f: _Csv, align: np.ndarray) -> str | None:
+    """"name (k of n)" when a pass file has dispatches that the main file lacks."""
+    extra = f.n - len(np.unique(align[align >= 0]))
+    return f"{f.path.name} ({extra} of {f.n})" if extra > 0 else None
+
+
+def _ts_reasons(s, e, ok: np.ndarray, row: np.ndarray, same_run: np.ndarray,
+                got: np.ndarray) -> str:
+    """Counts of why timestamps.csv rows gave nothing, as text."""
+    lost = ~same_run
+    parts = {"no row": lost & ~ok, "an empty or NaN DispatchNs": same_run & ~got}
+    if s is None or e is None:
+        parts["no Start/End_Timestamp"] = lost & ok
+    else:
+        empty = ok & ~(s[1][row] & e[1][row])
+        backwards = ok & ~empty & (e[0][row] < s[0][row])
+        parts["an empty or NaN time"] = lost & empty
+        parts["End_Timestamp < Start_Timestamp"] = lost & backwards
+        parts["another run's Start_Timestamp"] = lost & ok & ~empty & ~backwards
+    return ", ".join(f"{int(m.sum())} with {why}" for why, m in parts.items() if m.any())
+
+
 @register
 class RocprofComputeReader:
     name = FORMAT
@@ -186,6 +208,9 @@ class RocprofComputeReader:
         if not main_path.is_file():
             main_path = wd / "pmc_perf_0.csv"
         main = _Csv(main_path, warnings, dropped)
+        if main.n == 0:
+            raise TraceFormatError(main_path, "line 2", "at least one dispatch row",
+                                   "a cut-short row" if dropped else "only the header")
         meta["sources"].append(str(main_path))
         progress(0.2)
         check_cancel(cancelled)
@@ -426,6 +451,7 @@ class RocprofComputeReader:
         extra = sorted(wd.glob("pmc_perf_*.csv"),
                        key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
         extra = [p for p in extra if p != main.path] + sorted(wd.glob("SQ_*.csv"))
+        unmatched: list[str | None] = []
         for j, p in enumerate(extra):
             check_cancel(cancelled)
             progress(0.2 + 0.5 * j / max(len(extra), 1))
@@ -436,39 +462,22 @@ class RocprofComputeReader:
                                 "(neither by count nor by Dispatch_ID); its counters were left out")
                 continue
             meta["sources"].append(str(p))
-            add_file(f, None if (align == np.arange(n)).all() else align)
+            unmatched.append(_unmatched(f, align))
+            add_file(f, None if f.n == n and (align == np.arange(n)).all() else align)
+        if any(unmatched):
+            shown = [u for u in unmatched if u]
+            warnings.append(f"{len(shown)} pass files hold dispatches that {main.path.name} "
+                            f"({n} dispatches) lacks: {', '.join(shown[:4])}"
+                            f"{', ...' if len(shown) > 4 else ''}; their counters were left out")
         if conflicts:
             names = sorted(conflicts)
             warnings.append(f"{len(names)} counters were measured again in other replay passes "
                             f"with different values ({', '.join(names[:8])}"
                             f"{', ...' if len(names) > 8 else ''}); kept {main.path.name}'s values")
             meta["counter_conflicts"] = {c: conflicts[c] for c in names}
-        # timestamps.csv: DispatchNs (and pid/tid/queue) of the run whose times we show
         ts = wd / "timestamps.csv"
         if ts.is_file():
-            f = _Csv(ts, warnings, dropped)
-            meta["sources"].append(str(ts))
-            align = self._align(f, n, disp, main)
-            if align is not None:
-                s = f.ints("start_timestamp")
-                ok = align >= 0
-                same_run = np.zeros(n, dtype=bool)
-                if s is not None:
-                    same_run[ok] = s[1][align[ok]] & (s[0][align[ok]] == k["start"][ok])
-                for base, dst, bounds in (("dispatchns", "dispatch_ns", None), ("pid", "pid", I32),
-                                          ("tid", "tid", None)):
-                    got = f.ints(base)
-                    if got is None or not same_run.any():
-                        continue
-                    vals = np.zeros(n, dtype=np.int64)
-                    vm = np.zeros(n, dtype=bool)
-                    vals[same_run] = got[0][align[same_run]]
-                    vm[same_run] = got[1][align[same_run]]
-                    if bounds is None:
-                        k[dst] = pa.array(vals, mask=~vm if (~vm).any() else None)
-                    else:
-                        k[dst], _ = fit(vals, vm, bounds)
-                    meta["provenance"][dst] = f"timestamps.csv {base} (rows whose start matches)"
+            self._timestamps(ts, main, k, meta, dropped)
         if not store:
             return k, None
         names, codes, values, kidx = [], [], [], []
@@ -479,6 +488,51 @@ class RocprofComputeReader:
             values.append(v[rows])
             kidx.append(rows)
         return k, (names, np.concatenate(codes), np.concatenate(values), np.concatenate(kidx))
+
+    def _timestamps(self, ts: Path, main: _Csv, k: dict[str, Any], meta, dropped) -> None:
+        """DispatchNs (and pid/tid) from timestamps.csv for the kernels whose row there
+        has the same Start_Timestamp (the same run); the kernels left without them
+        (no row, an empty/NaN time, End < Start, another run) are counted in a warning,
+        since the queue-delay figures then leave them out."""
+        n, warnings = main.n, meta["warnings"]
+        f = _Csv(ts, warnings, dropped)
+        meta["sources"].append(str(ts))
+        wanted = [(b, d, bd) for b, d, bd in (("dispatchns", "dispatch_ns", None),
+                                              ("pid", "pid", I32), ("tid", "tid", None))
+                  if f.first(b) is not None]
+        if not wanted:
+            return
+        align = self._align(f, n, main.ints("dispatch_id")[0], main)
+        if align is None:
+            warnings.append(f"{ts}: none of its {f.n} dispatches is one of {main.path.name}'s; "
+                            "its DispatchNs/pid/tid were left out (no queue delays)")
+            return
+        s, e = f.ints("start_timestamp"), f.ints("end_timestamp")
+        ok = align >= 0
+        row = np.where(ok, align, 0)
+        same_run = np.zeros(n, dtype=bool)
+        if s is not None:
+            same_run = ok & s[1][row] & (s[0][row] == k["start"])
+        for base, dst, bounds in wanted if same_run.any() else []:
+            got = f.ints(base)
+            vals = np.where(same_run, got[0][row], 0).astype(np.int64)
+            vm = same_run & got[1][row]
+            if bounds is None:
+                k[dst] = pa.array(vals, mask=~vm if (~vm).any() else None)
+            else:
+                k[dst], _ = fit(vals, vm, bounds)
+            meta["provenance"][dst] = f"timestamps.csv {base} (rows whose start matches)"
+        got = same_run.copy()
+        if wanted[0][0] == "dispatchns":
+            got &= f.ints("dispatchns")[1][row]         # an empty/NaN DispatchNs
+        if got.all():
+            return
+        lost = np.flatnonzero(~got & ok)
+        at = f"; first at {f.where(int(row[lost[0]]))}" if len(lost) else ""
+        what = (f"{f.header[f.first('dispatchns')]}, so the queue-delay figures leave them out"
+                if wanted[0][0] == "dispatchns" else "pid/tid")
+        warnings.append(f"{ts}: {int((~got).sum())} of {n} kernels get no {what} "
+                        f"({_ts_reasons(s, e, ok, row, same_run, got)}{at})")
 
     def _align(self, f: _Csv, n: int, disp: np.ndarray, main: _Csv) -> np.ndarray | None:
         """Row in ``f`` for each of main's dispatches (-1 = none), or None."""
