@@ -339,22 +339,7 @@ class NcuCsvReader:
         devices, dmap = _devices(ks)
         kcols = _kernel_columns(ks, dmap, warnings, path)
         kernels_t = build_table("kernels", {**kcols, "start": start, "end": end}, n=n)
-        names: dict[str, int] = {}
-        units: dict[str, int] = {}
-        cc, vv, kk, uu = [], [], [], []
-        for j, src in enumerate(order):
-            for metric, (v, unit, _line) in parsed.by_kernel[src].items():
-                cc.append(names.setdefault(metric, len(names)))
-                vv.append(v)
-                kk.append(j)
-                uu.append(units.setdefault(unit, len(units)) if unit else -1)
-        ctab = build_table("counters", {
-            "counter": categorical(np.array(cc, dtype=np.int32), list(names)),
-            "value": np.array(vv, dtype=np.float64),
-            "kernel_index": np.array(kk, dtype=np.int32),
-            "dispatch_id": np.array([ids[j] for j in kk], dtype=np.int64),
-            "unit": categorical(np.array(uu, dtype=np.int32), list(units)),
-        }, n=len(vv))
+        ctab = _counters(parsed, order, ids)
         skeys = sorted({(kcols["stream"][j], kcols["device"][j], kcols["pid"][j])
                         for j in range(n) if kcols["stream"][j] is not None},
                        key=lambda x: (x[0], x[1], x[2] or 0))
@@ -369,6 +354,26 @@ class NcuCsvReader:
             meta["dropped"] = dropped
         return Trace(kernels=kernels_t, counters=ctab, devices=devices, streams=streams,
                      meta=meta)
+
+
+def _counters(parsed: _Parsed, order: list[int], ids: list[int]):
+    """The counters table: every numeric metric of every kernel (in display order)."""
+    names: dict[str, int] = {}
+    units: dict[str, int] = {}
+    cc, vv, kk, uu = [], [], [], []
+    for j, src in enumerate(order):
+        for metric, (v, unit, _line) in parsed.by_kernel[src].items():
+            cc.append(names.setdefault(metric, len(names)))
+            vv.append(v)
+            kk.append(j)
+            uu.append(units.setdefault(unit, len(units)) if unit else -1)
+    return build_table("counters", {
+        "counter": categorical(np.array(cc, dtype=np.int32), list(names)),
+        "value": np.array(vv, dtype=np.float64),
+        "kernel_index": np.array(kk, dtype=np.int32),
+        "dispatch_id": np.array([ids[j] for j in kk], dtype=np.int64),
+        "unit": categorical(np.array(uu, dtype=np.int32), list(units)),
+    }, n=len(vv))
 
 
 def _int_in(v: float | None, hi: int) -> int | None:

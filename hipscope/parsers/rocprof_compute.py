@@ -40,7 +40,6 @@ roofline's own device column (bandwidths in GB/s, FLOP rates in GFLOP/s).
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from .base import (
     check_cancel,
     register,
 )
+from ._compute_side import read_log, read_roofline, read_sysinfo
 from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input
 from ._csv import (
     I16,
@@ -202,8 +202,8 @@ class RocprofComputeReader:
                                 "serialized_replay": True, "workload_dir": str(wd)}
         dropped: dict[str, int] = {}
         warnings: list[str] = meta["warnings"]
-        sysinfo = self._sysinfo(wd, meta)
-        self._log(wd, meta)
+        sysinfo = read_sysinfo(wd, meta)
+        read_log(wd, meta)
         main_path = wd / "pmc_perf.csv"
         if not main_path.is_file():
             main_path = wd / "pmc_perf_0.csv"
@@ -260,78 +260,11 @@ class RocprofComputeReader:
             if "dispatch_id" in kernels.present:
                 cols["dispatch_id"] = kernels.column("dispatch_id").take(pa.array(kidx))
             tables["counters"] = build_table("counters", cols, n=len(values))
-        self._roofline(wd, meta)
+        read_roofline(wd, meta)
         if dropped:
             meta["dropped"] = dropped
         progress(1.0)
         return Trace(**tables, meta=meta)
-
-    # ------------------------------------------------------------------ side files
-    def _sysinfo(self, wd: Path, meta: dict[str, Any]) -> dict[str, str]:
-        p = wd / "sysinfo.csv"
-        if not p.is_file():
-            return {}
-        try:
-            rows = list(csv.reader(p.read_text(errors="replace").splitlines()))
-        except (OSError, csv.Error):
-            return {}
-        if len(rows) < 2:
-            return {}
-        info = {h.strip(): v.strip() for h, v in zip(rows[0], rows[1]) if h.strip()}
-        meta["sources"].append(str(p))
-        if info.get("command"):
-            meta["command"] = info["command"]
-        if info.get("rocm_version"):
-            meta["rocm_version"] = info["rocm_version"]
-        if info.get("hostname"):
-            meta["host"] = info["hostname"]
-        if info.get("workload_name"):
-            meta["workload_name"] = info["workload_name"]
-        meta["sysinfo"] = info
-        return info
-
-    def _log(self, wd: Path, meta: dict[str, Any]) -> None:
-        p = wd / "log.txt"
-        if not p.is_file():
-            return
-        try:
-            head = p.read_text(errors="replace")[:4000]
-        except OSError:
-            return
-        m = re.search(r"(?:Omniperf|rocprof-compute|ROCm Compute Profiler) version:\s*(\S+)", head,
-                      re.I)
-        if m:
-            meta["tool_version"] = m.group(1)
-        m = re.search(r"Profiler choice:\s*(\S+)", head)
-        if m:
-            meta["backend"] = m.group(1)
-
-    def _roofline(self, wd: Path, meta: dict[str, Any]) -> None:
-        p = wd / "roofline.csv"
-        if not p.is_file():
-            return
-        try:
-            rows = list(csv.DictReader(p.read_text(errors="replace").splitlines()))
-        except (OSError, csv.Error):
-            return
-        peaks: dict[str, dict[str, float]] = {}
-        for r in rows:
-            dev = str(r.get("device", len(peaks))).strip()
-            vals = {}
-            for key, v in r.items():
-                if key is None or key == "device":
-                    continue
-                try:
-                    vals[key.strip()] = float(v)
-                except (TypeError, ValueError):
-                    continue
-            peaks[dev] = vals
-        if peaks:
-            meta["peaks"] = peaks
-            meta["peaks_units"] = ("*Bw in GB/s; *Flops in GFLOP/s; *Ops in GOP/s; keyed by "
-                                   "roofline.csv's device index (the benchmark's HIP device "
-                                   "ordinal, not GPU_ID)")
-            meta["sources"].append(str(p))
 
     # ------------------------------------------------------------------ kernels
     def _identity(self, f: _Csv, rows: np.ndarray | None = None) -> dict[str, Any]:
