@@ -41,17 +41,23 @@ def count_fields(line: bytes, strict: bool = False) -> int | None:
     return len(row)
 
 
-def cut_reason(line: bytes, expected: int | None) -> str | None:
+def cut_reason(line: bytes, expected: int | None, strict: bool = False,
+               unquoted_ok: bool = False) -> str | None:
     """Why a last line that lacks its newline may be cut short, None when it is surely
     whole: every field there and the last one closed by its quote. Without a newline an
-    unquoted or empty last field may have lost its end (``12`` of ``1234``, or nothing
-    after the last separator), so it is not taken as whole."""
-    got = count_fields(line)
+    empty last field (nothing after the last separator) or an unquoted one (``12`` of
+    ``1234``) may have lost its end; ``unquoted_ok`` takes a non-empty unquoted last
+    field as whole (for formats whose real files end that way). ``strict``: see
+    :func:`count_fields`."""
+    got = count_fields(line, strict)
     if got is None:
         return "an open quote"
     if got != expected:
         return f"{got} of {expected} fields"
-    if not line.rstrip(b"\r").endswith(b'"'):
+    text = line.rstrip(b"\r")
+    if text.endswith(b",") or not text:
+        return "nothing after its last separator"
+    if not unquoted_ok and not text.endswith(b'"'):
         return "no newline, and its last field may be cut"
     return None
 
