@@ -7,7 +7,8 @@ skipped, as are ``==PROF==``/``==WARNING==`` lines later on.
 * **details** (long form): one row per kernel × metric (``Section Name, Metric
   Name, Metric Unit, Metric Value``); newer ncu adds rule columns (``Rule Name,
   Rule Type, Rule Description, Estimated Speedup Type, Estimated Speedup``) and
-  rule rows whose metric fields are empty: those go to ``meta["rules"]``.
+  rule rows whose metric fields are empty: those go to ``meta["rules"]`` (each with
+  its kernel's ``id`` and row ``kernel_index``).
 * **raw** (wide form): one row per kernel, metric columns such as
   ``gpu__time_duration.sum``; the row after the header is a units row with empty
   identity cells.
@@ -267,7 +268,8 @@ class NcuCsvReader:
                 p.add(ident)
             if not metric:
                 if "Rule Name" in col and _field(r, col["Rule Name"]):
-                    rules.append({"id": ident["id"], "section": section,
+                    rules.append({"id": ident["id"], "kernel_index": len(p.kernels) - 1,
+                                  "section": section,
                                   **{c.lower().replace(" ", "_"): _field(r, col[c])
                                      for c in RULES if c in col}})
                 continue
@@ -340,6 +342,9 @@ class NcuCsvReader:
         kcols = _kernel_columns(ks, dmap, warnings, path)
         kernels_t = build_table("kernels", {**kcols, "start": start, "end": end}, n=n)
         ctab = _counters(parsed, order, ids)
+        at = {src: j for j, src in enumerate(order)}
+        for rule in meta.get("rules", []):          # launch in file order -> kernel row
+            rule["kernel_index"] = at[rule["kernel_index"]]
         skeys = sorted({(kcols["stream"][j], kcols["device"][j], kcols["pid"][j])
                         for j in range(n) if kcols["stream"][j] is not None},
                        key=lambda x: (x[0], x[1], x[2] or 0))

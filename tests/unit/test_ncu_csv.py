@@ -252,6 +252,11 @@ def test_duplicate_ids_keep_launches_apart(tmp_path: Path, name: str, ident_too:
     assert dur.tolist() == [kern[i]["dur"] for i in sorted(kern)]
     assert tr.kernels.numpy("dispatch_id").tolist() == [0] * 6
     assert any("IDs are shared by 6 launches" in w for w in tr.warnings)
+    h, rows, _ = _raw(src)
+    if "Rule Name" in h:        # each rule still names its own launch
+        rule_kernels = [sorted(kern).index(int(r[0])) for r in rows
+                        if not r[h.index("Metric Name")] and r[h.index("Rule Name")]]
+        assert [r["kernel_index"] for r in tr.meta["rules"]] == rule_kernels
     validate(tr)
     assert not any("shared" in w for w in _read(src).warnings)
 
