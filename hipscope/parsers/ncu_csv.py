@@ -44,6 +44,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -397,10 +398,7 @@ def _warn_values(path: Path, parsed: _Parsed, ids: list[int], warnings: list[str
         line, metric, text = parsed.refused[0]
         warnings.append(f"{path}: left out {len(parsed.refused)} metric values that are not "
                         f"finite numbers (first: line {line}, {metric} = {text[:40]!r})")
-    count: dict[int, int] = {}
-    for kid in ids:
-        count[kid] = count.get(kid, 0) + 1
-    dup = {k: c for k, c in count.items() if c > 1}
+    dup = {k: c for k, c in Counter(ids).items() if c > 1}
     if dup:
         shown = ", ".join(f"ID {k} x{c}" for k, c in list(dup.items())[:5])
         warnings.append(f"{path}: {len(dup)} kernel IDs are shared by {sum(dup.values())} "
