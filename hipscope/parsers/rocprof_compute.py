@@ -135,6 +135,7 @@ class _Csv:
         self.base = [_base(h) for h in self.header]
         self.n = self.table.num_rows
         self.where = RowPlaces(data, 1)
+        self.refused: list[Any] = []      # first place, then counts (see floats)
 
     def first(self, base: str) -> int | None:
         try:
@@ -150,6 +151,24 @@ class _Csv:
         if i is None:
             return None
         return int_column(self.col(i), self.path, self.where, self.header[i])
+
+    def floats(self, i: int, expected: str) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``i`` as numbers; inf (or 1e400) is refused: left out, counted for
+        :meth:`warn_refused`."""
+        v, valid = float_column(self.col(i), self.path, self.where, self.header[i], expected)
+        bad = valid & ~np.isfinite(v)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            if not self.refused:
+                self.refused.append(f"{self.where(r)}, column {self.header[i]!r} = "
+                                    f"{self.col(i)[r].as_py()!r}")
+            self.refused.append(int(bad.sum()))
+        return v, valid & ~bad
+
+    def warn_refused(self, warnings: list[str]) -> None:
+        if self.refused:
+            warnings.append(f"{self.path}: left out {sum(self.refused[1:])} counter values "
+                            f"that are not finite numbers (first: {self.refused[0]})")
 
     def counter_columns(self) -> list[int]:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
@@ -216,6 +235,7 @@ class RocprofComputeReader:
         check_cancel(cancelled)
         if main.first("counter_name") is not None and main.first("counter_value") is not None:
             k, counters = self._long_form(main)
+            main.warn_refused(warnings)
             meta["layout"] = "rocpd long form"
         else:
             k, counters = self._wide(wd, main, meta, dropped, progress, cancelled)
@@ -335,8 +355,7 @@ class RocprofComputeReader:
         kcode = remap[code]
         k = self._identity(f, first[order])
         ni, vi = f.first("counter_name"), f.first("counter_value")
-        vals, valid = float_column(f.col(vi), f.path, f.where, "Counter_Value",
-                                   "a number in Counter_Value")
+        vals, valid = f.floats(vi, "a number in Counter_Value")
         enc = pc.dictionary_encode(f.col(ni))
         ccode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         names = enc.dictionary.to_pylist()
@@ -363,8 +382,7 @@ class RocprofComputeReader:
                 name = f.header[i].strip()
                 if name == "SQ_ACCUM_PREV_HIRES" and stem.startswith("SQ_"):
                     name = f"{stem}_ACCUM"
-                v, valid = float_column(f.col(i), f.path, f.where, f.header[i],
-                                        f"a number in counter column {f.header[i]!r}")
+                v, valid = f.floats(i, f"a number in counter column {f.header[i]!r}")
                 if align is not None:
                     ok = align >= 0
                     vv = np.zeros(n)
@@ -381,6 +399,7 @@ class RocprofComputeReader:
                 store[name] = (f.path.name, v, valid)
 
         add_file(main, None)
+        main.warn_refused(warnings)
         extra = sorted(wd.glob("pmc_perf_*.csv"),
                        key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
         extra = [p for p in extra if p != main.path] + sorted(wd.glob("SQ_*.csv"))
@@ -397,6 +416,7 @@ class RocprofComputeReader:
             meta["sources"].append(str(p))
             unmatched.append(_unmatched(f, align))
             add_file(f, None if f.n == n and (align == np.arange(n)).all() else align)
+            f.warn_refused(warnings)
         if any(unmatched):
             shown = [u for u in unmatched if u]
             warnings.append(f"{len(shown)} pass files hold dispatches that {main.path.name} "

@@ -291,3 +291,26 @@ def test_timestamps_rows_lost_are_warned(tmp_path: Path, change: str, reason: st
     assert "line 2" in msg[0]
     validate(tr)
     assert not any("queue-delay" in x for x in _read(d).warnings)
+
+
+@pytest.mark.parametrize("d", DIRS, ids=ids(DIRS))
+def test_counter_values_not_finite_are_left_out(tmp_path: Path, d: Path):
+    """T3's rule here too: an inf (or 1e400) counter value is left out with a warning
+    naming the file, line and column, never kept as a figure."""
+    h, rows = _rows(d / "pmc_perf.csv")
+    kern, n_counters = _expected(d)
+    if _long(d):
+        c = h.index("Counter_Value")
+    else:
+        c = next(i for i, x in enumerate(h) if not _is_ident(x))
+    rows[0][c], rows[1][c] = "inf", "1e400"
+    w = tmp_path / "w"
+    shutil.copytree(d, w)
+    with open(w / "pmc_perf.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([h] + rows)
+    tr = _read(w)
+    assert np.isfinite(tr.counters.numpy("value")).all()
+    assert len(tr.counters) == n_counters - 2
+    msg = [x for x in tr.warnings if "not finite" in x]
+    assert len(msg) == 1 and "line 2" in msg[0] and h[c] in msg[0] and "left out 2" in msg[0]
+    validate(tr)
