@@ -135,7 +135,7 @@ class _Csv:
         self.base = [_base(h) for h in self.header]
         self.n = self.table.num_rows
         self.where = RowPlaces(data, 1)
-        self.refused: list[Any] = []      # first place, then counts (see floats)
+        self.refused, self.refused_at = 0, ""   # values left out by floats(), first place
 
     def first(self, base: str) -> int | None:
         try:
@@ -159,16 +159,15 @@ class _Csv:
         bad = valid & ~np.isfinite(v)
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
-            if not self.refused:
-                self.refused.append(f"{self.where(r)}, column {self.header[i]!r} = "
-                                    f"{self.col(i)[r].as_py()!r}")
-            self.refused.append(int(bad.sum()))
+            self.refused_at = self.refused_at or (f"{self.where(r)}, column {self.header[i]!r}"
+                                                  f" = {self.col(i)[r].as_py()!r}")
+            self.refused += int(bad.sum())
         return v, valid & ~bad
 
     def warn_refused(self, warnings: list[str]) -> None:
         if self.refused:
-            warnings.append(f"{self.path}: left out {sum(self.refused[1:])} counter values "
-                            f"that are not finite numbers (first: {self.refused[0]})")
+            warnings.append(f"{self.path}: left out {self.refused} counter values that are "
+                            f"not finite numbers (first: {self.refused_at})")
 
     def counter_columns(self) -> list[int]:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
