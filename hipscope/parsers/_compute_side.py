@@ -1,5 +1,8 @@
-"""rocprof-compute workload side files: sysinfo.csv, log.txt and roofline.csv into
-``meta`` (a missing or unreadable side file is simply left out)."""
+"""rocprof-compute workload side files into ``meta`` (a missing or unreadable side file
+is simply left out): ``sysinfo.csv`` gives the device (gpu_model, gpu_arch,
+cu_per_gpu) and meta (command, rocm_version, hostname); ``log.txt`` the tool version
+and back end; ``roofline.csv`` peaks go to ``meta["peaks"]`` keyed by roofline's own
+device column (bandwidths in GB/s, FLOP rates in GFLOP/s)."""
 
 from __future__ import annotations
 

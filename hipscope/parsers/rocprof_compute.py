@@ -32,10 +32,9 @@ the rocpd back end uses), since each pass accumulates a different level counter.
 Kernels were serialised and replayed once per pass: ``meta["serialized_replay"]
 = True`` and a warning says the times are not a real timeline. ``dispatch_ns``
 comes from timestamps.csv ``DispatchNs`` only where that file's Start_Timestamp
-equals the kernel's start (same run); pid/tid/queue likewise. ``sysinfo.csv``
-gives the device (gpu_model, gpu_arch, cu_per_gpu) and meta (command,
-rocm_version, hostname); ``roofline.csv`` peaks go to ``meta["peaks"]`` keyed by
-roofline's own device column (bandwidths in GB/s, FLOP rates in GFLOP/s).
+equals the kernel's start (same run); pid/tid/queue likewise; a warning counts the
+kernels left without (End < Start, NaN, another run). Side files: _compute_side.py.
+A last line cut short is dropped with a warning; inf counter values are left out.
 """
 
 from __future__ import annotations
