@@ -316,3 +316,19 @@ def test_kernel_id_too_large(tmp_path: Path):
     with pytest.raises(TraceFormatError, match="line 5") as ei:
         _read(p)
     assert str(p) in str(ei.value) and "ID" in str(ei.value)
+
+
+@pytest.mark.parametrize("value", ["inf", "99,999,999,999,999,999,999,999"])
+def test_raw_page_duration_out_of_range(tmp_path: Path, value: str):
+    src = next(f for f in FILES if f.name == "ncu_raw.csv")
+    h, rows, start = _raw(src)
+    kern, _, _ = _expected(src)
+    rows[1][h.index("gpu__time_duration.sum")] = value       # rows[0] is the units row
+    p = tmp_path / "ncu_raw.csv"
+    with open(p, "w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+    tr = _read(p)
+    dur = (tr.kernels.numpy("end") - tr.kernels.numpy("start")).tolist()
+    assert dur == [0] + [kern[i]["dur"] for i in sorted(kern)[1:]]
+    assert any("line 3" in w and str(p) in w for w in tr.warnings)
+    validate(tr)
