@@ -332,3 +332,22 @@ def test_raw_page_duration_out_of_range(tmp_path: Path, value: str):
     assert dur == [0] + [kern[i]["dur"] for i in sorted(kern)[1:]]
     assert any("line 3" in w and str(p) in w for w in tr.warnings)
     validate(tr)
+
+
+def test_durations_whose_sum_passes_int64(tmp_path: Path):
+    """Each Duration fits in int64 ns, but laid back-to-back they pass 2**63: the kernels
+    that would end past it get zero length with a warning (no overflow, no wrap)."""
+    h, rows, _ = _raw(DETAILS)
+    col = {c: i for i, c in enumerate(h)}
+    for r in rows:
+        if r[col["Metric Name"]] == "Duration":
+            r[col["Metric Unit"]], r[col["Metric Value"]] = "s", "4,000,000,000"
+    p = tmp_path / "ncu.csv"
+    with open(p, "w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+    tr = _read(p)
+    dur = (tr.kernels.numpy("end") - tr.kernels.numpy("start")).tolist()
+    assert dur == [4 * 10**18] * 2 + [0] * 4
+    assert int(tr.kernels.numpy("end").max()) == 8 * 10**18
+    assert any("4 kernel durations do not fit in 64-bit ns" in w for w in tr.warnings)
+    validate(tr)
