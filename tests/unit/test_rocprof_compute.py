@@ -314,3 +314,16 @@ def test_counter_values_not_finite_are_left_out(tmp_path: Path, d: Path):
     msg = [x for x in tr.warnings if "not finite" in x]
     assert len(msg) == 1 and "line 2" in msg[0] and h[c] in msg[0] and "left out 2" in msg[0]
     validate(tr)
+
+
+def test_pmc_perf_cut_in_its_first_row_or_header(tmp_path: Path):
+    """Cut inside the first dispatch row: nothing whole is left, one sentence (was
+    pyarrow's "Could not skip initial 1 rows"); cut inside the header: one sentence."""
+    d = next(p for p in DIRS if "rocprofv1" in p.name)
+    data = (d / "pmc_perf.csv").read_bytes()
+    nl = data.index(b"\n")
+    for cut, where in ((nl + 40, "line 2"), (nl // 2, "line 1")):
+        w = _copy(d, tmp_path / f"w{cut}", "pmc_perf.csv", data[:cut])
+        with pytest.raises(TraceFormatError) as ei:
+            _read(w)
+        assert str(w / "pmc_perf.csv") in str(ei.value) and where in str(ei.value)
