@@ -40,11 +40,33 @@ def count_fields(line: bytes, strict: bool = False) -> int | None:
     return len(row)
 
 
+def cut_reason(line: bytes, expected: int | None, strict: bool = False,
+               unquoted_ok: bool = False) -> str | None:
+    """Why a last line that lacks its newline may be cut short, None when it is surely
+    whole: every field there and the last one closed by its quote. Without a newline an
+    empty last field (nothing after the last separator) or an unquoted one (``12`` of
+    ``1234``) may have lost its end; ``unquoted_ok`` takes a non-empty unquoted last
+    field as whole (for formats whose real files end that way). ``strict``: see
+    :func:`count_fields`."""
+    got = count_fields(line, strict)
+    if got is None:
+        return "an open quote"
+    if got != expected:
+        return f"{got} of {expected} fields"
+    text = line.rstrip(b"\r")
+    if text.endswith(b",") or not text:
+        return "nothing after its last separator"
+    if not unquoted_ok and not text.endswith(b'"'):
+        return "no newline, and its last field may be cut"
+    return None
+
+
 def drop_torn_tail(path: Path, data: bytes, first_line: int, warnings: list[str],
                    dropped: dict[str, int], what: str = "rows",
                    expected: int | None = None) -> bytes:
-    """Cut a last line that lacks its newline and does not have the header's field
-    count (a file cut short while written), reporting it in warnings/dropped."""
+    """Cut a last line that lacks its newline and may be cut short (see
+    :func:`cut_reason`: the file was being written or truncated), reporting it in
+    warnings/dropped."""
     if not data or data.endswith(b"\n"):
         return data
     cut = data.rfind(b"\n")
@@ -55,13 +77,12 @@ def drop_torn_tail(path: Path, data: bytes, first_line: int, warnings: list[str]
         return data
     if expected is None:
         expected = count_fields(data[: data.find(b"\n")])
-    got = count_fields(last)
-    if got is not None and got == expected:
+    why = cut_reason(last, expected)
+    if why is None:
         return data
     line_no = first_line + data.count(b"\n")
     shown = last[:60].decode("utf-8", errors="replace")
-    warnings.append(f"{path}: the last line (line {line_no}) is cut short "
-                    f"({'an open quote' if got is None else f'{got} of {expected} fields'}: "
+    warnings.append(f"{path}: the last line (line {line_no}) is cut short ({why}: "
                     f"{shown!r}); dropped 1 {what[:-1] if what.endswith('s') else what}")
     dropped[what] = dropped.get(what, 0) + 1
     return data[: cut + 1]
@@ -138,6 +159,12 @@ def read_csv_strings(path: Path, data: bytes, first_line: int = 1) -> tuple[list
             bad.append((row.expected_columns, row.actual_columns, ""))
         return "skip"
 
+    nl = data.find(b"\n")
+    if nl < 0:
+        raise TraceFormatError(path, f"line {first_line}", "a header line and rows",
+                               "the file ends inside its first line (cut short)")
+    if not data[nl + 1:].strip():                       # only the header: no rows
+        return header, pa.table({c: pa.array([], pa.string()) for c in internal})
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data),   # no Python file: the read-ahead thread needs no GIL (T7)

@@ -7,7 +7,8 @@ skipped, as are ``==PROF==``/``==WARNING==`` lines later on.
 * **details** (long form): one row per kernel × metric (``Section Name, Metric
   Name, Metric Unit, Metric Value``); newer ncu adds rule columns (``Rule Name,
   Rule Type, Rule Description, Estimated Speedup Type, Estimated Speedup``) and
-  rule rows whose metric fields are empty: those go to ``meta["rules"]``.
+  rule rows whose metric fields are empty: those go to ``meta["rules"]`` (each with
+  its kernel's ``id`` and row ``kernel_index``).
 * **raw** (wide form): one row per kernel, metric columns such as
   ``gpu__time_duration.sum``; the row after the header is a units row with empty
   identity cells.
@@ -29,12 +30,21 @@ and busy fraction are not. ``meta["synthetic_timeline"] = True``, ``meta["clock"
 says so, and a warning repeats it. A kernel without a duration metric gets zero
 length and is named in a warning. ncu's version is not in the CSV:
 ``tool_version`` stays null.
+
+A kernel is a launch, not an ID: ncu writes one launch's rows together, so a new
+launch starts where the identity columns change or a metric repeats (raw page: every
+row); IDs shared by several launches are kept apart and warned about. Values that are
+not finite (``inf``) are left out with a warning; a duration too large for int64 ns
+gives zero length, named in a warning. ncu ends every line with a newline: a last line
+without one is dropped ("cut short") unless it has every field and a closed last quote.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +71,7 @@ RULES = ["Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
          "Estimated Speedup"]
 _HEADER_RE = re.compile(r'^\s*"?ID"?\s*,\s*"?Process ID"?\s*,', re.M)
 _NOISE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
+I64_MAX = 2**63 - 1
 _UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
             "microsecond": 1e3, "ms": 1e6, "msecond": 1e6, "millisecond": 1e6,
             "s": 1e9, "second": 1e9}
@@ -86,6 +97,55 @@ def _dim3(text: str | None) -> tuple[int | None, int | None, int | None]:
     while len(vals) < 3:
         vals.append(None)
     return vals[0], vals[1], vals[2]
+
+
+def _cut_short(text: str, row: list[str], n_header: int, min_fields: int,
+               warnings: list[str], where: str) -> bool:
+    """Whether a last line without its newline may be cut short (warned as such):
+    ncu ends every line with a newline and quotes every field, so only a line with
+    every header field whose last field closes its quote is surely whole. A metric
+    row (fewer fields than the header, ending in a separator) may be cut anywhere."""
+    if text.count('"') % 2:
+        why = "an open quote"
+    elif len(row) < min_fields:
+        why = f"{len(row)} of {n_header} fields"
+    elif len(row) < n_header or not text.rstrip().endswith('"'):
+        why = "no newline, its last field may be cut"
+    else:
+        return False
+    warnings.append(f"{where} is cut short ({why}: {text[-60:]!r}); dropped it")
+    return True
+
+
+def _field(r: list[str], i: int) -> str:
+    return r[i].strip() if i < len(r) else ""
+
+
+class _Parsed:
+    """Kernels (one dict per launch, in file order) and their numeric metrics."""
+
+    def __init__(self, dur_src: str):
+        self.dur_src = dur_src
+        self.kernels: list[dict[str, Any]] = []
+        self.by_kernel: list[dict[str, tuple[float, str, int]]] = []  # metric -> value, unit, line
+        self.non_numeric: dict[str, int] = {}
+        self.refused: list[tuple[int, str, str]] = []                 # line, metric, text
+
+    def add(self, ident: dict[str, Any]) -> None:
+        self.kernels.append(ident)
+        self.by_kernel.append({})
+
+    def value(self, metric: str, raw: str, unit: str, line: int) -> None:
+        """Record one metric of the last kernel (the first value of a metric wins);
+        text is counted as non-numeric, inf/2**1024 are refused (kept for a warning)."""
+        v = _num(raw)
+        if v is None:
+            if raw.strip():
+                self.non_numeric[metric] = self.non_numeric.get(metric, 0) + 1
+        elif not math.isfinite(v):
+            self.refused.append((line, metric, raw.strip()))
+        else:
+            self.by_kernel[-1].setdefault(metric, (v, unit, line))
 
 
 @register
@@ -125,7 +185,8 @@ class NcuCsvReader:
             meta["preamble_lines"] = header_line - 1
         body = text[m.start():]
         lines = body.split("\n")
-        torn = not body.endswith("\n") and lines[-1].strip() != ""
+        torn = (not body.endswith("\n") and lines[-1].strip() != ""
+                and not lines[-1].startswith(_NOISE))
         # keep CSV lines, dropping ncu's own messages; remember file line numbers
         keep: list[str] = []
         where: list[int] = []
@@ -151,14 +212,12 @@ class NcuCsvReader:
                                    "ID and Kernel Name", ", ".join(header[:6]))
         long_form = all(c in header for c in LONG)
         min_fields = header.index("Metric Value") + 1 if long_form else len(header)
-        if torn and len(rows) > 1:
-            last = keep[-1]
-            if last.count('"') % 2 or len(rows[-1]) < min_fields:
-                meta["warnings"].append(f"{path}: the last line (line {where[-1]}) is cut short; "
-                                        "dropped it")
-                dropped["rows"] = 1
-                rows.pop()
-                where.pop()
+        if torn and len(rows) > 1 and _cut_short(keep[-1], rows[-1], len(header), min_fields,
+                                                 meta["warnings"], f"{path}: the last line "
+                                                 f"(line {where[-1]})"):
+            dropped["rows"] = 1
+            rows.pop()
+            where.pop()
         col = {h: i for i, h in reversed(list(enumerate(header)))}
         progress(0.3)
         check_cancel(cancelled)
@@ -178,9 +237,10 @@ class NcuCsvReader:
             return r[i].strip() if i is not None and i < len(r) else ""
 
         kid = get("ID")
-        if not re.fullmatch(r"\d+", kid.replace(",", "")):
-            raise TraceFormatError(path, f"line {line}", "a kernel ID (an integer) in column ID",
-                                   repr(kid[:40]))
+        if not re.fullmatch(r"\d+", kid.replace(",", ""), re.ASCII) or \
+                int(kid.replace(",", "")) > I64_MAX:
+            raise TraceFormatError(path, f"line {line}", "a kernel ID (an integer below 2**63) "
+                                   "in column ID", repr(kid[:40]))
         return {"id": int(kid.replace(",", "")), "pid": get("Process ID"),
                 "process": get("Process Name"), "host": get("Host Name"),
                 "name": get("Kernel Name"), "context": get("Context"), "stream": get("Stream"),
@@ -188,12 +248,14 @@ class NcuCsvReader:
                 "cc": get("CC")}
 
     def _long(self, path, rows, where, col, meta):
-        kernels: dict[int, dict[str, Any]] = {}
-        counters: dict[tuple[int, str], tuple[float, str]] = {}
+        """Kernels by launch (0, 1, ... in file order), not by ID: ncu writes the rows of
+        one launch together, so a launch ends where the identity columns change or a
+        (section, metric) repeats; IDs can repeat (files joined, edited)."""
+        p = _Parsed("Duration metric (details page)")
         rules: list[dict[str, Any]] = []
-        non_numeric: dict[str, int] = {}
         iname, iunit, ival, isec = (col["Metric Name"], col["Metric Unit"], col["Metric Value"],
                                     col["Section Name"])
+        key, seen = None, set()
         for r, line in zip(rows[1:], where[1:]):
             if r and r[0].strip() == "ID":
                 continue    # a repeated header (several processes)
@@ -201,192 +263,92 @@ class NcuCsvReader:
                 raise TraceFormatError(path, f"line {line}", f"at least {ival + 1} fields",
                                        f"{len(r)}")
             ident = self._ident_row(path, r, line, col)
-            k = kernels.setdefault(ident["id"], ident)
-            metric = r[iname].strip() if iname < len(r) else ""
+            metric, section = _field(r, iname), _field(r, isec)
+            if tuple(ident.values()) != key or (metric and (section, metric) in seen):
+                key, seen = tuple(ident.values()), set()
+                p.add(ident)
             if not metric:
-                if "Rule Name" in col and col["Rule Name"] < len(r) and r[col["Rule Name"]].strip():
-                    rules.append({"id": ident["id"],
-                                  "section": r[isec].strip() if isec < len(r) else "",
-                                  **{c.lower().replace(" ", "_"): r[col[c]].strip()
-                                     for c in RULES if c in col and col[c] < len(r)}})
+                if "Rule Name" in col and _field(r, col["Rule Name"]):
+                    rules.append({"id": ident["id"], "kernel_index": len(p.kernels) - 1,
+                                  "section": section,
+                                  **{c.lower().replace(" ", "_"): _field(r, col[c])
+                                     for c in RULES if c in col}})
                 continue
-            unit = r[iunit].strip() if iunit < len(r) else ""
-            raw = r[ival] if ival < len(r) else ""
-            v = _num(raw)
-            if v is None:
-                if raw.strip():
-                    non_numeric[metric] = non_numeric.get(metric, 0) + 1
-                continue
-            counters.setdefault((ident["id"], metric), (v, unit))
-            if metric == "Duration" and "duration" not in k:
-                k["duration"] = (v, unit)
-            elif metric == "Registers Per Thread":
-                k.setdefault("registers", v)
-            elif metric == "Static Shared Memory Per Block":
-                k.setdefault("lds", v)
-            elif metric == "Dynamic Shared Memory Per Block":
-                k.setdefault("dyn_lds", v)
-            elif metric == "# SMs":
-                k.setdefault("sms", v)
+            seen.add((section, metric))
+            p.value(metric, r[ival] if ival < len(r) else "", _field(r, iunit), line)
+        for k, got in zip(p.kernels, p.by_kernel):
+            for metric, name in (("Duration", "duration"), ("Registers Per Thread", "registers"),
+                                 ("Static Shared Memory Per Block", "lds"),
+                                 ("Dynamic Shared Memory Per Block", "dyn_lds"),
+                                 ("# SMs", "sms")):
+                if metric in got:
+                    k[name] = got[metric]
         if rules:
             meta["rules"] = rules
-        if non_numeric:
-            meta["non_numeric_metrics"] = non_numeric
         meta["layout"] = "details (long form)"
-        return kernels, counters, "Duration metric (details page)"
+        return p
 
     def _wide(self, path, rows, where, col, header, meta):
-        kernels: dict[int, dict[str, Any]] = {}
-        counters: dict[tuple[int, str], tuple[float, str]] = {}
+        """One kernel per row (a repeated ID is another launch)."""
+        p = _Parsed("gpu__time_duration.sum (raw page)")
         units = [""] * len(header)
         ident_idx = {col[c] for c in IDENT if c in col}
         metric_idx = [i for i in range(len(header)) if i not in ident_idx]
-        non_numeric: dict[str, int] = {}
         for r, line in zip(rows[1:], where[1:]):
             if r and r[0].strip() == "ID":
                 continue
-            if r and not r[col["ID"]].strip() and not (r[col["Kernel Name"]].strip()
-                                                        if col["Kernel Name"] < len(r) else ""):
+            if r and not r[col["ID"]].strip() and not _field(r, col["Kernel Name"]):
                 units = [u.strip() for u in r] + [""] * (len(header) - len(r))   # units row
                 continue
             if len(r) != len(header):
                 raise TraceFormatError(path, f"line {line}", f"{len(header)} fields like the "
                                        "header", f"{len(r)}")
-            ident = self._ident_row(path, r, line, col)
-            k = kernels.setdefault(ident["id"], ident)
+            k = self._ident_row(path, r, line, col)
+            p.add(k)
             for i in metric_idx:
-                name = header[i]
-                v = _num(r[i])
-                if v is None:
-                    if r[i].strip():
-                        if name == "device__attribute_display_name":
-                            k["device_name"] = r[i].strip()
-                        else:
-                            non_numeric[name] = non_numeric.get(name, 0) + 1
-                    continue
-                counters.setdefault((ident["id"], name), (v, units[i]))
-            get = lambda n: counters.get((ident["id"], n))  # noqa: E731
-            for metric, key in (("gpu__time_duration.sum", "duration"),
-                                ("launch__registers_per_thread", "registers"),
-                                ("launch__shared_mem_per_block_static", "lds"),
-                                ("launch__shared_mem_per_block_dynamic", "dyn_lds"),
-                                ("device__attribute_multiprocessor_count", "sms"),
-                                ("device__attribute_total_memory", "memory")):
-                got = get(metric)
-                if got is not None and key not in k:
-                    k[key] = got if key == "duration" else got[0]
-        if non_numeric:
-            meta["non_numeric_metrics"] = non_numeric
+                if header[i] == "device__attribute_display_name" and r[i].strip():
+                    k["device_name"] = r[i].strip()
+                else:
+                    p.value(header[i], r[i], units[i], line)
+            got = p.by_kernel[-1]
+            for metric, name in (("gpu__time_duration.sum", "duration"),
+                                 ("launch__registers_per_thread", "registers"),
+                                 ("launch__shared_mem_per_block_static", "lds"),
+                                 ("launch__shared_mem_per_block_dynamic", "dyn_lds"),
+                                 ("device__attribute_multiprocessor_count", "sms"),
+                                 ("device__attribute_total_memory", "memory")):
+                if metric in got:
+                    k[name] = got[metric]
         meta["layout"] = "raw (wide form)"
-        return kernels, counters, "gpu__time_duration.sum (raw page)"
+        return p
 
     # ------------------------------------------------------------------ tables
-    def _build(self, path, parsed, meta, dropped) -> Trace:
-        kernels, counters, dur_src = parsed
+    def _build(self, path, parsed: _Parsed, meta, dropped) -> Trace:
         warnings = meta["warnings"]
-        if not kernels:
+        if not parsed.kernels:
             raise TraceFormatError(path, None, "at least one profiled kernel row",
                                    "only the header")
-        ids = sorted(kernels)
-        n = len(ids)
-        dur = np.zeros(n, dtype=np.int64)
-        no_dur = []
-        for j, kid in enumerate(ids):
-            d = kernels[kid].get("duration")
-            if d is None:
-                no_dur.append(kid)
-                continue
-            scale = _UNIT_NS.get(d[1].strip().lower(), None) if d[1] else 1.0
-            if scale is None:
-                no_dur.append(kid)
-                continue
-            dur[j] = int(round(d[0] * scale))
+        order = sorted(range(len(parsed.kernels)), key=lambda j: (parsed.kernels[j]["id"], j))
+        ks = [parsed.kernels[j] for j in order]
+        ids = [k["id"] for k in ks]
+        n = len(ks)
+        _warn_values(path, parsed, ids, warnings)
+        dur = _durations(path, ks, warnings)
         # a negative Duration keeps its raw value (the interval rule drops that kernel)
         # but takes no room in the synthetic layout
         room = np.maximum(dur, 0)
         start = np.cumsum(room) - room
         end = start + dur
-        warnings.append("Nsight Compute records no timestamps (it serialises and replays each "
-                        "kernel): kernels are laid back-to-back from 0 in ID order, each lasting "
-                        "its measured GPU time. Durations are real; positions, gaps, overlap and "
-                        "busy fraction are synthetic")
-        if no_dur:
-            warnings.append(f"{path}: {len(no_dur)} kernels have no duration metric "
-                            f"(IDs {no_dur[:10]}): shown with zero length")
         meta["provenance"].update({"start": "synthetic: previous kernels' durations summed",
-                                   "end": f"start + {dur_src}",
+                                   "end": f"start + {parsed.dur_src}",
                                    "grid_x": "Grid Size (blocks) x Block Size"})
-        # devices
-        dev_keys = sorted({(kernels[k]["device"], kernels[k]["host"]) for k in ids},
-                          key=lambda x: (_num(x[0]) or 0, x[0], x[1]))
-        dmap = {key: i for i, key in enumerate(dev_keys)}
-        drow: dict[str, list[Any]] = {c: [] for c in ("index", "name", "vendor", "arch",
-                                                      "compute_units", "raw_id", "host",
-                                                      "memory_bytes")}
-        for key, i in dmap.items():
-            sample = next(kernels[k] for k in ids
-                          if (kernels[k]["device"], kernels[k]["host"]) == key)
-            cc = sample.get("cc") or ""
-            arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
-            drow["index"].append(i)
-            drow["name"].append(sample.get("device_name") or f"NVIDIA GPU {key[0]}")
-            drow["vendor"].append("NVIDIA")
-            drow["arch"].append(arch)
-            sms = sample.get("sms")
-            drow["compute_units"].append(int(sms) if sms is not None else None)
-            drow["raw_id"].append(key[0])
-            drow["host"].append(key[1] or None)
-            mem = sample.get("memory")
-            drow["memory_bytes"].append(int(mem) if mem is not None else None)
-        devices = build_table("devices", drow, n=len(dev_keys))
-        # kernels
-        kcols: dict[str, list[Any]] = {c: [] for c in (
-            "name", "device", "pid", "stream", "dispatch_id", "grid_x", "grid_y", "grid_z",
-            "block_x", "block_y", "block_z", "registers", "lds_bytes", "dyn_lds_bytes")}
-        over = 0
-        for kid in ids:
-            k = kernels[kid]
-            kcols["name"].append(k["name"])
-            kcols["device"].append(dmap[(k["device"], k["host"])])
-            kcols["pid"].append(int(k["pid"]) if k["pid"].isdigit() else None)
-            kcols["stream"].append(int(k["stream"]) if k["stream"].isdigit() else None)
-            kcols["dispatch_id"].append(kid)
-            b = _dim3(k["block"])
-            g = _dim3(k["grid"])
-            for ax, bv, gv in zip("xyz", b, g):
-                kcols[f"block_{ax}"].append(bv if bv is not None and bv < 2**15 else None)
-                items = gv * bv if gv is not None and bv is not None else None
-                if items is not None and items >= 2**31:
-                    over += 1
-                    items = None
-                kcols[f"grid_{ax}"].append(items)
-            for key, dst in (("registers", "registers"), ("lds", "lds_bytes"),
-                             ("dyn_lds", "dyn_lds_bytes")):
-                v = k.get(key)
-                limit = 2**15 if dst == "registers" else 2**31
-                kcols[dst].append(int(v) if v is not None and 0 <= v < limit else None)
-        if over:
-            warnings.append(f"{path}: {over} grid sizes exceed 2**31 work-items; left null")
+        devices, dmap = _devices(ks)
+        kcols = _kernel_columns(ks, dmap, warnings, path)
         kernels_t = build_table("kernels", {**kcols, "start": start, "end": end}, n=n)
-        # counters
-        row_of = {kid: j for j, kid in enumerate(ids)}
-        names: dict[str, int] = {}
-        units: dict[str, int] = {}
-        cc, vv, kk, uu = [], [], [], []
-        for (kid, metric), (v, unit) in counters.items():
-            cc.append(names.setdefault(metric, len(names)))
-            vv.append(v)
-            kk.append(row_of[kid])
-            uu.append(units.setdefault(unit, len(units)) if unit else -1)
-        nct = len(vv)
-        ctab = build_table("counters", {
-            "counter": categorical(np.array(cc, dtype=np.int32), list(names)),
-            "value": np.array(vv, dtype=np.float64),
-            "kernel_index": np.array(kk, dtype=np.int32),
-            "dispatch_id": np.array([ids[j] for j in kk], dtype=np.int64),
-            "unit": categorical(np.array(uu, dtype=np.int32), list(units)),
-        }, n=nct)
-        # streams
+        ctab = _counters(parsed, order, ids)
+        at = {src: j for j, src in enumerate(order)}
+        for rule in meta.get("rules", []):          # launch in file order -> kernel row
+            rule["kernel_index"] = at[rule["kernel_index"]]
         skeys = sorted({(kcols["stream"][j], kcols["device"][j], kcols["pid"][j])
                         for j in range(n) if kcols["stream"][j] is not None},
                        key=lambda x: (x[0], x[1], x[2] or 0))
@@ -394,16 +356,148 @@ class NcuCsvReader:
             "stream": [s for s, _, _ in skeys], "device": [d for _, d, _ in skeys],
             "pid": [p for _, _, p in skeys], "raw_id": [str(s) for s, _, _ in skeys]},
             n=len(skeys))
-        pids = sorted({p for p in kcols["pid"] if p is not None})
-        if pids:
-            meta["pids"] = pids
-        hosts = sorted({kernels[k]["host"] for k in ids if kernels[k]["host"]})
-        if len(hosts) == 1:
-            meta["host"] = hosts[0]
-        procs = sorted({kernels[k]["process"] for k in ids if kernels[k]["process"]})
-        if procs:
-            meta["process_names"] = procs
+        _process_meta(meta, ks, kcols)
+        if parsed.non_numeric:
+            meta["non_numeric_metrics"] = parsed.non_numeric
         if dropped:
             meta["dropped"] = dropped
         return Trace(kernels=kernels_t, counters=ctab, devices=devices, streams=streams,
                      meta=meta)
+
+
+def _counters(parsed: _Parsed, order: list[int], ids: list[int]):
+    """The counters table: every numeric metric of every kernel (in display order)."""
+    names: dict[str, int] = {}
+    units: dict[str, int] = {}
+    cc, vv, kk, uu = [], [], [], []
+    for j, src in enumerate(order):
+        for metric, (v, unit, _line) in parsed.by_kernel[src].items():
+            cc.append(names.setdefault(metric, len(names)))
+            vv.append(v)
+            kk.append(j)
+            uu.append(units.setdefault(unit, len(units)) if unit else -1)
+    return build_table("counters", {
+        "counter": categorical(np.array(cc, dtype=np.int32), list(names)),
+        "value": np.array(vv, dtype=np.float64),
+        "kernel_index": np.array(kk, dtype=np.int32),
+        "dispatch_id": np.array([ids[j] for j in kk], dtype=np.int64),
+        "unit": categorical(np.array(uu, dtype=np.int32), list(units)),
+    }, n=len(vv))
+
+
+def _int_in(v: float | None, hi: int) -> int | None:
+    """``v`` as an int when 0 <= v <= hi (a count, a size), else None."""
+    return int(v) if v is not None and 0 <= v <= hi else None
+
+
+def _id_text(text: str, hi: int = 2**31 - 1) -> int | None:
+    """A pid/stream cell as an int, None when not a plain integer that fits."""
+    return int(text) if re.fullmatch(r"\d{1,19}", text, re.ASCII) and int(text) <= hi else None
+
+
+def _warn_values(path: Path, parsed: _Parsed, ids: list[int], warnings: list[str]) -> None:
+    """Warnings for refused (not finite) metric values and for IDs shared by launches."""
+    if parsed.refused:
+        line, metric, text = parsed.refused[0]
+        warnings.append(f"{path}: left out {len(parsed.refused)} metric values that are not "
+                        f"finite numbers (first: line {line}, {metric} = {text[:40]!r})")
+    dup = {k: c for k, c in Counter(ids).items() if c > 1}
+    if dup:
+        shown = ", ".join(f"ID {k} x{c}" for k, c in list(dup.items())[:5])
+        warnings.append(f"{path}: {len(dup)} kernel IDs are shared by {sum(dup.values())} "
+                        f"launches ({shown}{', ...' if len(dup) > 5 else ''}); kept apart by "
+                        "row order (a launch ends where the kernel columns change or a "
+                        "metric repeats)")
+
+
+def _durations(path: Path, ks: list[dict[str, Any]], warnings: list[str]) -> np.ndarray:
+    """Each kernel's measured time in ns, with warnings: 0 when missing, in an unknown
+    unit, or when it would end past 2**63 ns laid after the kernels before it."""
+    dur = np.zeros(len(ks), dtype=np.int64)
+    no_dur, too_big = [], []
+    total = 0
+    for j, k in enumerate(ks):
+        d = k.get("duration")
+        scale = None if d is None else _UNIT_NS.get(d[1].strip().lower()) if d[1] else 1.0
+        if d is None or scale is None:
+            no_dur.append(k["id"])
+            continue
+        if not abs(d[0] * scale) < 2**63 - total:
+            too_big.append((k["id"], d[2]))
+            continue
+        dur[j] = int(round(d[0] * scale))
+        total += abs(int(dur[j]))
+    warnings.append("Nsight Compute records no timestamps (it serialises and replays each "
+                    "kernel): kernels are laid back-to-back from 0 in ID order, each lasting "
+                    "its measured GPU time. Durations are real; positions, gaps, overlap and "
+                    "busy fraction are synthetic")
+    if no_dur:
+        warnings.append(f"{path}: {len(no_dur)} kernels have no duration metric "
+                        f"(IDs {no_dur[:10]}): shown with zero length")
+    if too_big:
+        warnings.append(f"{path}: {len(too_big)} kernel durations do not fit in 64-bit ns, "
+                        "alone or after the kernels before them (first: ID "
+                        f"{too_big[0][0]} at line {too_big[0][1]}): shown with zero length")
+    return dur
+
+
+def _devices(ks: list[dict[str, Any]]):
+    """The devices table and (Device, Host Name) -> device index."""
+    dev_keys = sorted({(k["device"], k["host"]) for k in ks},
+                      key=lambda x: (_num(x[0]) or 0, x[0], x[1]))
+    dmap = {key: i for i, key in enumerate(dev_keys)}
+    drow: dict[str, list[Any]] = {c: [] for c in ("index", "name", "vendor", "arch",
+                                                  "compute_units", "raw_id", "host",
+                                                  "memory_bytes")}
+    for key, i in dmap.items():
+        sample = next(k for k in ks if (k["device"], k["host"]) == key)
+        cc = sample.get("cc") or ""
+        arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
+        drow["index"].append(i)
+        drow["name"].append(sample.get("device_name") or f"NVIDIA GPU {key[0]}")
+        drow["vendor"].append("NVIDIA")
+        drow["arch"].append(arch)
+        drow["compute_units"].append(_int_in((sample.get("sms") or (None,))[0], 2**31 - 1))
+        drow["raw_id"].append(key[0])
+        drow["host"].append(key[1] or None)
+        drow["memory_bytes"].append(_int_in((sample.get("memory") or (None,))[0], I64_MAX))
+    return build_table("devices", drow, n=len(dev_keys)), dmap
+
+
+def _kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list[Any]]:
+    kcols: dict[str, list[Any]] = {c: [] for c in (
+        "name", "device", "pid", "stream", "dispatch_id", "grid_x", "grid_y", "grid_z",
+        "block_x", "block_y", "block_z", "registers", "lds_bytes", "dyn_lds_bytes")}
+    over = 0
+    for k in ks:
+        kcols["name"].append(k["name"])
+        kcols["device"].append(dmap[(k["device"], k["host"])])
+        kcols["pid"].append(_id_text(k["pid"]))
+        kcols["stream"].append(_id_text(k["stream"]))
+        kcols["dispatch_id"].append(k["id"])
+        for ax, bv, gv in zip("xyz", _dim3(k["block"]), _dim3(k["grid"])):
+            kcols[f"block_{ax}"].append(bv if bv is not None and bv < 2**15 else None)
+            items = gv * bv if gv is not None and bv is not None else None
+            if items is not None and items >= 2**31:
+                over += 1
+                items = None
+            kcols[f"grid_{ax}"].append(items)
+        for key, dst, limit in (("registers", "registers", 2**15 - 1),
+                                ("lds", "lds_bytes", 2**31 - 1),
+                                ("dyn_lds", "dyn_lds_bytes", 2**31 - 1)):
+            kcols[dst].append(_int_in((k.get(key) or (None,))[0], limit))
+    if over:
+        warnings.append(f"{path}: {over} grid sizes exceed 2**31 work-items; left null")
+    return kcols
+
+
+def _process_meta(meta: dict[str, Any], ks: list[dict[str, Any]], kcols) -> None:
+    pids = sorted({p for p in kcols["pid"] if p is not None})
+    if pids:
+        meta["pids"] = pids
+    hosts = sorted({k["host"] for k in ks if k["host"]})
+    if len(hosts) == 1:
+        meta["host"] = hosts[0]
+    procs = sorted({k["process"] for k in ks if k["process"]})
+    if procs:
+        meta["process_names"] = procs

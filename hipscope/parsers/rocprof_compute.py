@@ -32,15 +32,13 @@ the rocpd back end uses), since each pass accumulates a different level counter.
 Kernels were serialised and replayed once per pass: ``meta["serialized_replay"]
 = True`` and a warning says the times are not a real timeline. ``dispatch_ns``
 comes from timestamps.csv ``DispatchNs`` only where that file's Start_Timestamp
-equals the kernel's start (same run); pid/tid/queue likewise. ``sysinfo.csv``
-gives the device (gpu_model, gpu_arch, cu_per_gpu) and meta (command,
-rocm_version, hostname); ``roofline.csv`` peaks go to ``meta["peaks"]`` keyed by
-roofline's own device column (bandwidths in GB/s, FLOP rates in GFLOP/s).
+equals the kernel's start (same run); pid/tid/queue likewise; a warning counts the
+kernels left without (End < Start, NaN, another run). Side files: _compute_side.py.
+A last line cut short is dropped with a warning; inf counter values are left out.
 """
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 from typing import Any
@@ -57,6 +55,7 @@ from .base import (
     check_cancel,
     register,
 )
+from ._compute_side import read_log, read_roofline, read_sysinfo
 from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input
 from ._csv import (
     I16,
@@ -135,6 +134,7 @@ class _Csv:
         self.base = [_base(h) for h in self.header]
         self.n = self.table.num_rows
         self.where = RowPlaces(data, 1)
+        self.refused, self.refused_at = 0, ""   # values left out by floats(), first place
 
     def first(self, base: str) -> int | None:
         try:
@@ -151,8 +151,47 @@ class _Csv:
             return None
         return int_column(self.col(i), self.path, self.where, self.header[i])
 
+    def floats(self, i: int, expected: str) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``i`` as numbers; inf (or 1e400) is refused: left out, counted for
+        :meth:`warn_refused`."""
+        v, valid = float_column(self.col(i), self.path, self.where, self.header[i], expected)
+        bad = valid & ~np.isfinite(v)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            self.refused_at = self.refused_at or (f"{self.where(r)}, column {self.header[i]!r}"
+                                                  f" = {self.col(i)[r].as_py()!r}")
+            self.refused += int(bad.sum())
+        return v, valid & ~bad
+
+    def warn_refused(self, warnings: list[str]) -> None:
+        if self.refused:
+            warnings.append(f"{self.path}: left out {self.refused} counter values that are "
+                            f"not finite numbers (first: {self.refused_at})")
+
     def counter_columns(self) -> list[int]:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
+
+
+def _unmatched(f: _Csv, align: np.ndarray) -> str | None:
+    """"name (k of n)" when a pass file has dispatches that the main file lacks."""
+    extra = f.n - len(np.unique(align[align >= 0]))
+    return f"{f.path.name} ({extra} of {f.n})" if extra > 0 else None
+
+
+def _ts_reasons(s, e, ok: np.ndarray, row: np.ndarray, same_run: np.ndarray,
+                got: np.ndarray) -> str:
+    """Counts of why timestamps.csv rows gave nothing, as text."""
+    lost = ~same_run
+    parts = {"no row": lost & ~ok, "an empty or NaN DispatchNs": same_run & ~got}
+    if s is None or e is None:
+        parts["no Start/End_Timestamp"] = lost & ok
+    else:
+        empty = ok & ~(s[1][row] & e[1][row])
+        backwards = ok & ~empty & (e[0][row] < s[0][row])
+        parts["an empty or NaN time"] = lost & empty
+        parts["End_Timestamp < Start_Timestamp"] = lost & backwards
+        parts["another run's Start_Timestamp"] = lost & ok & ~empty & ~backwards
+    return ", ".join(f"{int(m.sum())} with {why}" for why, m in parts.items() if m.any())
 
 
 @register
@@ -180,17 +219,21 @@ class RocprofComputeReader:
                                 "serialized_replay": True, "workload_dir": str(wd)}
         dropped: dict[str, int] = {}
         warnings: list[str] = meta["warnings"]
-        sysinfo = self._sysinfo(wd, meta)
-        self._log(wd, meta)
+        sysinfo = read_sysinfo(wd, meta)
+        read_log(wd, meta)
         main_path = wd / "pmc_perf.csv"
         if not main_path.is_file():
             main_path = wd / "pmc_perf_0.csv"
         main = _Csv(main_path, warnings, dropped)
+        if main.n == 0:
+            raise TraceFormatError(main_path, "line 2", "at least one dispatch row",
+                                   "a cut-short row" if dropped else "only the header")
         meta["sources"].append(str(main_path))
         progress(0.2)
         check_cancel(cancelled)
         if main.first("counter_name") is not None and main.first("counter_value") is not None:
             k, counters = self._long_form(main)
+            main.warn_refused(warnings)
             meta["layout"] = "rocpd long form"
         else:
             k, counters = self._wide(wd, main, meta, dropped, progress, cancelled)
@@ -235,78 +278,11 @@ class RocprofComputeReader:
             if "dispatch_id" in kernels.present:
                 cols["dispatch_id"] = kernels.column("dispatch_id").take(pa.array(kidx))
             tables["counters"] = build_table("counters", cols, n=len(values))
-        self._roofline(wd, meta)
+        read_roofline(wd, meta)
         if dropped:
             meta["dropped"] = dropped
         progress(1.0)
         return Trace(**tables, meta=meta)
-
-    # ------------------------------------------------------------------ side files
-    def _sysinfo(self, wd: Path, meta: dict[str, Any]) -> dict[str, str]:
-        p = wd / "sysinfo.csv"
-        if not p.is_file():
-            return {}
-        try:
-            rows = list(csv.reader(p.read_text(errors="replace").splitlines()))
-        except (OSError, csv.Error):
-            return {}
-        if len(rows) < 2:
-            return {}
-        info = {h.strip(): v.strip() for h, v in zip(rows[0], rows[1]) if h.strip()}
-        meta["sources"].append(str(p))
-        if info.get("command"):
-            meta["command"] = info["command"]
-        if info.get("rocm_version"):
-            meta["rocm_version"] = info["rocm_version"]
-        if info.get("hostname"):
-            meta["host"] = info["hostname"]
-        if info.get("workload_name"):
-            meta["workload_name"] = info["workload_name"]
-        meta["sysinfo"] = info
-        return info
-
-    def _log(self, wd: Path, meta: dict[str, Any]) -> None:
-        p = wd / "log.txt"
-        if not p.is_file():
-            return
-        try:
-            head = p.read_text(errors="replace")[:4000]
-        except OSError:
-            return
-        m = re.search(r"(?:Omniperf|rocprof-compute|ROCm Compute Profiler) version:\s*(\S+)", head,
-                      re.I)
-        if m:
-            meta["tool_version"] = m.group(1)
-        m = re.search(r"Profiler choice:\s*(\S+)", head)
-        if m:
-            meta["backend"] = m.group(1)
-
-    def _roofline(self, wd: Path, meta: dict[str, Any]) -> None:
-        p = wd / "roofline.csv"
-        if not p.is_file():
-            return
-        try:
-            rows = list(csv.DictReader(p.read_text(errors="replace").splitlines()))
-        except (OSError, csv.Error):
-            return
-        peaks: dict[str, dict[str, float]] = {}
-        for r in rows:
-            dev = str(r.get("device", len(peaks))).strip()
-            vals = {}
-            for key, v in r.items():
-                if key is None or key == "device":
-                    continue
-                try:
-                    vals[key.strip()] = float(v)
-                except (TypeError, ValueError):
-                    continue
-            peaks[dev] = vals
-        if peaks:
-            meta["peaks"] = peaks
-            meta["peaks_units"] = ("*Bw in GB/s; *Flops in GFLOP/s; *Ops in GOP/s; keyed by "
-                                   "roofline.csv's device index (the benchmark's HIP device "
-                                   "ordinal, not GPU_ID)")
-            meta["sources"].append(str(p))
 
     # ------------------------------------------------------------------ kernels
     def _identity(self, f: _Csv, rows: np.ndarray | None = None) -> dict[str, Any]:
@@ -377,8 +353,7 @@ class RocprofComputeReader:
         kcode = remap[code]
         k = self._identity(f, first[order])
         ni, vi = f.first("counter_name"), f.first("counter_value")
-        vals, valid = float_column(f.col(vi), f.path, f.where, "Counter_Value",
-                                   "a number in Counter_Value")
+        vals, valid = f.floats(vi, "a number in Counter_Value")
         enc = pc.dictionary_encode(f.col(ni))
         ccode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         names = enc.dictionary.to_pylist()
@@ -405,8 +380,7 @@ class RocprofComputeReader:
                 name = f.header[i].strip()
                 if name == "SQ_ACCUM_PREV_HIRES" and stem.startswith("SQ_"):
                     name = f"{stem}_ACCUM"
-                v, valid = float_column(f.col(i), f.path, f.where, f.header[i],
-                                        f"a number in counter column {f.header[i]!r}")
+                v, valid = f.floats(i, f"a number in counter column {f.header[i]!r}")
                 if align is not None:
                     ok = align >= 0
                     vv = np.zeros(n)
@@ -423,9 +397,11 @@ class RocprofComputeReader:
                 store[name] = (f.path.name, v, valid)
 
         add_file(main, None)
+        main.warn_refused(warnings)
         extra = sorted(wd.glob("pmc_perf_*.csv"),
                        key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
         extra = [p for p in extra if p != main.path] + sorted(wd.glob("SQ_*.csv"))
+        unmatched: list[str | None] = []
         for j, p in enumerate(extra):
             check_cancel(cancelled)
             progress(0.2 + 0.5 * j / max(len(extra), 1))
@@ -436,39 +412,23 @@ class RocprofComputeReader:
                                 "(neither by count nor by Dispatch_ID); its counters were left out")
                 continue
             meta["sources"].append(str(p))
-            add_file(f, None if (align == np.arange(n)).all() else align)
+            unmatched.append(_unmatched(f, align))
+            add_file(f, None if f.n == n and (align == np.arange(n)).all() else align)
+            f.warn_refused(warnings)
+        if any(unmatched):
+            shown = [u for u in unmatched if u]
+            warnings.append(f"{len(shown)} pass files hold dispatches that {main.path.name} "
+                            f"({n} dispatches) lacks: {', '.join(shown[:4])}"
+                            f"{', ...' if len(shown) > 4 else ''}; their counters were left out")
         if conflicts:
             names = sorted(conflicts)
             warnings.append(f"{len(names)} counters were measured again in other replay passes "
                             f"with different values ({', '.join(names[:8])}"
                             f"{', ...' if len(names) > 8 else ''}); kept {main.path.name}'s values")
             meta["counter_conflicts"] = {c: conflicts[c] for c in names}
-        # timestamps.csv: DispatchNs (and pid/tid/queue) of the run whose times we show
         ts = wd / "timestamps.csv"
         if ts.is_file():
-            f = _Csv(ts, warnings, dropped)
-            meta["sources"].append(str(ts))
-            align = self._align(f, n, disp, main)
-            if align is not None:
-                s = f.ints("start_timestamp")
-                ok = align >= 0
-                same_run = np.zeros(n, dtype=bool)
-                if s is not None:
-                    same_run[ok] = s[1][align[ok]] & (s[0][align[ok]] == k["start"][ok])
-                for base, dst, bounds in (("dispatchns", "dispatch_ns", None), ("pid", "pid", I32),
-                                          ("tid", "tid", None)):
-                    got = f.ints(base)
-                    if got is None or not same_run.any():
-                        continue
-                    vals = np.zeros(n, dtype=np.int64)
-                    vm = np.zeros(n, dtype=bool)
-                    vals[same_run] = got[0][align[same_run]]
-                    vm[same_run] = got[1][align[same_run]]
-                    if bounds is None:
-                        k[dst] = pa.array(vals, mask=~vm if (~vm).any() else None)
-                    else:
-                        k[dst], _ = fit(vals, vm, bounds)
-                    meta["provenance"][dst] = f"timestamps.csv {base} (rows whose start matches)"
+            self._timestamps(ts, main, k, meta, dropped)
         if not store:
             return k, None
         names, codes, values, kidx = [], [], [], []
@@ -479,6 +439,51 @@ class RocprofComputeReader:
             values.append(v[rows])
             kidx.append(rows)
         return k, (names, np.concatenate(codes), np.concatenate(values), np.concatenate(kidx))
+
+    def _timestamps(self, ts: Path, main: _Csv, k: dict[str, Any], meta, dropped) -> None:
+        """DispatchNs (and pid/tid) from timestamps.csv for the kernels whose row there
+        has the same Start_Timestamp (the same run); the kernels left without them
+        (no row, an empty/NaN time, End < Start, another run) are counted in a warning,
+        since the queue-delay figures then leave them out."""
+        n, warnings = main.n, meta["warnings"]
+        f = _Csv(ts, warnings, dropped)
+        meta["sources"].append(str(ts))
+        wanted = [(b, d, bd) for b, d, bd in (("dispatchns", "dispatch_ns", None),
+                                              ("pid", "pid", I32), ("tid", "tid", None))
+                  if f.first(b) is not None]
+        if not wanted:
+            return
+        align = self._align(f, n, main.ints("dispatch_id")[0], main)
+        if align is None:
+            warnings.append(f"{ts}: none of its {f.n} dispatches is one of {main.path.name}'s; "
+                            "its DispatchNs/pid/tid were left out (no queue delays)")
+            return
+        s, e = f.ints("start_timestamp"), f.ints("end_timestamp")
+        ok = align >= 0
+        row = np.where(ok, align, 0)
+        same_run = np.zeros(n, dtype=bool)
+        if s is not None:
+            same_run = ok & s[1][row] & (s[0][row] == k["start"])
+        for base, dst, bounds in wanted if same_run.any() else []:
+            got = f.ints(base)
+            vals = np.where(same_run, got[0][row], 0).astype(np.int64)
+            vm = same_run & got[1][row]
+            if bounds is None:
+                k[dst] = pa.array(vals, mask=~vm if (~vm).any() else None)
+            else:
+                k[dst], _ = fit(vals, vm, bounds)
+            meta["provenance"][dst] = f"timestamps.csv {base} (rows whose start matches)"
+        got = same_run.copy()
+        if wanted[0][0] == "dispatchns":
+            got &= f.ints("dispatchns")[1][row]         # an empty/NaN DispatchNs
+        if got.all():
+            return
+        lost = np.flatnonzero(~got & ok)
+        at = f"; first at {f.where(int(row[lost[0]]))}" if len(lost) else ""
+        what = (f"{f.header[f.first('dispatchns')]}, so the queue-delay figures leave them out"
+                if wanted[0][0] == "dispatchns" else "pid/tid")
+        warnings.append(f"{ts}: {int((~got).sum())} of {n} kernels get no {what} "
+                        f"({_ts_reasons(s, e, ok, row, same_run, got)}{at})")
 
     def _align(self, f: _Csv, n: int, disp: np.ndarray, main: _Csv) -> np.ndarray | None:
         """Row in ``f`` for each of main's dispatches (-1 = none), or None."""

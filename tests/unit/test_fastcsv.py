@@ -26,6 +26,7 @@ from hipscope.parsers.rocprofv3_csv.columns import (
     COPY_COLUMNS,
     KERNEL_COLUMNS,
     CsvFile,
+    _Load,
     _Retry,
     column_types,
 )
@@ -305,3 +306,37 @@ def test_scanner_says_why_and_where_it_declines():
     with pytest.raises(ValueError, match="outside"):
         scan.parse(buf, 0, len(buf) + 1, bytes([0, 3]), [None, out], 2)
     assert scan.count_newlines(buf, 0, len(buf)) == 2
+
+
+# --------------------------------------------------------------------------- torn last line
+
+@pytest.mark.parametrize("after_separator", [True, False], ids=["after-separator", "in-field"])
+def test_last_line_cut_after_a_separator_is_dropped_on_both_paths(tmp_path, monkeypatch,
+                                                                 after_separator):
+    """RELIABILITY W2 (rocprofv3 CSV goes through _csv.cut_reason): a last line without
+    its newline that ends right after a separator was read as whole with its last
+    column null; now both paths drop it with a warning and agree. A cut inside an
+    unquoted last field still reads as whole (real doc excerpts end without a newline)."""
+    src = SAMPLES / "rocprofv3-csv" / "sdk-docs-2024-07-rocm6.2" / "kernel_trace.csv"
+    head, rest = src.read_bytes().split(b"\n", 1)
+    text = head + b"\n" + b"\n".join([ln for ln in rest.split(b"\n") if ln] * 300)
+    text = text[: text.rfind(b",") + (1 if after_separator else 2)]
+    p = tmp_path / "kernel_trace.csv"
+    p.write_bytes(text)
+    whole = len(text.decode().splitlines()) - 1 - (1 if after_separator else 0)
+    fields = read_header(p, None)
+    types = {h: t for h, t in column_types(CsvFile(p, "kernels", fields),
+                                            KERNEL_COLUMNS).items() if h in fields}
+    tables = []
+    for fast in ("1", "0"):
+        monkeypatch.setenv("HIPSCOPE_FASTCSV", fast)
+        load = _Load()
+        with forced(256):
+            tables.append(CsvFile(p, "kernels", fields).read(types, load))
+        assert tables[-1].num_rows == whole
+        assert any("cut short" in w for w in load.warnings) == after_separator
+    limit = len(text[: text.rfind(b"\n") + 1]) if after_separator else None
+    monkeypatch.setenv("HIPSCOPE_FASTCSV", "1")
+    with forced(256):
+        assert _fastcsv.read_typed(p, fields, types, limit) is not None    # it took part
+    assert_same(tables[0], tables[1])

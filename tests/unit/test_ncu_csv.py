@@ -171,3 +171,183 @@ def test_bad_input(tmp_path: Path, content: bytes, where: str | None):
     assert str(p) in str(ei.value)
     if where:
         assert where in str(ei.value)
+
+
+# --------------------------------------------------------------------------- cut short (W2)
+DETAILS = next(f for f in FILES if f.name == "ncu_details.csv")
+
+
+def _whole_lines_file(tmp_path: Path, data: bytes) -> Path:
+    """The complete lines of ``data`` (what a reader may keep), as a file."""
+    p = tmp_path / "whole.csv"
+    p.write_bytes(data[: data.rfind(b"\n") + 1])
+    return p
+
+
+def test_cut_right_after_a_separator(tmp_path: Path):
+    """RELIABILITY W2: ``head -c 6076`` less its newline ends right after the metric row's
+    last separator; that row could be cut and is dropped with a warning."""
+    data = DETAILS.read_bytes()[:6076].rstrip(b"\n")
+    assert data.endswith(b'",')
+    p = tmp_path / "ncu_details.csv"
+    p.write_bytes(data)
+    tr = _read(p)
+    kern, n_counters, _ = _expected(_whole_lines_file(tmp_path, data))
+    line = data.count(b"\n") + 1
+    assert any("cut short" in w and f"line {line}" in w for w in tr.warnings)
+    assert tr.meta["dropped"] == {"rows": 1}
+    assert len(tr.kernels) == len(kern) and len(tr.counters) == n_counters
+    validate(tr)
+
+
+def test_every_cut_of_the_last_row_is_dropped(tmp_path: Path):
+    """A cut after each separator (and inside each quoted field) of a metric row and of a
+    rule row: the row is dropped with a warning, never read as a whole row."""
+    data = DETAILS.read_bytes()
+    lines = data.split(b"\n")
+    rule = next(i for i, ln in enumerate(lines)
+                if ln.count(b'","') == 19 and not ln.startswith(b'"ID"'))
+    for i in (8, rule):
+        head = b"\n".join(lines[:i]) + b"\n"
+        expected = _expected(_whole_lines_file(tmp_path, head))[1]
+        for cut in range(1, len(lines[i])):
+            p = tmp_path / "ncu.csv"
+            p.write_bytes(head + lines[i][:cut])
+            tr = _read(p)
+            assert tr.meta.get("dropped") == {"rows": 1}, (i, cut)
+            assert any("cut short" in w for w in tr.warnings)
+            assert len(tr.counters) == expected
+        p.write_bytes(head + lines[i])          # the whole rule row without its newline
+        if i == rule:
+            assert "dropped" not in _read(p).meta
+
+
+# --------------------------------------------------------------------------- duplicate IDs (W7)
+def _rewrite_ids(path: Path, out: Path, ident_too: bool = False) -> None:
+    """Every data row's ID set to 0 (and, with ident_too, every identity column set to
+    the first data row's), preamble, header and units row untouched."""
+    h, rows, start = _raw(path)
+    first = next(r for r in rows if r[0])
+    n_ident = h.index("CC") + 1
+    for r in rows:
+        if r[0]:
+            r[:n_ident] = first[:n_ident] if ident_too else ["0"] + r[1:n_ident]
+    lines = path.read_text().splitlines()[:start]
+    with open(out, "w", newline="") as fh:
+        fh.write("\n".join(lines) + "\n")
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+
+
+@pytest.mark.parametrize("ident_too", [False, True], ids=["ids", "all-identity"])
+@pytest.mark.parametrize("name", ["ncu_details.csv", "ncu_raw.csv"])
+def test_duplicate_ids_keep_launches_apart(tmp_path: Path, name: str, ident_too: bool):
+    src = next(f for f in FILES if f.name == name)
+    p = tmp_path / name
+    _rewrite_ids(src, p, ident_too)
+    kern, n_counters, _ = _expected(src)
+    tr = _read(p)
+    assert len(tr.kernels) == len(kern) == 6
+    assert len(tr.counters) == n_counters
+    dur = tr.kernels.numpy("end") - tr.kernels.numpy("start")
+    assert dur.tolist() == [kern[i]["dur"] for i in sorted(kern)]
+    assert tr.kernels.numpy("dispatch_id").tolist() == [0] * 6
+    assert any("IDs are shared by 6 launches" in w for w in tr.warnings)
+    h, rows, _ = _raw(src)
+    if "Rule Name" in h:        # each rule still names its own launch
+        rule_kernels = [sorted(kern).index(int(r[0])) for r in rows
+                        if not r[h.index("Metric Name")] and r[h.index("Rule Name")]]
+        assert [r["kernel_index"] for r in tr.meta["rules"]] == rule_kernels
+    validate(tr)
+    assert not any("shared" in w for w in _read(src).warnings)
+
+
+# --------------------------------------------------------------------------- numbers (T3)
+def _set_metric(metric: str, value: str, out: Path) -> int:
+    """The first ``metric`` row's Metric Value set to ``value``; returns its line."""
+    h, rows, start = _raw(DETAILS)
+    col = {c: i for i, c in enumerate(h)}
+    j = next(j for j, r in enumerate(rows) if r[col["Metric Name"]] == metric)
+    rows[j][col["Metric Value"]] = value
+    lines = DETAILS.read_text().splitlines()[:start]
+    with open(out, "w", newline="") as fh:
+        fh.write("\n".join(lines) + "\n")
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+    return start + 2 + j
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "99,999,999,999,999,999,999,999", "1e308"])
+def test_duration_out_of_range(tmp_path: Path, value: str):
+    """RELIABILITY T3: an inf or 2**80 Duration was an OverflowError; now that kernel has
+    zero length and a warning names the line."""
+    p = tmp_path / "ncu.csv"
+    line = _set_metric("Duration", value, p)
+    kern, n_counters, _ = _expected(DETAILS)
+    tr = _read(p)
+    dur = (tr.kernels.numpy("end") - tr.kernels.numpy("start")).tolist()
+    ids = sorted(kern)
+    assert dur == [0] + [kern[i]["dur"] for i in ids[1:]]
+    assert any(f"line {line}" in w and str(p) in w for w in tr.warnings)
+    finite = value not in ("inf", "-inf")
+    assert len(tr.counters) == n_counters - (0 if finite else 1)
+    validate(tr)
+
+
+@pytest.mark.parametrize("metric", ["# SMs", "Registers Per Thread",
+                                    "Static Shared Memory Per Block"])
+@pytest.mark.parametrize("value", ["inf", "99,999,999,999,999,999,999,999"])
+def test_other_metric_out_of_range(tmp_path: Path, metric: str, value: str):
+    p = tmp_path / "ncu.csv"
+    line = _set_metric(metric, value, p)
+    tr = _read(p)
+    if value == "inf":
+        assert any(f"line {line}" in w and metric in w for w in tr.warnings)
+    if metric == "# SMs":
+        assert tr.devices.row(0)["compute_units"] is None
+    assert tr.kernels.row(0)["registers"] is None or metric != "Registers Per Thread"
+    validate(tr)
+
+
+def test_kernel_id_too_large(tmp_path: Path):
+    h, rows, start = _raw(DETAILS)
+    rows[3][0] = str(2**64)
+    p = tmp_path / "ncu.csv"
+    with open(p, "w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+    with pytest.raises(TraceFormatError, match="line 5") as ei:
+        _read(p)
+    assert str(p) in str(ei.value) and "ID" in str(ei.value)
+
+
+@pytest.mark.parametrize("value", ["inf", "99,999,999,999,999,999,999,999"])
+def test_raw_page_duration_out_of_range(tmp_path: Path, value: str):
+    src = next(f for f in FILES if f.name == "ncu_raw.csv")
+    h, rows, start = _raw(src)
+    kern, _, _ = _expected(src)
+    rows[1][h.index("gpu__time_duration.sum")] = value       # rows[0] is the units row
+    p = tmp_path / "ncu_raw.csv"
+    with open(p, "w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+    tr = _read(p)
+    dur = (tr.kernels.numpy("end") - tr.kernels.numpy("start")).tolist()
+    assert dur == [0] + [kern[i]["dur"] for i in sorted(kern)[1:]]
+    assert any("line 3" in w and str(p) in w for w in tr.warnings)
+    validate(tr)
+
+
+def test_durations_whose_sum_passes_int64(tmp_path: Path):
+    """Each Duration fits in int64 ns, but laid back-to-back they pass 2**63: the kernels
+    that would end past it get zero length with a warning (no overflow, no wrap)."""
+    h, rows, _ = _raw(DETAILS)
+    col = {c: i for i, c in enumerate(h)}
+    for r in rows:
+        if r[col["Metric Name"]] == "Duration":
+            r[col["Metric Unit"]], r[col["Metric Value"]] = "s", "4,000,000,000"
+    p = tmp_path / "ncu.csv"
+    with open(p, "w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([h] + rows)
+    tr = _read(p)
+    dur = (tr.kernels.numpy("end") - tr.kernels.numpy("start")).tolist()
+    assert dur == [4 * 10**18] * 2 + [0] * 4
+    assert int(tr.kernels.numpy("end").max()) == 8 * 10**18
+    assert any("4 kernel durations do not fit in 64-bit ns" in w for w in tr.warnings)
+    validate(tr)

@@ -205,3 +205,125 @@ def test_torn_pass_file_and_bad_input(tmp_path: Path):
     # not a workload folder
     with pytest.raises(TraceFormatError):
         _read(tmp_path)
+
+
+# --------------------------------------------------------------------------- cut short (T4, W2)
+def _copy(d: Path, dst: Path, name: str, data: bytes) -> Path:
+    shutil.copytree(d, dst)
+    (dst / name).write_bytes(data)
+    return dst
+
+
+WIDE = [p for p in DIRS if "rocprofv1" in p.name or "rocprofv2" in p.name]
+
+
+@pytest.mark.parametrize("fraction", [0.8, 0.9])
+@pytest.mark.parametrize("d", WIDE, ids=ids(WIDE))
+def test_pmc_perf_cut_short(tmp_path: Path, d: Path, fraction: float):
+    """RELIABILITY T4: pmc_perf.csv cut at 80 %/90 % raised ArrowIndexError (its pass
+    files have more dispatches); now the whole rows are read, with warnings."""
+    data = (d / "pmc_perf.csv").read_bytes()
+    cut = data[: int(len(data) * fraction)]
+    w = _copy(d, tmp_path / "w", "pmc_perf.csv", cut)
+    whole = _copy(d, tmp_path / "whole", "pmc_perf.csv", cut[: cut.rfind(b"\n") + 1])
+    kern, n_counters = _expected(whole)
+    tr = _read(w)
+    assert 0 < len(kern) < len(_expected(d)[0])
+    assert tr.kernels.strings("name") == [k[0] for k in kern]
+    assert tr.kernels.numpy("start").tolist() == [k[1] for k in kern]
+    assert len(tr.counters) == n_counters
+    assert any("cut short" in x and "pmc_perf.csv" in x for x in tr.warnings)
+    assert any("pass files hold dispatches that pmc_perf.csv" in x for x in tr.warnings)
+    assert tr.meta["dropped"] == {"pmc_perf.csv rows": 1}
+    validate(tr)
+
+
+def test_last_field_cut_or_after_separator(tmp_path: Path):
+    """RELIABILITY W2 for the _csv.py readers: a last row without its newline that ends
+    right after a separator, or inside its unquoted last field, may be cut: dropped with
+    a warning (it was read as whole, its last counter empty or wrong)."""
+    d = next(p for p in DIRS if "rocprofv1" in p.name)
+    data = (d / "SQ_LEVEL_WAVES.csv").read_bytes().rstrip(b"\n")
+    last = data[data.rfind(b"\n") + 1:]
+    sep = last.rfind(b",")
+    for k, cut in enumerate([sep + 1, sep + 3, len(last)]):
+        w = _copy(d, tmp_path / f"w{k}", "SQ_LEVEL_WAVES.csv",
+                  data[: len(data) - len(last) + cut])
+        tr = _read(w)
+        assert tr.meta["dropped"] == {"SQ_LEVEL_WAVES.csv rows": 1}, cut
+        assert any("cut short" in x and "SQ_LEVEL_WAVES.csv" in x for x in tr.warnings)
+        h, rows = _rows(d / "SQ_LEVEL_WAVES.csv")
+        names = tr.counters.strings("counter")
+        kidx = tr.counters.numpy("kernel_index")
+        # the last dispatch has none of this pass's counters; the others have them all
+        assert not {(names[i], int(kidx[i])) for i in range(len(names))} >= \
+            {(h[-1], len(rows) - 1)}
+        validate(tr)
+
+
+# --------------------------------------------------------------------------- timestamps (W12)
+@pytest.mark.parametrize("change, reason", [
+    ("swap", "End_Timestamp < Start_Timestamp"),
+    ("nan-start", "an empty or NaN time"),
+    ("nan-dispatch", "an empty or NaN DispatchNs"),
+])
+def test_timestamps_rows_lost_are_warned(tmp_path: Path, change: str, reason: str):
+    """RELIABILITY W12: a timestamps.csv row with End < Start (or NaN) silently left its
+    kernel out of the queue-delay figures; now a warning counts it."""
+    d = next(p for p in DIRS if "rocprofv1" in p.name)
+    h, rows = _rows(d / "timestamps.csv")
+    s, e, dn = h.index("Start_Timestamp"), h.index("End_Timestamp"), h.index("DispatchNs")
+    if change == "swap":
+        rows[0][s], rows[0][e] = rows[0][e], rows[0][s]
+    elif change == "nan-start":
+        rows[0][s] = "NaN"
+    else:
+        rows[0][dn] = "nan"
+    w = tmp_path / "w"
+    shutil.copytree(d, w)
+    with open(w / "timestamps.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([h] + rows)
+    tr = _read(w)
+    dns = tr.kernels.column("dispatch_ns").to_pylist()
+    assert dns == [None] + [int(r[dn]) for r in rows[1:]]
+    msg = [x for x in tr.warnings if "timestamps.csv" in x and "queue-delay" in x]
+    assert len(msg) == 1 and f"1 of {len(rows)} kernels" in msg[0] and reason in msg[0]
+    assert "line 2" in msg[0]
+    validate(tr)
+    assert not any("queue-delay" in x for x in _read(d).warnings)
+
+
+@pytest.mark.parametrize("d", DIRS, ids=ids(DIRS))
+def test_counter_values_not_finite_are_left_out(tmp_path: Path, d: Path):
+    """T3's rule here too: an inf (or 1e400) counter value is left out with a warning
+    naming the file, line and column, never kept as a figure."""
+    h, rows = _rows(d / "pmc_perf.csv")
+    kern, n_counters = _expected(d)
+    if _long(d):
+        c = h.index("Counter_Value")
+    else:
+        c = next(i for i, x in enumerate(h) if not _is_ident(x))
+    rows[0][c], rows[1][c] = "inf", "1e400"
+    w = tmp_path / "w"
+    shutil.copytree(d, w)
+    with open(w / "pmc_perf.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([h] + rows)
+    tr = _read(w)
+    assert np.isfinite(tr.counters.numpy("value")).all()
+    assert len(tr.counters) == n_counters - 2
+    msg = [x for x in tr.warnings if "not finite" in x]
+    assert len(msg) == 1 and "line 2" in msg[0] and h[c] in msg[0] and "left out 2" in msg[0]
+    validate(tr)
+
+
+def test_pmc_perf_cut_in_its_first_row_or_header(tmp_path: Path):
+    """Cut inside the first dispatch row: nothing whole is left, one sentence (was
+    pyarrow's "Could not skip initial 1 rows"); cut inside the header: one sentence."""
+    d = next(p for p in DIRS if "rocprofv1" in p.name)
+    data = (d / "pmc_perf.csv").read_bytes()
+    nl = data.index(b"\n")
+    for cut, where in ((nl + 40, "line 2"), (nl // 2, "line 1")):
+        w = _copy(d, tmp_path / f"w{cut}", "pmc_perf.csv", data[:cut])
+        with pytest.raises(TraceFormatError) as ei:
+            _read(w)
+        assert str(w / "pmc_perf.csv") in str(ei.value) and where in str(ei.value)

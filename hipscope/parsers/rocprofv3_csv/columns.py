@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 
 from .. import _fastcsv
 from .._common import add_count
-from .._csv import count_fields
+from .._csv import cut_reason
 from ..base import TraceFormatError
 
 DICT = pa.dictionary(pa.int32(), pa.string())
@@ -56,8 +56,9 @@ class _Limited(io.RawIOBase):
 def _torn_tail(path: Path, ncols: int) -> tuple[int, bytes] | None:
     """``(bytes to keep, torn text)`` when the last line is cut short, else None.
 
-    A last line without a newline is kept when it has every column and balanced
-    quotes (rocprofv3's doc excerpts end that way); otherwise it is torn."""
+    A last line without a newline is kept when it has every column, balanced quotes
+    and a non-empty last field (rocprofv3's doc excerpts end that way); otherwise it
+    is torn (see ``_csv.cut_reason``)."""
     size = path.stat().st_size
     back = min(size, 1 << 20)
     with open(path, "rb") as fh:
@@ -69,7 +70,7 @@ def _torn_tail(path: Path, ncols: int) -> tuple[int, bytes] | None:
     if nl < 0:
         return None if back == size else (0, tail[:200])   # header only / one huge line
     last = tail[nl + 1:]
-    if count_fields(last, strict=True) == ncols:
+    if cut_reason(last, ncols, strict=True, unquoted_ok=True) is None:
         return None
     return size - len(last), last
 

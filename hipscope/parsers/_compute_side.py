@@ -1,0 +1,84 @@
+"""rocprof-compute workload side files into ``meta`` (a missing or unreadable side file
+is simply left out): ``sysinfo.csv`` gives the device (gpu_model, gpu_arch,
+cu_per_gpu) and meta (command, rocm_version, hostname); ``log.txt`` the tool version
+and back end; ``roofline.csv`` peaks go to ``meta["peaks"]`` keyed by roofline's own
+device column (bandwidths in GB/s, FLOP rates in GFLOP/s)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+
+def read_sysinfo(wd: Path, meta: dict[str, Any]) -> dict[str, str]:
+    """sysinfo.csv's one row (device, command, ROCm version, host) into meta."""
+    p = wd / "sysinfo.csv"
+    if not p.is_file():
+        return {}
+    try:
+        rows = list(csv.reader(p.read_text(errors="replace").splitlines()))
+    except (OSError, csv.Error):
+        return {}
+    if len(rows) < 2:
+        return {}
+    info = {h.strip(): v.strip() for h, v in zip(rows[0], rows[1]) if h.strip()}
+    meta["sources"].append(str(p))
+    if info.get("command"):
+        meta["command"] = info["command"]
+    if info.get("rocm_version"):
+        meta["rocm_version"] = info["rocm_version"]
+    if info.get("hostname"):
+        meta["host"] = info["hostname"]
+    if info.get("workload_name"):
+        meta["workload_name"] = info["workload_name"]
+    meta["sysinfo"] = info
+    return info
+
+
+def read_log(wd: Path, meta: dict[str, Any]) -> None:
+    """The tool version and back end named in log.txt."""
+    p = wd / "log.txt"
+    if not p.is_file():
+        return
+    try:
+        head = p.read_text(errors="replace")[:4000]
+    except OSError:
+        return
+    m = re.search(r"(?:Omniperf|rocprof-compute|ROCm Compute Profiler) version:\s*(\S+)", head,
+                  re.I)
+    if m:
+        meta["tool_version"] = m.group(1)
+    m = re.search(r"Profiler choice:\s*(\S+)", head)
+    if m:
+        meta["backend"] = m.group(1)
+
+
+def read_roofline(wd: Path, meta: dict[str, Any]) -> None:
+    """roofline.csv's peaks per device into meta["peaks"]."""
+    p = wd / "roofline.csv"
+    if not p.is_file():
+        return
+    try:
+        rows = list(csv.DictReader(p.read_text(errors="replace").splitlines()))
+    except (OSError, csv.Error):
+        return
+    peaks: dict[str, dict[str, float]] = {}
+    for r in rows:
+        dev = str(r.get("device", len(peaks))).strip()
+        vals = {}
+        for key, v in r.items():
+            if key is None or key == "device":
+                continue
+            try:
+                vals[key.strip()] = float(v)
+            except (TypeError, ValueError):
+                continue
+        peaks[dev] = vals
+    if peaks:
+        meta["peaks"] = peaks
+        meta["peaks_units"] = ("*Bw in GB/s; *Flops in GFLOP/s; *Ops in GOP/s; keyed by "
+                               "roofline.csv's device index (the benchmark's HIP device "
+                               "ordinal, not GPU_ID)")
+        meta["sources"].append(str(p))
