@@ -21,7 +21,9 @@ from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.views.tuner_panel import TunerPanel, reveal_window
 
 GPU = Path(__file__).resolve().parents[1] / "data" / "gpu"
-FAST = "import os,time; time.sleep(0.05 if os.environ.get('HIPSCOPE_FAST')=='1' else 0.1)"
+# The variants differ by a full second, far more than a loaded machine's start-up noise
+# (a 0.05 s vs 0.1 s pair failed whenever Python's start-up took longer than ~0.2 s).
+FAST = "import os,time; time.sleep(0.02 if os.environ.get('HIPSCOPE_FAST')=='1' else 1.0)"
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +48,7 @@ def make_panel(qtbot, trace=None, paths=None):
 
 
 def fast_proposal(pid="fast", env=None, recipe=None) -> Proposal:
-    return Proposal(id=pid, rule="test", title="Set HIPSCOPE_FAST=1 to halve the sleep",
+    return Proposal(id=pid, rule="test", title="Set HIPSCOPE_FAST=1 to shorten the sleep",
                     evidence=Evidence(figures={"sleep_ns": 100_000_000}),
                     estimated_gain_fraction=0.5, formula="sleep saved / span",
                     confidence=Confidence("high", "it is a test"),
@@ -118,7 +120,7 @@ def test_ab_test_runs_real_processes_and_shows_the_verdict(qtbot, tiny_trace):
     rec = panel.state.experiment("fast")
     assert rec.status == "finished", rec.message
     r = rec.result
-    assert 0.3 < r.ratio < 0.8 and r.ci_high < 1 and r.verdict == "better"
+    assert 0 < r.ratio < 0.8 and r.ci_high < 1 and r.verdict == "better"
     assert r.baseline.n == r.variant.n == 5 and len(rec.runs) == 10
     qtbot.waitUntil(lambda: "better" in panel.result_label.text())
     assert f"{r.ratio:.3f}" in panel.result_label.text()
