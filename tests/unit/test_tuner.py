@@ -337,6 +337,11 @@ def test_sweep_cli(tmp_path):
     # baseline, variant and A/A control, one warm-up round, then up to a planned look
     assert data["rounds"] in data["looks"] and len(data["runs"]) == 3 * (data["rounds"] + 1)
     assert data["control"]["source"] == "process"
+    text = subprocess.run([sys.executable, "-m", "hipscope", "tune", "--sweep", str(spec)],
+                          capture_output=True, text=True, check=True, env=env,
+                          timeout=120).stdout
+    assert text.startswith("measured: process wall time; ")
+    assert "noise floor: baseline (A/A control)" in text and "HS_SLEEP_MS=0: " in text
 
 
 # ============================================================ GUI state
