@@ -262,8 +262,10 @@ def run_sweep(spec: SweepSpec, runner: Runner,
     t0, stopped = time.monotonic(), "budget"
     for i in range(0, len(order), len(arms)):
         for vi, rnd in order[i:i + len(arms)]:
-            runs.append(Run(vi, rnd, _one_run(runner, arms[vi], rnd, cancelled),
-                            rnd < plan.warmup))
+            m = _one_run(runner, arms[vi], rnd, cancelled)
+            if runs and m.wall_from != runs[0].measurement.wall_from:
+                raise SweepError(_MIXED)
+            runs.append(Run(vi, rnd, m, rnd < plan.warmup))
             if progress is not None:
                 progress(len(runs) / len(order))
         n = rnd + 1 - plan.warmup
@@ -278,6 +280,10 @@ def run_sweep(spec: SweepSpec, runner: Runner,
     if progress is not None:
         progress(1.0)
     return _result(spec, arms, runs, track, stopped)
+
+
+_MIXED = ("some runs printed a HIPSCOPE_RESULT line and others did not: their times "
+          "measure different things and cannot be compared")
 
 
 def _one_run(runner: Runner, arm: Variant, rnd: int, cancelled) -> Measurement:
@@ -302,12 +308,8 @@ def _table(runs: list[Run], n_arms: int) -> np.ndarray:
 
 def _result(spec: SweepSpec, arms: list[Variant], runs: list[Run], track, stopped: str
             ) -> SweepResult:
-    sources = {r.measurement.wall_from for r in runs if not r.warmup}
-    if len(sources) > 1:
-        raise SweepError("some runs printed a HIPSCOPE_RESULT line and others did not: "
-                         "their times measure different things and cannot be compared")
     table = _table(runs, len(arms))
-    source = sources.pop()
+    source = runs[0].measurement.wall_from
     res = abstats.paired_results(track, spec.plan(), list(table.T), source,
                                  spec.lower_is_better)
     comps = {a.name: r for a, r in zip(arms[1:], res) if a.name != CONTROL}

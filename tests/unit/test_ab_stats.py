@@ -117,3 +117,22 @@ def test_identical_cuda_graph_off_arm_is_no_difference_where_the_old_said_better
     assert res.control.verdict == "no difference"
     assert off.source == "program" and res.best() == "cuda-graph=on"
     assert res.runs[0].warmup and not any(r.warmup for r in res.runs[4:])
+
+
+def test_time_budget_judges_and_stops_after_the_round_that_passes_it():
+    spec = SweepSpec(command=["decode.py"], knobs=[Knob("cuda-graph", ["off", "on"], "arg")],
+                     max_seconds=0)
+    res = run_sweep(spec, GraphLoop(3))
+    assert res.stopped == "time" and res.rounds == 2 and len(res.runs) == 4 * 3
+    assert set(res.comparisons) == {"cuda-graph=off", "cuda-graph=on"}
+
+
+def test_a_sweep_refuses_to_compare_program_times_with_process_times():
+    from hipscope.tuner.sweep import SweepError
+
+    def runner(env, args):
+        return Measurement(1.0, wall_from="process" if args else "program")
+
+    spec = SweepSpec(command=["x"], knobs=[Knob("flag", ["1"], "arg")])
+    with pytest.raises(SweepError, match="HIPSCOPE_RESULT"):
+        run_sweep(spec, runner)
