@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from benchmarks.ab_calibration import noisy_sweeps, rates
-from hipscope.tuner.abstats import Plan, drift, holm, judge, t_abs_cdf, t_crit
+from hipscope.tuner.abstats import Plan, drift, holm, judge, simulate, t_abs_cdf, t_crit
 from hipscope.tuner.stats import compare
 from hipscope.tuner.sweep import Knob, Measurement, SweepSpec, run_sweep
 
@@ -62,8 +62,6 @@ def test_a_true_10_percent_effect_is_found_in_80_percent_of_sweeps():
 
 def test_a_decisive_effect_stops_at_the_first_look():
     plan = Plan()
-    from hipscope.tuner.abstats import simulate
-
     x = noisy_sweeps(np.random.default_rng(1), 200, 3, plan.warmup + plan.max_rounds,
                      [1.0, 0.5, 1.5])
     track = simulate(x, plan)
