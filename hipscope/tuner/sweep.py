@@ -248,11 +248,13 @@ class SweepResult:
 def run_sweep(spec: SweepSpec, runner: Runner,
               progress: Callable[[float], None] | None = None,
               cancelled: Callable[[], bool] | None = None,
-              resamples: int | None = None) -> SweepResult:
+              resamples: int | None = None,
+              on_run: Callable[[Run], None] | None = None) -> SweepResult:
     """Run interleaved rounds of every arm and judge each variant against the baseline
     at the plan's looks (``abstats``); stop when decided, narrow or out of budget. A
     failing run (non-zero exit) stops the sweep: its timings would compare a crash with
-    a run. ``resamples`` is ignored (the paired test needs no bootstrap)."""
+    a run. ``on_run`` sees each run as it ends (its arm, round, warm-up flag).
+    ``resamples`` is ignored (the paired test needs no bootstrap)."""
     arms, plan = spec.arms(), spec.plan()
     total = plan.warmup + plan.max_rounds
     order = interleaved_order(len(arms), total, spec.order, spec.seed)
@@ -266,6 +268,8 @@ def run_sweep(spec: SweepSpec, runner: Runner,
             if runs and m.wall_from != runs[0].measurement.wall_from:
                 raise SweepError(_MIXED)
             runs.append(Run(vi, rnd, m, rnd < plan.warmup))
+            if on_run is not None:
+                on_run(runs[-1])
             if progress is not None:
                 progress(len(runs) / len(order))
         n = rnd + 1 - plan.warmup

@@ -602,18 +602,15 @@ class TunerPanel(QWidget):
             from ..tuner.sweep import SweepError, run_sweep
 
             runner = tx.experiment_runner(p, program, cancelled)
-            counts = [0, 0]
 
-            def measured_runner(env, args):     # each run shows in the chart as it ends
-                m = runner(env, args)
-                side = int(bool(env or args))
-                relay.emit(p.id, {"side": side, "repeat": counts[side], "wall_s": m.wall_s,
-                                  "trace_path": m.trace_path})
-                counts[side] += 1
-                return m
+            def on_run(r):      # each kept baseline/variant run shows in the chart as it ends
+                if r.variant in (0, 1) and not r.warmup:
+                    relay.emit(p.id, {"side": r.variant, "repeat": r.repeat,
+                                      "wall_s": r.measurement.wall_s,
+                                      "trace_path": r.measurement.trace_path})
 
             try:
-                return run_sweep(spec, measured_runner, progress, cancelled)
+                return run_sweep(spec, runner, progress, cancelled, on_run=on_run)
             except SweepError:
                 if cancelled():
                     raise Cancelled() from None

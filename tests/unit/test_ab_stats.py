@@ -120,8 +120,10 @@ def test_identical_cuda_graph_off_arm_is_no_difference_where_the_old_said_better
 def test_time_budget_judges_and_stops_after_the_round_that_passes_it():
     spec = SweepSpec(command=["decode.py"], knobs=[Knob("cuda-graph", ["off", "on"], "arg")],
                      max_seconds=0)
-    res = run_sweep(spec, GraphLoop(3))
+    seen = []
+    res = run_sweep(spec, GraphLoop(3), on_run=seen.append)
     assert res.stopped == "time" and res.rounds == 2 and len(res.runs) == 4 * 3
+    assert seen == res.runs and [r.warmup for r in seen].count(True) == 4
     assert set(res.comparisons) == {"cuda-graph=off", "cuda-graph=on"}
 
 
