@@ -136,13 +136,31 @@ def _sweep(args) -> int:
         json.dump(res.to_json(), sys.stdout, allow_nan=False, default=str)
         sys.stdout.write("\n")
         return 0
-    b = res.comparisons and next(iter(res.comparisons.values())).baseline
+    _print_sweep(res)
+    return 0
+
+
+SOURCES = {"program": "the program's HIPSCOPE_RESULT wall_s", "process": "process wall time"}
+
+
+def _print_sweep(res) -> None:
+    """The sweep's results as text: what was measured, how it stopped, the A/A noise
+    floor, one line per variant, warnings and the best variant."""
+    plan = res.spec.plan()
+    print(f"measured: {SOURCES.get(res.source, res.source)}; {res.rounds} paired rounds after "
+          f"{plan.warmup} warm-up round(s), stopped: {res.stopped} (looks at "
+          f"{', '.join(map(str, plan.looks()))}; family-wise alpha {plan.alpha:g}, Holm)")
+    b = res.control or (res.comparisons and next(iter(res.comparisons.values())))
     if b:
-        print(f"baseline: median {b.median:.4f} s, IQR {b.iqr:.4f} s over {b.n} runs")
-    for name, c in res.comparisons.items():
+        print(f"baseline: median {b.baseline.median:.4f} s, IQR {b.baseline.iqr:.4f} s over "
+              f"{b.baseline.n} runs")
+    rows = ([("noise floor: baseline (A/A control)", res.control)]
+            if res.control else []) + list(res.comparisons.items())
+    for name, c in rows:
+        wide = "" if c.precise else ", wider than the target"
         print(f"{name}: median {c.variant.median:.4f} s, ratio {c.ratio:.3f} "
-              f"[{c.ci_low:.3f}, {c.ci_high:.3f}] ({c.confidence:.0%} {c.method}) -> "
-              f"{c.verdict}")
+              f"[{c.ci_low:.3f}, {c.ci_high:.3f}] ({c.confidence:.1%}{wide}) -> {c.verdict}")
+    for w in res.warnings():
+        print(f"warning: {w}")
     best = res.best()
     print(f"best: {best}" if best else "no variant is better than the baseline")
-    return 0

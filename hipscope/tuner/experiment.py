@@ -46,7 +46,8 @@ def apply_arg_changes(command: list[str], changes: list[dict[str, str | None]]
 def experiment_sweep(proposal: Proposal, program, repeats: int = 5,
                      order: str = "abab") -> SweepSpec:
     """The A/B sweep of ``proposal``'s experiment on ``program`` (a RunSpec): baseline
-    and one variant with every env and argument change of the experiment.
+    and one variant with every env and argument change of the experiment (plus the
+    sweep's A/A control); ``repeats`` is the first look, not a fixed count.
 
     Raises ValueError when the experiment needs a code change (no automatic run)."""
     exp = proposal.experiment
@@ -99,9 +100,10 @@ def experiment_runner(proposal: Proposal, program,
 
     Each call starts one launcher, waits for it and, when ``cancelled()`` turns true,
     cancels it (the launcher kills the program's process group) and raises
-    :class:`SweepError`. The measurement is the program's own ``HIPSCOPE_RESULT`` wall
-    time when it prints one, else the launcher's running -> collecting time (the
-    program itself); ``trace_path`` is the first trace the profiler produced."""
+    :class:`SweepError`. The measurement (``Measurement.wall_from``) is the program's
+    own ``HIPSCOPE_RESULT`` wall time when it prints one (``program``), else the
+    launcher's running -> collecting time (``process``); ``trace_path`` is the first
+    trace the profiler produced (its step times are not used)."""
     from ..launchers import make_launcher
 
     def run_variant(env: dict, args: list) -> Measurement:

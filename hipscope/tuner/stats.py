@@ -12,6 +12,9 @@ distribution, which the plain percentile interval ignores.
 Decision: for a lower-is-better metric (wall time) the variant is *better* only when
 the whole interval lies below 1, *worse* only when it lies above 1; otherwise
 *inconclusive*. Mirrored for higher-is-better metrics (throughput).
+
+Sweeps do not use :func:`compare` (one interval per variant, no correction across a
+sweep, no control): their verdicts come from :mod:`hipscope.tuner.abstats`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,26 @@
-"""Sweeps: knobs x values -> variants, run interleaved N times, compared A/B.
+"""Sweeps: knobs x values -> variants, run in interleaved rounds, judged A/B.
 
-A run's measurement is the program's own ``HIPSCOPE_RESULT {"wall_s": ...}`` stdout
-line when it prints one (:func:`program_wall_s`), else the process's wall time.
+A run's measurement, in this order: the program's own ``HIPSCOPE_RESULT {"wall_s": ...}``
+stdout line (:func:`program_wall_s`; ``wall_from = "program"``), else the process's
+wall time (``"process"``). Per-step times from a profiler trace are not used (a
+timing sweep runs without a profiler). All runs of a sweep must share one source.
 
 A :class:`SweepSpec` names the program (``command``), where it runs (``target``), the
 profiler (``profiler``, usually ``none`` for timing runs) and the knobs. Each knob is
 an environment variable (``env``) or a program argument (``arg``, a template such as
 ``--streams={value}``); ``values`` lists what to try, ``None`` for "unset / leave out".
-The variants are the baseline (no change) plus the Cartesian product of the knobs'
-values. :func:`run_sweep` runs every variant ``repeats`` times in an interleaved order
-(``stats.interleaved_order``) through a *runner*: any callable
+The arms are the baseline (no change), the Cartesian product of the knobs' values and,
+last, the A/A control (the baseline again, ``control = true``). :func:`run_sweep` runs
+one round of every arm at a time in an interleaved order (``stats.interleaved_order``):
+``warmup`` rounds first (discarded), then at least ``repeats`` rounds and up to
+``max_rounds`` (or ``max_seconds``), stopping at a planned look once every variant is
+decided or narrow (``abstats``). Runs go through a *runner*: any callable
 ``run_variant(env, args) -> Measurement``. :func:`subprocess_runner` runs local
 processes directly; :func:`launcher_runner` goes through ``hipscope.launchers``
 (local, SSH, Slurm; profiler plug-ins). Loadable from JSON or TOML::
 
     command = ["python", "train.py"]
-    repeats = 5
+    repeats = 5          # first look; max_rounds = 48 is the run budget
     [[knobs]]
     name = "GPU_MAX_HW_QUEUES"
     kind = "env"
@@ -34,7 +39,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .stats import ABResult, compare, interleaved_order
+import numpy as np
+
+from . import abstats
+from .abstats import Drift, PairedResult, Plan
+from .stats import interleaved_order
 
 
 class SweepError(RuntimeError):
@@ -97,6 +106,9 @@ def program_wall_s(stdout: str | bytes | None) -> float | None:
 
 Runner = Callable[[dict, list], Measurement]
 
+#: the name of the A/A control arm (the baseline run as a second, interleaved arm)
+CONTROL = "baseline (A/A control)"
+
 
 @dataclass
 class SweepSpec:
@@ -110,12 +122,33 @@ class SweepSpec:
     seed: int = 0
     name: str | None = None
     cwd: str | None = None
+    max_rounds: int = 48              # run budget (rounds after the warm-up)
+    max_seconds: float | None = None  # time budget: judge and stop after the round past it
+    warmup: int = 1                   # rounds run first and discarded
+    control: bool = True              # the A/A control arm (the baseline again)
+    alpha: float = 0.05               # family-wise error over the sweep's comparisons
+    target_width: float = 0.10        # stop when every interval's hi/lo - 1 is below
 
     def __post_init__(self) -> None:
         if not self.command:
             raise ValueError("a sweep needs a command")
         if self.repeats < 2:
             raise ValueError("a sweep needs at least 2 repeats per variant for statistics")
+        self.plan()                   # validates the budget
+
+    def plan(self) -> Plan:
+        return Plan(alpha=self.alpha, min_rounds=self.repeats,
+                    max_rounds=max(self.max_rounds, self.repeats), warmup=self.warmup,
+                    target_width=self.target_width)
+
+    def arms(self) -> list[Variant]:
+        """The variants, then the A/A control when ``control`` is on."""
+        vs = self.variants()
+        return [*vs, Variant(CONTROL)] if self.control else vs
+
+    def max_runs(self) -> int:
+        p = self.plan()
+        return len(self.arms()) * (p.warmup + p.max_rounds)
 
     def variants(self) -> list[Variant]:
         """Baseline first, then every combination of knob values."""
@@ -165,19 +198,35 @@ class SweepSpec:
 @dataclass
 class Run:
     variant: int
-    repeat: int
+    repeat: int                       # round (warm-up rounds first)
     measurement: Measurement
+    warmup: bool = False
 
 
 @dataclass
 class SweepResult:
     spec: SweepSpec
-    variants: list[Variant]
+    variants: list[Variant]           # the arms: baseline, variants, then the control
     runs: list[Run]
-    comparisons: dict[str, ABResult]
+    comparisons: dict[str, PairedResult]
+    control: PairedResult | None = None
+    drift: Drift | None = None
+    source: str = "process"           # program (HIPSCOPE_RESULT) | process (wall time)
+    rounds: int = 0                   # kept rounds (after the warm-up)
+    stopped: str = ""                 # why it stopped: decided | budget | time
 
     def walls(self, variant: int) -> list[float]:
-        return [r.measurement.wall_s for r in self.runs if r.variant == variant]
+        """The kept (not warm-up) measurements of arm ``variant``."""
+        return [r.measurement.wall_s for r in self.runs if r.variant == variant
+                and not r.warmup]
+
+    def warnings(self) -> list[str]:
+        out = list(self.drift.notes) if self.drift else []
+        if self.control is not None and self.control.verdict != "no difference":
+            out.append("the A/A control (the baseline against itself) came out "
+                       f"{self.control.verdict}: the machine is not steady enough to trust "
+                       "these verdicts")
+        return out
 
     def best(self) -> str | None:
         """The variant with the lowest ratio among those judged better, or None."""
@@ -189,36 +238,88 @@ class SweepResult:
         return {"spec": self.spec.to_json(), "variants": [asdict(v) for v in self.variants],
                 "runs": [asdict(r) for r in self.runs],
                 "comparisons": {n: c.to_json() for n, c in self.comparisons.items()},
+                "control": self.control.to_json() if self.control else None,
+                "drift": self.drift.to_json() if self.drift else None,
+                "source": self.source, "rounds": self.rounds, "stopped": self.stopped,
+                "looks": self.spec.plan().looks(), "warnings": self.warnings(),
                 "best": self.best()}
 
 
 def run_sweep(spec: SweepSpec, runner: Runner,
               progress: Callable[[float], None] | None = None,
               cancelled: Callable[[], bool] | None = None,
-              resamples: int = 10_000) -> SweepResult:
-    """Run every variant ``spec.repeats`` times, interleaved, and compare each variant
-    with the baseline. A failing run (non-zero exit) stops the sweep: its timings
-    would compare a crash with a run."""
-    variants = spec.variants()
-    order = interleaved_order(len(variants), spec.repeats, spec.order, spec.seed)
+              resamples: int | None = None,
+              on_run: Callable[[Run], None] | None = None) -> SweepResult:
+    """Run interleaved rounds of every arm and judge each variant against the baseline
+    at the plan's looks (``abstats``); stop when decided, narrow or out of budget. A
+    failing run (non-zero exit) stops the sweep: its timings would compare a crash with
+    a run. ``on_run`` sees each run as it ends (its arm, round, warm-up flag).
+    ``resamples`` is ignored (the paired test needs no bootstrap)."""
+    arms, plan = spec.arms(), spec.plan()
+    total = plan.warmup + plan.max_rounds
+    order = interleaved_order(len(arms), total, spec.order, spec.seed)
+    looks, holds = set(plan.looks()), np.array([a.name != CONTROL for a in arms[1:]])
+    track = abstats.Track.new(1, len(arms) - 1)
     runs: list[Run] = []
-    for i, (vi, rep) in enumerate(order):
-        if cancelled is not None and cancelled():
-            raise SweepError("the sweep was cancelled")
-        v = variants[vi]
-        m = runner(dict(v.env), list(v.args))
-        if m.exit_status != 0:
-            raise SweepError(f"variant {v.name!r} (repeat {rep + 1}) exited with status "
-                             f"{m.exit_status}")
-        runs.append(Run(vi, rep, m))
-        if progress is not None:
-            progress((i + 1) / len(order))
-    base = [r.measurement.wall_s for r in runs if r.variant == 0]
-    comps = {variants[vi].name: compare(
-        base, [r.measurement.wall_s for r in runs if r.variant == vi],
-        lower_is_better=spec.lower_is_better, resamples=resamples, seed=spec.seed)
-        for vi in range(1, len(variants))}
-    return SweepResult(spec, variants, runs, comps)
+    t0, stopped = time.monotonic(), "budget"
+    for i in range(0, len(order), len(arms)):
+        for vi, rnd in order[i:i + len(arms)]:
+            m = _one_run(runner, arms[vi], rnd, cancelled)
+            if runs and m.wall_from != runs[0].measurement.wall_from:
+                raise SweepError(_MIXED)
+            runs.append(Run(vi, rnd, m, rnd < plan.warmup))
+            if on_run is not None:
+                on_run(runs[-1])
+            if progress is not None:
+                progress(len(runs) / len(order))
+        n = rnd + 1 - plan.warmup
+        late = spec.max_seconds is not None and time.monotonic() - t0 >= spec.max_seconds
+        if n >= 2 and (n in looks or late):
+            abstats.look(track, np.log(_table(runs, len(arms)))[None], plan, holds,
+                         final=late or n == plan.max_rounds)
+            if not track.active[0]:
+                stopped = "time" if late and n < plan.max_rounds else (
+                    "decided" if n < plan.max_rounds else "budget")
+                break
+    if progress is not None:
+        progress(1.0)
+    return _result(spec, arms, runs, track, stopped)
+
+
+_MIXED = ("some runs printed a HIPSCOPE_RESULT line and others did not: their times "
+          "measure different things and cannot be compared")
+
+
+def _one_run(runner: Runner, arm: Variant, rnd: int, cancelled) -> Measurement:
+    if cancelled is not None and cancelled():
+        raise SweepError("the sweep was cancelled")
+    m = runner(dict(arm.env), list(arm.args))
+    if m.exit_status != 0:
+        raise SweepError(f"variant {arm.name!r} (round {rnd + 1}) exited with status "
+                         f"{m.exit_status}")
+    return m
+
+
+def _table(runs: list[Run], n_arms: int) -> np.ndarray:
+    """Kept runs as (rounds, arms) of measurements."""
+    kept = [r for r in runs if not r.warmup]
+    t = np.zeros((len(kept) // n_arms, n_arms))
+    first = kept[0].repeat
+    for r in kept:
+        t[r.repeat - first, r.variant] = r.measurement.wall_s
+    return t
+
+
+def _result(spec: SweepSpec, arms: list[Variant], runs: list[Run], track, stopped: str
+            ) -> SweepResult:
+    table = _table(runs, len(arms))
+    source = runs[0].measurement.wall_from
+    res = abstats.paired_results(track, spec.plan(), list(table.T), source,
+                                 spec.lower_is_better)
+    comps = {a.name: r for a, r in zip(arms[1:], res) if a.name != CONTROL}
+    control = res[-1] if spec.control else None
+    return SweepResult(spec, arms, runs, comps, control, abstats.drift(list(table.T)),
+                       source, len(table), stopped)
 
 
 # ====================================================================== runners

@@ -50,7 +50,10 @@ from .tables.format import fmt_bytes, fmt_duration, fmt_percent
 log = logging.getLogger(__name__)
 
 VERDICT_TEXT = {"better": ("better", "#2e7d32"), "worse": ("worse", "#c62828"),
-                "inconclusive": ("not better (inconclusive)", "#8a6d00")}
+                "inconclusive": ("not better (inconclusive)", "#8a6d00"),
+                "no difference": ("no difference shown", "#8a6d00")}
+SOURCE_TEXT = {"program": "the program's HIPSCOPE_RESULT time",
+               "process": "process wall time"}
 CONF_COLOURS = {"high": "#2e7d32", "medium": "#8a6d00", "low": "#777777"}
 SIDE_COLOURS = ("#4c78a8", "#f58518")          # baseline, variant
 STATUS_TEXT = {"idle": "", "queued": "queued", "running": "running", "finished": "done",
@@ -504,8 +507,9 @@ class TunerPanel(QWidget):
         runnable, why = self._runnable(p)
         busy = rec is not None and rec.status in ("queued", "running")
         self.test_button.setEnabled(runnable and not busy)
-        self.test_button.setToolTip(why or f"Run baseline and variant {self.repeats}× each, "
-                                    "interleaved, and compare the medians")
+        self.test_button.setToolTip(why or "Run baseline, variant and the baseline again (A/A "
+                                    f"control) in interleaved rounds, at least {self.repeats} "
+                                    "rounds after a warm-up, until the verdict is decided")
         self.cancel_button.setEnabled(busy)
         self.apply_button.setEnabled(p is not None and prog is not None
                                      and p.experiment.automatic)
@@ -538,11 +542,28 @@ class TunerPanel(QWidget):
         text, col = VERDICT_TEXT.get(r.verdict, (r.verdict, "#000"))
         change = (1 - r.ratio) if r.lower_is_better else (r.ratio - 1)
         faster = f"{abs(change):.0%} {'faster' if change >= 0 else 'slower'}"
+        rounds = getattr(r, "rounds", None)
+        how = (f"{r.method}, {rounds} paired rounds" if rounds is not None else
+               f"bootstrap {r.method}, {r.baseline.n} + {r.variant.n} runs")
+        src = SOURCE_TEXT.get(getattr(r, "source", ""), "")
+        wide = ("; interval wider than the target: more rounds would narrow it"
+                if getattr(r, "precise", True) is False else "")
         return (f"<span style='font-size:large; color:{col}'><b>{text}</b></span> — variant / "
-                f"baseline median wall time <b>{r.ratio:.3f}</b> ({faster}), "
-                f"{r.confidence:.0%} interval <b>[{r.ci_low:.3f}, {r.ci_high:.3f}]</b> "
-                f"<span style='color:#777'>(bootstrap {r.method}, {r.baseline.n} + "
-                f"{r.variant.n} runs)</span>")
+                f"baseline time <b>{r.ratio:.3f}</b> ({faster}), "
+                f"{r.confidence:.1%} interval <b>[{r.ci_low:.3f}, {r.ci_high:.3f}]</b> "
+                f"<span style='color:#777'>({how}{'; measured: ' + src if src else ''}"
+                f"{wide})</span>")
+
+    @staticmethod
+    def _noise_floor_text(res) -> str | None:
+        """The A/A control and drift of a sweep, one line each."""
+        lines = []
+        c = res.control
+        if c is not None:
+            lines.append(f"Noise floor (A/A control, the baseline against itself): ratio "
+                         f"{c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}], {c.verdict}.")
+        lines += res.warnings()
+        return "\n".join(lines) or None
 
     @staticmethod
     def _trace_pair(rec: ExperimentRecord) -> list[str] | None:
@@ -572,7 +593,7 @@ class TunerPanel(QWidget):
             return
         program = self.state.program
         spec = tx.experiment_sweep(p, program, repeats=self.repeats)
-        total = spec.repeats * 2
+        total = spec.max_runs()
 
         relay = self._bridge.run_measured
 
@@ -581,29 +602,27 @@ class TunerPanel(QWidget):
             from ..tuner.sweep import SweepError, run_sweep
 
             runner = tx.experiment_runner(p, program, cancelled)
-            counts = [0, 0]
 
-            def measured_runner(env, args):     # each run shows in the chart as it ends
-                m = runner(env, args)
-                side = int(bool(env or args))
-                relay.emit(p.id, {"side": side, "repeat": counts[side], "wall_s": m.wall_s,
-                                  "trace_path": m.trace_path})
-                counts[side] += 1
-                return m
+            def on_run(r):      # each kept baseline/variant run shows in the chart as it ends
+                if r.variant in (0, 1) and not r.warmup:
+                    relay.emit(p.id, {"side": r.variant, "repeat": r.repeat,
+                                      "wall_s": r.measurement.wall_s,
+                                      "trace_path": r.measurement.trace_path})
 
             try:
-                return run_sweep(spec, measured_runner, progress, cancelled)
+                return run_sweep(spec, runner, progress, cancelled, on_run=on_run)
             except SweepError:
                 if cancelled():
                     raise Cancelled() from None
                 raise
 
         self.state.update_experiment(p.id, status="running", progress=0.0, result=None,
-                                     runs=[], message=f"0 of {total} runs")
+                                     runs=[], message=f"0 runs (at most {total})")
         h = self.tasks.submit(f"test:{p.id}", work)
         self._handles[p.id] = h
         h.progressed.connect(lambda f, pid=p.id: self.state.update_experiment(
-            pid, progress=f, message=f"{round(f * total)} of {total} runs"))
+            pid, progress=f, message=f"{round(f * total)} runs (at most {total}; stops "
+                                     "when decided)"))
         h.succeeded.connect(lambda res, pid=p.id: self._on_test_succeeded(pid, res))
         h.failed.connect(lambda msg, pid=p.id: self.state.update_experiment(
             pid, status="failed", message=msg))
@@ -620,12 +639,13 @@ class TunerPanel(QWidget):
     def _on_test_succeeded(self, pid: str, res) -> None:
         if self.state.proposal(pid) is None:
             return
-        runs = [{"side": 0 if r.variant == 0 else 1, "repeat": r.repeat,
+        keep = {0: 0, 1: 1}                 # baseline, variant (not the A/A control)
+        runs = [{"side": keep[r.variant], "repeat": r.repeat,
                  "wall_s": r.measurement.wall_s, "trace_path": r.measurement.trace_path}
-                for r in res.runs]
+                for r in res.runs if r.variant in keep and not r.warmup]
         ab = next(iter(res.comparisons.values()))
         self.state.update_experiment(pid, status="finished", progress=1.0, result=ab,
-                                     runs=runs, message=None)
+                                     runs=runs, message=self._noise_floor_text(res))
 
     def _on_test_finished(self, pid: str) -> None:
         self._handles.pop(pid, None)

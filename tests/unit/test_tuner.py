@@ -274,10 +274,15 @@ def test_sweep_with_real_processes():
         return runner(env, args)
 
     res = run_sweep(spec, recording, resamples=2_000)
-    assert [v.name for v in res.variants] == ["baseline", "HS_SLEEP_MS=0", "HS_SLEEP_MS=160"]
-    # rotate: rounds start at baseline, then variant 1, then variant 2, ...
-    assert order[:6] == [None, "0", "160", "0", "160", None]
-    assert len(res.runs) == 15
+    assert [v.name for v in res.variants] == ["baseline", "HS_SLEEP_MS=0", "HS_SLEEP_MS=160",
+                                              "baseline (A/A control)"]
+    # rotate: rounds start at baseline, then variant 1, then variant 2, ... (the control
+    # runs the baseline's program)
+    assert order[:8] == [None, "0", "160", None, "0", "160", None, None]
+    # a warm-up round, then rounds up to a planned look where both were decided
+    assert res.rounds in spec.plan().looks() and len(res.runs) == 4 * (res.rounds + 1)
+    assert [r.warmup for r in res.runs[:5]] == [True] * 4 + [False]
+    assert res.control is not None and res.source == "process"
     assert all(w > 0.05 for w in res.walls(0))            # real processes, real sleeps
     fast, slow = res.comparisons["HS_SLEEP_MS=0"], res.comparisons["HS_SLEEP_MS=160"]
     assert fast.verdict == "better" and fast.ratio < 1
@@ -329,7 +334,14 @@ def test_sweep_cli(tmp_path):
                          timeout=120)
     data = json.loads(out.stdout)
     assert set(data["comparisons"]) == {"HS_SLEEP_MS=0"}
-    assert len(data["runs"]) == 6
+    # baseline, variant and A/A control, one warm-up round, then up to a planned look
+    assert data["rounds"] in data["looks"] and len(data["runs"]) == 3 * (data["rounds"] + 1)
+    assert data["control"]["source"] == "process"
+    text = subprocess.run([sys.executable, "-m", "hipscope", "tune", "--sweep", str(spec)],
+                          capture_output=True, text=True, check=True, env=env,
+                          timeout=120).stdout
+    assert text.startswith("measured: process wall time; ")
+    assert "noise floor: baseline (A/A control)" in text and "HS_SLEEP_MS=0: " in text
 
 
 # ============================================================ GUI state

@@ -74,7 +74,8 @@ def test_experiment_runs_real_processes_and_finds_the_faster_variant():
     res = run_sweep(spec, experiment_runner(p, prog), resamples=2000)
     ab = res.comparisons[res.variants[1].name]
     assert 0 < ab.ratio < 0.8 and ab.ci_high < 1 and ab.verdict == "better"
-    assert len(res.runs) == 10
+    # baseline, variant, A/A control: a warm-up round and 5 rounds (decided at the first look)
+    assert res.rounds == 5 and len(res.runs) == 3 * 6 and res.stopped == "decided"
 
 
 def test_cancel_kills_the_running_program(tmp_path):
