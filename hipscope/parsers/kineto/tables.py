@@ -311,6 +311,34 @@ def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> N
         provenance["correlation_id"] = "args.correlation"
 
 
+def _diagnose(path: Path, ev: _Events, n_kernels: int, n_calls: int, props: list,
+              proc_labels: dict[int, str], ctx: SimpleNamespace) -> None:
+    """Say which category spellings were read, and warn when a trace with GPUs or
+    runtime calls gave no kernel (a category spelling hipscope does not know?)."""
+    if ev.renamed:
+        ctx.provenance["categories"] = ("older Kineto spellings read as today's: " + ", ".join(
+            f"{old} -> {new}" for old, new in sorted(ev.renamed.items())))
+    n_gpus = sum(1 for lab in proc_labels.values() if lab.startswith("GPU"))
+    if n_kernels or not (n_calls or props or n_gpus):
+        return
+    known = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
+             "cuda_sync", "ac2g", "Trace", "", *HOST_MARKER_CATS, *GPU_MARKER_CATS}
+    other = sorted(str(c) for c in ev.cat_index if c not in known)
+    ctx.warnings.append(
+        f"{path}: no GPU kernels were read although the trace has {n_calls:,} runtime "
+        f"calls and {max(len(props), n_gpus)} GPU devices"
+        + (f"; categories not read: {', '.join(other[:10])}" if other else ""))
+
+
+def _names_by_device(k: SimpleNamespace) -> dict[int, set[str]]:
+    """Distinct kernel names per Kineto GPU id."""
+    out: dict[int, set[str]] = {}
+    for e, d in zip(k.sub, k.dev_raw.tolist()):
+        if isinstance(e.name, str):
+            out.setdefault(d, set()).add(e.name)
+    return out
+
+
 def _base_ns(path: Path, top: _Top, warnings: list[str]) -> int:
     """baseTimeNanoseconds as int; a base that is negative or past 2^62 ns (it would
     overflow int64 once ts is added) is ignored with a warning."""
@@ -358,7 +386,8 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
         k.dev_raw[k.dev_raw != _NULL], c.dev_raw[c.dev_raw != _NULL],
         ga.dev_raw[ga.dev_raw != _NULL], s.dev_raw[s.dev_raw != _NULL]]).astype(np.int64))
     used = used[(used >= 0) & (used < 32768)]
-    dev_map, devices = _devices(top, props, used, vendor, ctx.provenance, warnings)
+    dev_map, devices, idle = _devices(top, props, used, vendor, ctx.provenance, warnings,
+                                      lambda: _names_by_device(k))
     map_dev = _device_mapper(dev_map)
     k.dev, c.dev, ga.dev, s.dev = (map_dev(k.dev_raw), map_dev(c.dev_raw), map_dev(ga.dev_raw),
                                    map_dev(s.dev_raw))
@@ -381,8 +410,11 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     progress(0.9)
     streams = _streams(np.concatenate([k.dev, c.dev]), np.concatenate([k.stream, c.stream]),
                        np.concatenate([k.dev_raw, c.dev_raw]), thread_names)
+    _diagnose(path, ev, len(k.sub), a.n, props, proc_labels, ctx)
     meta = _meta(path, top, base, vendor, a.pid, proc_labels, warnings, dropped,
                  ctx.provenance, len(ev.evs))
+    if idle:
+        meta["devices_without_events"] = idle
     progress(1.0)
     return Trace(kernels=kernels, api=api, copies=copies, markers=markers, devices=devices,
                  streams=streams, meta=meta)
