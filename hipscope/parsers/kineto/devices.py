@@ -67,6 +67,40 @@ def _devices(top: _Top, props: list[dict], used: np.ndarray, vendor: str | None,
     map, the devices with events and the deviceProperties rows of the others.
     ``arch_hints()``: kernel names per Kineto GPU id (asked only when an AMD device
     has no arch)."""
+    prop_ids, dev_map, raw_of, mismatch = _device_map(props, used, vendor, provenance,
+                                                      warnings)
+    rows = []
+    known = set()
+    for p, did in zip(props, prop_ids):
+        if did in known or not (0 <= did < 32768):
+            continue
+        known.add(did)
+        rows.append(_prop_row(p, did, vendor, raw_of.get(did, None if mismatch else str(did))))
+    for u, d in dev_map.items():
+        if d not in known and 0 <= d < 32768:
+            known.add(d)
+            rows.append({"index": d, "name": f"GPU {d}", "vendor": vendor, "arch": None,
+                         "compute_units": None, "raw_id": str(u), "memory_bytes": None})
+    if vendor == "AMD":
+        provenance["devices.arch"] = "from the product name, or a gfx id in deviceProperties"
+    rows.sort(key=lambda r: r["index"])
+    # only GPUs with events are devices; the node's others stay in meta
+    with_events = set(dev_map.values())
+    idle = [r for r in rows if r["index"] not in with_events]
+    rows = [r for r in rows if r["index"] in with_events]
+    if any(r["arch"] is None and r["vendor"] in ("AMD", None) for r in rows):
+        hints = arch_hints()
+        _arch_from_names(rows, {d: hints.get(u, set()) for u, d in dev_map.items()},
+                         provenance)
+    cols = rows_to_columns(rows, ("index", "name", "vendor", "arch", "compute_units", "raw_id",
+                                  "memory_bytes"))
+    return dev_map, _list_table("devices", cols), idle
+
+
+def _device_map(props: list[dict], used: np.ndarray, vendor: str | None,
+                provenance: dict[str, str], warnings: list[str]):
+    """deviceProperties ids, Kineto GPU id -> device index, index -> raw id, and
+    whether the ids had to be mapped (roctracer numbering)."""
     prop_ids = []
     for i, p in enumerate(props):
         pid = p.get("id", i)
@@ -92,32 +126,7 @@ def _devices(top: _Top, props: list[dict], used: np.ndarray, vendor: str | None,
         raw_of = {u: str(u) for u in used_l}
         if used_l and not prop_ids:
             warnings.append("the trace has no deviceProperties: devices are named by id only")
-    rows = []
-    known = set()
-    for p, did in zip(props, prop_ids):
-        if did in known or not (0 <= did < 32768):
-            continue
-        known.add(did)
-        rows.append(_prop_row(p, did, vendor, raw_of.get(did, None if mismatch else str(did))))
-    for u, d in dev_map.items():
-        if d not in known and 0 <= d < 32768:
-            known.add(d)
-            rows.append({"index": d, "name": f"GPU {d}", "vendor": vendor, "arch": None,
-                         "compute_units": None, "raw_id": str(u), "memory_bytes": None})
-    if vendor == "AMD":
-        provenance["devices.arch"] = "from the product name (deviceProperties has no gfx id)"
-    rows.sort(key=lambda r: r["index"])
-    if any(r["arch"] is None and r["vendor"] in ("AMD", None) for r in rows):
-        hints = arch_hints()
-        _arch_from_names(rows, {d: hints.get(u, set()) for u, d in dev_map.items()},
-                         provenance)
-    # only GPUs with events are devices; the node's others stay in meta
-    with_events = set(dev_map.values())
-    idle = [r for r in rows if r["index"] not in with_events]
-    rows = [r for r in rows if r["index"] in with_events]
-    cols = rows_to_columns(rows, ("index", "name", "vendor", "arch", "compute_units", "raw_id",
-                                  "memory_bytes"))
-    return dev_map, _list_table("devices", cols), idle
+    return prop_ids, dev_map, raw_of, mismatch
 
 
 def _prop_row(p: dict, did: int, vendor: str | None, raw_id: str | None) -> dict[str, Any]:

@@ -5,12 +5,13 @@ stream, linked to their runtime call by correlation id."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from .._common import group_key, nesting_depth
-from .columns import _NULL, _filtered_table, _names, _opt, _pid_tid, _times, _to_int
+from .columns import _NULL, _codes, _filtered_table, _names, _opt, _pid_tid, _times, _to_int
 
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
 
@@ -26,19 +27,19 @@ def gpu_annotation_side(sub: list, base: int, gpu_groups: list[SimpleNamespace]
     if not sub:
         ga.dev_raw = ga.pid
         return ga
-    row_dev: dict[Any, int] = {}
+    row_dev: dict[str, int] = {}
     for g in gpu_groups:
-        has = np.flatnonzero(g.cols["device"] != _NULL)
-        for e, d in zip(map(g.sub.__getitem__, has.tolist()), g.cols["device"][has].tolist()):
-            row_dev.setdefault(_key(e.pid), d)
+        has = g.cols["device"] != _NULL
+        if not has.any():
+            continue
+        codes, cats = _codes(list(map(attrgetter("pid"), g.sub)))
+        uniq, first = np.unique(codes[has], return_index=True)
+        for c, d in zip(uniq.tolist(), g.cols["device"][has][first].tolist()):
+            row_dev.setdefault(cats[c], d)
     dev = [_to_int(e.args.device) if e.args is not None else _NULL for e in sub]
-    ga.dev_raw = np.array([d if d != _NULL else row_dev.get(_key(e.pid), int(p))
+    ga.dev_raw = np.array([d if d != _NULL else row_dev.get(str(e.pid), int(p))
                            for d, e, p in zip(dev, sub, ga.pid.tolist())], dtype=np.int64)
     return ga
-
-
-def _key(pid: Any) -> Any:
-    return pid if isinstance(pid, (int, str)) else str(pid)
 
 
 def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespace,
