@@ -605,3 +605,24 @@ def test_merged_multirank_file_keeps_gpu_annotations_on_their_gpus(tmp_path):
         r for r in range(4) for _ in range(n_ann))
     assert tr.devices.numpy("index").tolist() == [0, 1, 2, 3]
     validate(tr)
+
+
+def test_folder_of_pt_trace_files(tmp_path):
+    """Item 7: torch.profiler's own names (<host>_<pid>.<n>.pt.trace.json) in a folder;
+    a folder without rank traces is still refused in one sentence."""
+    from hipscope.parsers import open_trace
+
+    src = sorted((SAMPLES / "kineto" / "multirank-sampled-hta").glob("*.json.gz"))
+    raws = [json.loads(gzip.decompress(f.read_bytes())) for f in src]
+    for raw in reversed(raws):        # names sort opposite to the ranks
+        rank = raw["distributedInfo"]["rank"]
+        (tmp_path / f"node{9 - rank}_{1000 + rank}.1.pt.trace.json").write_text(json.dumps(raw))
+    tr = open_trace(tmp_path)
+    assert [r["rank"] for r in tr.meta["ranks"]] == [0, 1]
+    assert len(tr.kernels) == sum(len(_x(r["traceEvents"], "kernel")) for r in raws)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.json").write_text("{}")
+    with pytest.raises(TraceFormatError) as exc:
+        open_trace(empty)
+    assert str(empty) in str(exc.value)
