@@ -34,8 +34,10 @@ class KinetoReader:
 
     def sniff(self, path: Path) -> float:
         if path.is_dir():
+            # below the folder readers of rocprof outputs: a rocprofv3 / rocpd folder
+            # that also holds a PyTorch trace stays theirs
             files = rank_files(path)
-            return 0.9 if files and self.sniff(files[0]) >= 0.8 else 0.0
+            return 0.7 if files and self.sniff(files[0]) >= 0.8 else 0.0
         head = head_text(path, 1 << 16)
         if not head.lstrip().startswith("{"):
             return 0.0
