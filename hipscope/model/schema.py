@@ -137,8 +137,10 @@ MARKERS = TableSpec(
         _c("tid", pa.int64()),
         _c("device", pa.int16(), doc="set for ranges drawn on a GPU stream"),
         _c("stream", pa.int32()),
+        _c("correlation_id", pa.int64(), doc="the runtime call a GPU-side range belongs to "
+           "(Kineto cuda_sync: stream/event/context sync on the GPU)"),
     ),
-    "Markers and ranges (roctx, NVTX, PyTorch annotations).",
+    "Markers and ranges (roctx, NVTX, PyTorch annotations, GPU-side syncs).",
 )
 
 COUNTERS = TableSpec(

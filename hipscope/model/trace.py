@@ -120,7 +120,7 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
                  names: Sequence[str] | None = None) -> Trace:
     """Merge traces of several processes/ranks/nodes into one trace.
 
-    Devices are identified by (host, raw_id, name); device indices, API row links and
+    Devices are identified by (host, raw_id, name, meta rank); device indices, API row links and
     counter kernel links are renumbered. Timestamps must already share one clock:
 
     * traces whose ``meta["clock"]`` differ are refused (:class:`MergeError`): their
@@ -142,7 +142,8 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
         remap = {}
         for i in range(len(tr.devices)):
             row = tr.devices.row(i)
-            key = (row.get("host"), row.get("raw_id"), row.get("name"))
+            # a rank's GPUs are its own: two ranks' "GPU 0" (other nodes) stay apart
+            key = (row.get("host"), row.get("raw_id"), row.get("name"), tr.meta.get("rank"))
             if key not in dev_keys:
                 dev_keys[key] = len(dev_rows)
                 dev_rows.append({**row, "index": len(dev_rows)})

@@ -55,14 +55,22 @@ def _is_amd(raw: dict) -> bool:
 
 
 def _gpu_ids(raw: dict) -> list:
-    """The GPU ids the raw file names: deviceProperties ids, or (a trace without them,
-    e.g. the 2023 HTA ranks) the device of every kernel and copy (args.device, else
-    its pid). A kernel that names a device needs that device."""
-    props = raw.get("deviceProperties") or []
-    if props:
-        return sorted(p["id"] for p in props)
-    gpu = _x(raw["traceEvents"], "kernel", "gpu_memcpy", "gpu_memset")
+    """The GPU ids with events in the raw file: the device of every kernel, copy and
+    GPU-side sync (args.device, else its pid) and GPU annotation (its pid)."""
+    gpu = _x(raw["traceEvents"], "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync",
+             "gpu_user_annotation")
     return sorted({e.get("args", {}).get("device", e["pid"]) for e in gpu})
+
+
+def _used_props(raw: dict) -> list:
+    """The deviceProperties entries of the GPUs with events (the roctracer backend
+    numbers GPUs counting CPU agents first: then the k-th used id is the k-th entry)."""
+    props = sorted(raw.get("deviceProperties") or [], key=lambda p: p["id"])
+    used = _gpu_ids(raw)
+    if set(used) <= {p["id"] for p in props} and not (
+            _is_amd(raw) and props and min(used) > props[0]["id"]):
+        return [p for p in props if p["id"] in used]
+    return props[:len(used)]
 
 
 @pytest.fixture(scope="module", params=DIRS, ids=ids(DIRS))
@@ -75,14 +83,19 @@ def test_counts(sample):
     path, raw, tr = sample
     ev = raw["traceEvents"]
     assert len(tr.kernels) == len(_x(ev, "kernel"))
-    assert len(tr.api) == len(_x(ev, "cuda_runtime", "cuda_driver", "cuda_sync"))
+    # cuda_sync is the GPU side of a runtime call: a marker, never a second API call
+    assert len(tr.api) == len(_x(ev, "cuda_runtime", "cuda_driver"))
     assert len(tr.copies) == len(_x(ev, "gpu_memcpy", "gpu_memset"))
     dirs, cats = tr.copies.codes("direction")
     n_memset = sum(1 for c in dirs if cats[c] == "memset")
     assert n_memset == len(_x(ev, "gpu_memset"))
     assert len(tr.markers) == len(_x(ev, "user_annotation", "gpu_user_annotation", "cpu_op",
-                                     "python_function"))
+                                     "python_function", "cuda_sync"))
+    # devices: the GPUs with events; the node's others are kept in meta
     assert len(tr.devices) == len(_gpu_ids(raw))
+    props = raw.get("deviceProperties") or []
+    idle = tr.meta.get("devices_without_events", [])
+    assert len(idle) == len(props) - len(_used_props(raw))
     assert tr.meta["format"] == "kineto"
     assert tr.meta["clock"] == "unix epoch (Kineto)"
     assert tr.meta["sources"] == [str(path)]
@@ -146,9 +159,9 @@ def test_devices_and_grid(sample):
         assert "device" in tr.meta["provenance"]
     else:
         assert used == raw_dev
-    assert set(used) <= set(tr.devices.numpy("index").tolist())
+    assert set(used) == set(tr.devices.numpy("index").tolist())
     names = tr.devices.strings("name")
-    assert names == ([p["name"] for p in sorted(props, key=lambda p: p["id"])] if props
+    assert names == ([p["name"] for p in _used_props(raw)] if props
                      else [f"GPU {i}" for i in _gpu_ids(raw)])
     vendor = "AMD" if _is_amd(raw) else "NVIDIA"
     assert set(tr.devices.strings("vendor")) == {vendor}
@@ -188,6 +201,9 @@ def test_markers_depth(sample):
                        lambda e: (e["pid"], e["tid"]))
     want.update(_ref_depths(_x(ev, "gpu_user_annotation"), base,
                             lambda e: ("gpu", e["pid"], e["tid"])))
+    # GPU-side syncs nest among themselves, per device and stream
+    want.update(_ref_depths(_x(ev, "cuda_sync"), base,
+                            lambda e: ("sync", e["args"]["device"], e["args"]["stream"])))
     names = tr.markers.strings("name")
     start = tr.markers.numpy("start").tolist()
     end = tr.markers.numpy("end").tolist()
@@ -389,3 +405,224 @@ def test_base_time_past_int64_is_ignored_with_a_warning(tmp_path):
     span = build_report(tr)["span_ns"]
     pristine = build_report(open_trace(_h200()))["span_ns"]
     assert span == pristine
+
+
+# --------------------------------------------------------------------------- issue 13
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TB_2021 = DATA / "kineto-2021" / "tb_plugin_2021_v100.json"
+_OLD_CATS = {"kernel": "kernel", "runtime": "cuda_runtime", "memcpy": "gpu_memcpy",
+             "memset": "gpu_memset", "operator": "cpu_op"}
+
+
+def _sample(name: str) -> Path:
+    return _file(next(d for d in DIRS if d.name == name))
+
+
+def test_2021_category_spellings_are_read():
+    """Item 1: PyTorch 1.8/1.9 Kineto spelled Kernel/Runtime/Memcpy/Memset/Operator:
+    0 kernels, no warning."""
+    raw = _raw(TB_2021)
+    ev = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
+    by = {new: [e for e in ev if e["cat"].lower() == old] for old, new in _OLD_CATS.items()}
+    tr = _read(TB_2021)
+    assert len(tr.kernels) == len(by["kernel"]) == 2
+    assert len(tr.api) == len(by["cuda_runtime"])
+    assert len(tr.copies) == len(by["gpu_memcpy"]) + len(by["gpu_memset"])
+    assert len(tr.markers) == len(by["cpu_op"])
+    assert set(tr.api.strings("domain")) == {"cuda_runtime"}
+    # every kernel linked to the call with its correlation id; times as written
+    calls = {e["args"]["correlation"]: e["name"] for e in by["cuda_runtime"]}
+    api_names = tr.api.strings("name")
+    for i, k in enumerate(sorted(by["kernel"], key=lambda e: e["ts"])):
+        row = tr.kernels.row(i)
+        assert row["start"] == _ns(k["ts"]) and row["end"] - row["start"] == _ns(k["dur"])
+        assert api_names[row["api_index"]] == calls[k["args"]["correlation"]]
+        assert row["stream"] == k["args"]["stream"] and row["tid"] == 456
+    assert sorted(tr.copies.strings("direction")) == ["HtoD", "memset"]
+    assert "Kernel -> kernel" in tr.meta["provenance"]["categories"]
+    validate(tr)
+
+
+def test_no_kernels_from_gpu_trace_warns(tmp_path):
+    """Item 1: a trace with GPUs and runtime calls whose kernels hipscope cannot read
+    says so (here: a category spelling no Kineto version wrote)."""
+    raw = json.loads(gzip.decompress(_h200().read_bytes()))
+    n_calls = len(_x(raw["traceEvents"], "cuda_runtime", "cuda_driver"))
+    for e in raw["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["cat"] = "concurrent_kernel"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(raw))
+    tr = _read(path)
+    assert len(tr.kernels) == 0
+    hits = [w for w in tr.warnings if "no GPU kernels were read" in w]
+    assert len(hits) == 1
+    assert f"{n_calls:,} runtime calls" in hits[0] and "concurrent_kernel" in hits[0]
+    assert not any("no GPU kernels" in w for w in _read(_h200()).warnings)
+
+
+def test_cuda_sync_is_a_gpu_side_interval_not_an_api_call():
+    """Item 2: the event-sync sample counted its 4 GPU-side syncs as 4 more API calls
+    on a host 'Thread ?' lane."""
+    path = _sample("nvidia-a100-event-sync-hta")
+    raw = _raw(path)
+    ev, base = raw["traceEvents"], raw.get("baseTimeNanoseconds", 0)
+    syncs = _x(ev, "cuda_sync")
+    calls = {e["args"]["correlation"]: e for e in _x(ev, "cuda_runtime", "cuda_driver")}
+    assert len(syncs) == 4
+    tr = _read(path)
+    assert len(tr.api) == len(calls)
+    assert tr.api.valid("pid").all() and tr.api.valid("tid").all()     # no 'Thread ?'
+    m = tr.markers
+    sel = [i for i, d in enumerate(m.strings("domain")) if d == "cuda_sync"]
+    assert len(sel) == len(syncs)
+    got = sorted((m.row(i)["start"], m.row(i)["end"], m.row(i)["name"], m.row(i)["device"],
+                  m.row(i)["stream"], m.row(i)["correlation_id"], m.row(i)["pid"])
+                 for i in sel)
+    want = sorted((base + _ns(e["ts"]), base + _ns(e["ts"]) + _ns(e["dur"]), e["name"],
+                   e["args"]["device"], e["args"]["stream"], e["args"]["correlation"], None)
+                  for e in syncs)
+    assert got == want
+    # each sync is linked (by correlation id) to the host call that waited
+    api_corr = tr.api.numpy("correlation_id", fill=-1).tolist()
+    api_names = tr.api.strings("name")
+    for row in got:
+        assert api_names[api_corr.index(row[5])] == calls[row[5]]["name"]
+    validate(tr)
+
+
+def test_folder_of_rank_traces_opens_as_one_trace():
+    """Item 7: a folder of rank files was refused; it opens as one multi-rank trace."""
+    from hipscope.parsers import open_trace
+
+    folder = SAMPLES / "kineto" / "multirank-sampled-hta"
+    files = sorted(folder.glob("*.json.gz"))
+    raws = [_raw(f) for f in files]
+    tr = open_trace(folder)
+    assert len(tr.kernels) == sum(len(_x(r["traceEvents"], "kernel")) for r in raws)
+    assert len(tr.api) == sum(len(_x(r["traceEvents"], "cuda_runtime", "cuda_driver"))
+                              for r in raws)
+    assert tr.meta["sources"] == [str(f) for f in files]
+    ranks = tr.meta["ranks"]
+    assert [r["rank"] for r in ranks] == [r["distributedInfo"]["rank"] for r in raws]
+    host_pids = [sorted({e["pid"] for e in _x(r["traceEvents"], "cuda_runtime")}) for r in raws]
+    assert [r["pids"] for r in ranks] == host_pids
+    # each rank's kernels on its own device
+    dev = tr.kernels.numpy("device")
+    pid = tr.kernels.numpy("pid")
+    for r in ranks:
+        assert set(dev[np.isin(pid, r["pids"])].tolist()) == set(r["devices"])
+    assert len(tr.devices) == 2
+    validate(tr)
+
+
+def test_ranks_on_one_gpu_id_keep_distinct_devices(tmp_path):
+    """Item 7: two ranks on two nodes, each on its local GPU 0: merge_traces keyed
+    devices by (host, raw_id, name) and made them one GPU."""
+    from hipscope.parsers import open_trace
+
+    src = SAMPLES / "kineto" / "multirank-sampled-hta"
+    for f in sorted(src.glob("*.json.gz")):
+        raw = json.loads(gzip.decompress(f.read_bytes()))
+        for e in raw["traceEvents"]:
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+                e["pid"] = 0
+                e["args"]["device"] = 0
+        (tmp_path / f.name).write_bytes(gzip.compress(json.dumps(raw).encode()))
+    tr = open_trace(sorted(tmp_path.glob("*.json.gz")))       # the files, merged
+    assert len(tr.devices) == 2
+    tr = open_trace(tmp_path)                                  # the folder
+    assert len(tr.devices) == 2
+    dev, pid = tr.kernels.numpy("device"), tr.kernels.numpy("pid")
+    r0, r1 = tr.meta["ranks"]
+    assert set(dev[np.isin(pid, r0["pids"])].tolist()) == set(r0["devices"])
+    assert set(dev[np.isin(pid, r1["pids"])].tolist()) == set(r1["devices"])
+    assert r0["devices"] != r1["devices"]
+    validate(tr)
+
+
+def test_devices_are_the_gpus_with_events():
+    """Item 8: one GPU of 8 has work: 8 devices were listed."""
+    path = _sample("nvidia-a100-event-sync-hta")
+    raw = _raw(path)
+    tr = _read(path)
+    used = _gpu_ids(raw)
+    assert used == [0]
+    assert tr.devices.numpy("index").tolist() == used
+    idle = tr.meta["devices_without_events"]
+    assert sorted(d["index"] for d in idle) == sorted(
+        p["id"] for p in raw["deviceProperties"] if p["id"] not in used)
+    json.dumps(tr.meta)
+
+
+@pytest.mark.parametrize("where", ["gcnArchName", "kernel names"])
+def test_arch_of_a_nameless_amd_device(tmp_path, where):
+    """Item 9: a device with an empty name got arch null although the trace shows it."""
+    src = _sample("amd-mi250-rocm6.2-hta")
+    raw = json.loads(gzip.decompress(src.read_bytes()))
+    for p in raw["deviceProperties"]:
+        p["name"] = ""
+        if where == "gcnArchName":
+            p["gcnArchName"] = "gfx942:sramecc+:xnack-"
+    path = tmp_path / "nameless.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(raw).encode()))
+    names = [e["name"] for e in _x(raw["traceEvents"], "kernel")]
+    want = "gfx942" if where == "gcnArchName" else "gfx90a"
+    if where == "kernel names":
+        assert any("_ISA90a_" in n for n in names)      # Tensile's kernel naming
+    tr = _read(path)
+    assert tr.devices.strings("arch") == [want]
+
+
+def test_merged_multirank_file_keeps_gpu_annotations_on_their_gpus(tmp_path):
+    """Item 11: one file merged from 4 ranks by a tool that offsets each rank's pids
+    (rank * 10**6 + pid): the GPU annotations of ranks 1-3 went under a host row."""
+    raw = json.loads(gzip.decompress(_h200().read_bytes()))
+    merged = []
+    for rank in range(4):
+        for e in json.loads(json.dumps(raw["traceEvents"])):
+            if isinstance(e.get("pid"), int):
+                e["pid"] += rank * 10**6
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+                e["args"]["device"] = rank
+                e["pid"] = rank * 10**6 + rank
+            elif e.get("cat") == "gpu_user_annotation":
+                e["pid"] = rank * 10**6 + rank
+            merged.append(e)
+    path = tmp_path / "merged.json"
+    path.write_text(json.dumps({**raw, "traceEvents": merged,
+                                "deviceProperties": [{**raw["deviceProperties"][0], "id": r}
+                                                     for r in range(4)]}))
+    n_ann = len(_x(raw["traceEvents"], "gpu_user_annotation"))
+    assert n_ann > 0
+    tr = _read(path)
+    m = tr.markers
+    sel = np.array([d == "gpu_user_annotation" for d in m.strings("domain")])
+    assert int(sel.sum()) == 4 * n_ann
+    assert m.valid("device")[sel].all()
+    assert sorted(m.numpy("device", fill=-1)[sel].tolist()) == sorted(
+        r for r in range(4) for _ in range(n_ann))
+    assert tr.devices.numpy("index").tolist() == [0, 1, 2, 3]
+    validate(tr)
+
+
+def test_folder_of_pt_trace_files(tmp_path):
+    """Item 7: torch.profiler's own names (<host>_<pid>.<n>.pt.trace.json) in a folder;
+    a folder without rank traces is still refused in one sentence."""
+    from hipscope.parsers import open_trace
+
+    src = sorted((SAMPLES / "kineto" / "multirank-sampled-hta").glob("*.json.gz"))
+    raws = [json.loads(gzip.decompress(f.read_bytes())) for f in src]
+    for raw in reversed(raws):        # names sort opposite to the ranks
+        rank = raw["distributedInfo"]["rank"]
+        (tmp_path / f"node{9 - rank}_{1000 + rank}.1.pt.trace.json").write_text(json.dumps(raw))
+    tr = open_trace(tmp_path)
+    assert [r["rank"] for r in tr.meta["ranks"]] == [0, 1]
+    assert len(tr.kernels) == sum(len(_x(r["traceEvents"], "kernel")) for r in raws)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.json").write_text("{}")
+    with pytest.raises(TraceFormatError) as exc:
+        open_trace(empty)
+    assert str(empty) in str(exc.value)

@@ -21,6 +21,7 @@ from ...model import Trace
 from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_text, register
 from .decode import load
+from .ranks import rank_files, read_folder
 from .tables import build
 
 @register
@@ -29,11 +30,14 @@ class KinetoReader:
     description = "PyTorch profiler (Kineto) trace"
     patterns = ("*.json", "*.json.gz", "*.pt.trace.json", "*.pt.trace.json.gz")
     priority = 50
-    directories = False
+    directories = True   # a folder of rank traces (rank-*.json.gz, *.pt.trace.json)
 
     def sniff(self, path: Path) -> float:
         if path.is_dir():
-            return 0.0
+            # below the folder readers of rocprof outputs: a rocprofv3 / rocpd folder
+            # that also holds a PyTorch trace stays theirs
+            files = rank_files(path)
+            return 0.7 if files and self.sniff(files[0]) >= 0.8 else 0.0
         head = head_text(path, 1 << 16)
         if not head.lstrip().startswith("{"):
             return 0.0
@@ -62,6 +66,11 @@ class KinetoReader:
     # ------------------------------------------------------------------ read
     def read(self, path, progress, cancelled) -> Trace:
         path = Path(path)
+        if path.is_dir():
+            return read_folder(path, self._read_file, progress, cancelled)
+        return self._read_file(path, progress, cancelled)
+
+    def _read_file(self, path: Path, progress, cancelled) -> Trace:
         # millions of small objects: no cyclic GC passes while reading
         with gc_paused():
             try:

@@ -70,6 +70,21 @@ API_CATS = ("cuda_runtime", "cuda_driver", "cuda_sync")
 HOST_MARKER_CATS = ("user_annotation", "cpu_op", "python_function")
 GPU_MARKER_CATS = ("gpu_user_annotation",)
 
+# Older spellings of the categories, matched case-insensitively (TensorBoard plugin's
+# torch_tb_profiler/profiler/trace.py EventTypeMap reads them the same way): PyTorch
+# 1.8/1.9 (2021) Kineto wrote "Operator", "Runtime", "Kernel", "Memcpy", "Memset".
+CAT_ALIASES = {"operator": "cpu_op", "runtime": "cuda_runtime", "memcpy": "gpu_memcpy",
+               "memset": "gpu_memset", "python": "python_function", "trace": "Trace"}
+_CANONICAL = (*GPU_CATS, *API_CATS, *HOST_MARKER_CATS, *GPU_MARKER_CATS, "ac2g")
+
+
+def canonical_cat(cat: object) -> object:
+    """The current spelling of a Kineto category (unknown ones unchanged)."""
+    if not isinstance(cat, str) or cat in _CANONICAL:
+        return cat
+    low = cat.strip().lower()
+    return low if low in _CANONICAL else CAT_ALIASES.get(low, cat)
+
 
 # --------------------------------------------------------------------------- decoding
 

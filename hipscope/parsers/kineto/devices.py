@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -60,8 +61,46 @@ def _vendor(top: _Top, props: list[dict], calls: list = ()) -> str | None:
 
 
 def _devices(top: _Top, props: list[dict], used: np.ndarray, vendor: str | None,
-             provenance: dict[str, str], warnings: list[str]):
-    """Map Kineto GPU ids (kernel args.device / GPU pid) to device indices."""
+             provenance: dict[str, str], warnings: list[str],
+             arch_hints: Callable[[], dict[int, set[str]]]):
+    """Map Kineto GPU ids (kernel args.device / GPU pid) to device indices; returns the
+    map, the devices with events and the deviceProperties rows of the others.
+    ``arch_hints()``: kernel names per Kineto GPU id (asked only when an AMD device
+    has no arch)."""
+    prop_ids, dev_map, raw_of, mismatch = _device_map(props, used, vendor, provenance,
+                                                      warnings)
+    rows = []
+    known = set()
+    for p, did in zip(props, prop_ids):
+        if did in known or not (0 <= did < 32768):
+            continue
+        known.add(did)
+        rows.append(_prop_row(p, did, vendor, raw_of.get(did, None if mismatch else str(did))))
+    for u, d in dev_map.items():
+        if d not in known and 0 <= d < 32768:
+            known.add(d)
+            rows.append({"index": d, "name": f"GPU {d}", "vendor": vendor, "arch": None,
+                         "compute_units": None, "raw_id": str(u), "memory_bytes": None})
+    if vendor == "AMD":
+        provenance["devices.arch"] = "from the product name, or a gfx id in deviceProperties"
+    rows.sort(key=lambda r: r["index"])
+    # only GPUs with events are devices; the node's others stay in meta
+    with_events = set(dev_map.values())
+    idle = [r for r in rows if r["index"] not in with_events]
+    rows = [r for r in rows if r["index"] in with_events]
+    if any(r["arch"] is None and r["vendor"] in ("AMD", None) for r in rows):
+        hints = arch_hints()
+        _arch_from_names(rows, {d: hints.get(u, set()) for u, d in dev_map.items()},
+                         provenance)
+    cols = rows_to_columns(rows, ("index", "name", "vendor", "arch", "compute_units", "raw_id",
+                                  "memory_bytes"))
+    return dev_map, _list_table("devices", cols), idle
+
+
+def _device_map(props: list[dict], used: np.ndarray, vendor: str | None,
+                provenance: dict[str, str], warnings: list[str]):
+    """deviceProperties ids, Kineto GPU id -> device index, index -> raw id, and
+    whether the ids had to be mapped (roctracer numbering)."""
     prop_ids = []
     for i, p in enumerate(props):
         pid = p.get("id", i)
@@ -87,44 +126,55 @@ def _devices(top: _Top, props: list[dict], used: np.ndarray, vendor: str | None,
         raw_of = {u: str(u) for u in used_l}
         if used_l and not prop_ids:
             warnings.append("the trace has no deviceProperties: devices are named by id only")
-    rows = []
-    known = set()
-    for p, did in zip(props, prop_ids):
-        if did in known or not (0 <= did < 32768):
+    return prop_ids, dev_map, raw_of, mismatch
+
+
+def _prop_row(p: dict, did: int, vendor: str | None, raw_id: str | None) -> dict[str, Any]:
+    """A devices row from one deviceProperties entry."""
+    name = str(p.get("name") or "").strip() or f"GPU {did}"
+    major, minor = p.get("computeMajor"), p.get("computeMinor")
+    dvendor = vendor
+    if dvendor is None:
+        dvendor = "AMD" if p.get("warpSize") == 64 else ("NVIDIA" if "NVIDIA" in name else None)
+    arch = None
+    if dvendor == "NVIDIA" and isinstance(major, int) and isinstance(minor, int):
+        arch = f"sm_{major}{minor}"
+    elif dvendor == "AMD":
+        for key, gfx in _AMD_ARCH:
+            if key in name:
+                arch = gfx
+                break
+        # a gfx id anywhere in the entry (name, gcnArchName "gfx942:sramecc+:xnack-")
+        m = re.search(r"gfx[0-9a-f]+", " ".join(str(v) for v in p.values()))
+        if m:
+            arch = m.group()
+    sms, mem = p.get("numSms"), p.get("totalGlobalMem")
+    return {"index": did, "name": name, "vendor": dvendor, "arch": arch,
+            "compute_units": sms if isinstance(sms, int) and 0 < sms < 1 << 31 else None,
+            "raw_id": raw_id,
+            "memory_bytes": mem if isinstance(mem, int) and 0 <= mem < 1 << 62 else None}
+
+
+# gfx ids in AMD kernel names: "..._gfx942" (Triton, hipcc), Tensile's "_ISA942_"
+_GFX_IN_NAME = re.compile(r"gfx(9[0-9][0-9a-f]|1[0-2][0-9][0-9a-f])(?![0-9a-f])"
+                          r"|_ISA(9[0-9][0-9a-f]|1[0-2][0-9][0-9a-f])_")
+
+
+def _arch_from_names(rows: list[dict], names: dict[int, set[str]],
+                     provenance: dict[str, str]) -> None:
+    """AMD devices without an arch: the one gfx id their kernels' names carry."""
+    for r in rows:
+        if r["arch"] is not None or r["vendor"] not in ("AMD", None):
             continue
-        known.add(did)
-        name = str(p.get("name") or f"GPU {did}")
-        major, minor = p.get("computeMajor"), p.get("computeMinor")
-        dvendor = vendor
-        if dvendor is None:
-            dvendor = "AMD" if p.get("warpSize") == 64 else ("NVIDIA" if "NVIDIA" in name else None)
-        arch = None
-        if dvendor == "NVIDIA" and isinstance(major, int) and isinstance(minor, int):
-            arch = f"sm_{major}{minor}"
-        elif dvendor == "AMD":
-            for key, gfx in _AMD_ARCH:
-                if key in name:
-                    arch = gfx
-                    break
-            m = re.search(r"gfx[0-9a-f]+", name)
-            if m:
-                arch = m.group()
-        sms, mem = p.get("numSms"), p.get("totalGlobalMem")
-        rows.append({"index": did, "name": name, "vendor": dvendor, "arch": arch,
-                     "compute_units": sms if isinstance(sms, int) and 0 < sms < 1 << 31 else None,
-                     "raw_id": raw_of.get(did, None if mismatch else str(did)),
-                     "memory_bytes": mem if isinstance(mem, int) and 0 <= mem < 1 << 62 else None})
-    for u, d in dev_map.items():
-        if d not in known and 0 <= d < 32768:
-            known.add(d)
-            rows.append({"index": d, "name": f"GPU {d}", "vendor": vendor, "arch": None,
-                         "compute_units": None, "raw_id": str(u), "memory_bytes": None})
-    if vendor == "AMD":
-        provenance["devices.arch"] = "from the product name (deviceProperties has no gfx id)"
-    rows.sort(key=lambda r: r["index"])
-    cols = rows_to_columns(rows, ("index", "name", "vendor", "arch", "compute_units", "raw_id",
-                                  "memory_bytes"))
-    return dev_map, _list_table("devices", cols)
+        found = set()
+        for name in names.get(r["index"], ()):
+            for m in _GFX_IN_NAME.finditer(name):
+                found.add("gfx" + (m.group(1) or m.group(2)))
+        if len(found) == 1:
+            r["arch"] = found.pop()
+            r["vendor"] = "AMD"
+            provenance["devices.arch"] = ("from the product name or deviceProperties, else "
+                                          "the one gfx id in its kernels' names")
 
 
 def _streams(dev: np.ndarray, stream: np.ndarray, raw_dev: np.ndarray,

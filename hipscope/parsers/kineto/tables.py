@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Trace, build_table, categorical, link_by_correlation
-from .._common import copy_direction, group_key, nesting_depth
+from .._common import copy_direction
 from .._intervals import LIMIT_NS
 from ..base import check_cancel
 from .columns import (
@@ -28,8 +28,9 @@ from .columns import (
     _to_int,
     _xyz_fast,
 )
-from .decode import API_CATS, GPU_MARKER_CATS, HOST_MARKER_CATS, _Top
+from .decode import GPU_MARKER_CATS, HOST_MARKER_CATS, _Top, canonical_cat
 from .devices import _devices, _meta, _streams, _vendor
+from .markers import gpu_annotation_side, marker_table
 
 # grid of these AMD launch calls is the global work size (work-items), not blocks
 _AMD_GLOBAL_SIZE_LAUNCHES = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
@@ -45,7 +46,21 @@ class _Events:
         cats = [e.cat for e in self.evs]
         self.cat_codes, cat_names = _codes(cats)
         del cats
+        self.renamed = self._canonical_cats(cat_names)
+        if self.renamed:
+            self.cat_codes, cat_names = _codes([e.cat for e in self.evs])
         self.cat_index = {c: i for i, c in enumerate(cat_names)}
+
+    def _canonical_cats(self, cat_names: list) -> dict[str, str]:
+        """Rewrite older category spellings (``Kernel``, ``Runtime``...) in place;
+        returns {old: new} for what was rewritten."""
+        renamed = {c: canonical_cat(c) for c in cat_names if canonical_cat(c) != c}
+        if renamed:
+            codes = [i for i, c in enumerate(cat_names) if c in renamed]
+            for i in np.flatnonzero(np.isin(self.cat_codes, codes)).tolist():
+                e = self.evs[i]
+                e.cat = renamed[e.cat]
+        return renamed
 
     def select(self, names: tuple[str, ...], phase: str | None = "X") -> list:
         wanted = [self.cat_index[c] for c in names if c in self.cat_index]
@@ -74,7 +89,7 @@ def _process_names(ev: _Events) -> tuple[dict[int, str], dict[tuple[int, int], s
 
 
 def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
-    """Host runtime / driver / sync calls as columns."""
+    """Host runtime / driver calls as columns."""
     a = SimpleNamespace(sub=sub)
     a.args = _args_of(a.sub)
     a.n = len(a.sub)
@@ -84,12 +99,8 @@ def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
                         if vendor == "AMD" else ("correlation", "stream", "device"))
     a.dom_codes, a.dom = _codes([e.cat for e in a.sub])
     a.name_codes, a.name_cats = _codes([e.name for e in a.sub])
-    a.is_sync = np.zeros(a.n, bool)
-    if "cuda_sync" in a.dom:
-        a.is_sync = a.dom_codes == a.dom.index("cuda_sync")
     a.corr = a.cols["correlation"]
     a.stream = np.where(a.cols["stream"] == 0xFFFFFFFF, _NULL, a.cols["stream"])
-    a.sync_dev_raw = np.where(a.is_sync, a.cols["device"], _NULL)
     return a
 
 
@@ -106,8 +117,8 @@ def _gpu_side(sub: list, base: int, fields: tuple[str, ...]) -> SimpleNamespace:
 
 
 def _linker(a: SimpleNamespace):
-    """corr -> row of the launching (non-sync) API call, -1 where none."""
-    launch_rows = np.flatnonzero(~a.is_sync & (a.corr != _NULL))
+    """corr -> row of the launching API call, -1 where none."""
+    launch_rows = np.flatnonzero(a.corr != _NULL)
     lr_corr = a.corr[launch_rows]
 
     def link(corr: np.ndarray) -> np.ndarray:
@@ -262,14 +273,13 @@ def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, st
 
 
 def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNamespace):
-    # cuda_sync events sit on the GPU row (pid = device, tid = stream): no OS pid/tid
     a_cols_t: dict[str, Any] = {
         "name": categorical(a.name_codes, a.name_cats),
         "domain": categorical(a.dom_codes, a.dom),
         "start": a.start,
         "end": a.end,
-        "pid": _opt(np.where(a.is_sync, _NULL, a.pid), 0, _I31),
-        "tid": _opt(np.where(a.is_sync, _NULL, a.tid), 0, _I62),
+        "pid": _opt(a.pid, 0, _I31),
+        "tid": _opt(a.tid, 0, _I62),
         "correlation_id": _opt(a.corr, -(1 << 63) + 1, _I63),
         "stream": _opt(a.stream, 0, _I31),
         "device": _opt(a.dev, 0, 32767),
@@ -281,49 +291,16 @@ def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNames
         ctx.warnings.append(f"{path}: {n_bad:,} runtime calls without a timestamp were skipped")
         ctx.dropped["api calls without ts"] = n_bad
         api, kernels, copies = _drop_api_rows(api, a.ok, kernels, copies)
-    ctx.provenance["api.stream"] = ("cuda_sync args.stream; HIP calls print the stream as a "
-                                    "hex handle which is kept only when it fits (the null "
+    ctx.provenance["api.stream"] = ("args.stream; HIP calls print the stream as a hex "
+                                    "handle which is kept only when it fits (the null "
                                     "stream 0x0)")
     return api, kernels, copies
-
-
-def _marker_table(ev: _Events, base: int, ga: SimpleNamespace, provenance: dict[str, str]):
-    h_sub = ev.select(HOST_MARKER_CATS)
-    h_start, h_end, h_ok = _times(h_sub, base)
-    h_pid, h_tid = _pid_tid(h_sub)
-    ga_stream = ga.tid
-    nh, ng = len(h_sub), len(ga.sub)
-    start = np.concatenate([h_start, ga.start])
-    end = np.concatenate([h_end, ga.end])
-    ok = np.concatenate([h_ok, ga.ok])
-    # one group per host (pid, tid) and per GPU (device, stream)
-    gkey_pid = np.concatenate([h_pid, ga.dev])
-    gkey_tid = np.concatenate([h_tid, ga_stream])
-    gkind = np.concatenate([np.zeros(nh, np.int64), np.ones(ng, np.int64)])
-    group = group_key(gkind, gkey_pid, gkey_tid)
-    full_depth = np.zeros(nh + ng, dtype=np.int16)
-    full_depth[ok] = nesting_depth(start[ok], end[ok], group[ok])
-    mk_cols: dict[str, Any] = {
-        "name": _names([e.name for e in h_sub] + [e.name for e in ga.sub]),
-        "domain": _names([e.cat for e in h_sub] + [e.cat for e in ga.sub]),
-        "start": start,
-        "end": end,
-        "depth": full_depth,
-        "pid": _opt(np.concatenate([h_pid, np.full(ng, _NULL, np.int64)]), -(1 << 31), _I31),
-        "tid": _opt(np.concatenate([h_tid, np.full(ng, _NULL, np.int64)]), -(1 << 62), _I62),
-        "device": _opt(np.concatenate([np.full(nh, _NULL, np.int64), ga.dev]), 0, 32767),
-        "stream": _opt(np.concatenate([np.full(nh, _NULL, np.int64), ga_stream]),
-                       -(1 << 31), _I31),
-    }
-    provenance["markers.depth"] = ("nesting computed from the intervals per host (pid, tid) "
-                                   "and per GPU (device, stream)")
-    return _filtered_table("markers", mk_cols, ok, nh + ng)
 
 
 def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> None:
     """Fill missing correlation ids from ac2g flows (in place)."""
     if (k.corr == _NULL).any() or (c.corr == _NULL).any() or \
-            (a.corr[~a.is_sync] == _NULL).any():
+            (a.corr == _NULL).any():
         _corr_from_flows(ev.select(("ac2g",), phase=None), base,
                          (k.sub, k.start, k.pid, k.tid, k.corr),
                          (c.sub, c.start, c.pid, c.tid, c.corr),
@@ -332,6 +309,34 @@ def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> N
                                         "flow (ph s at the runtime call, ph f at the GPU event)")
     else:
         provenance["correlation_id"] = "args.correlation"
+
+
+def _diagnose(path: Path, ev: _Events, n_kernels: int, n_calls: int, props: list,
+              proc_labels: dict[int, str], ctx: SimpleNamespace) -> None:
+    """Say which category spellings were read, and warn when a trace with GPUs or
+    runtime calls gave no kernel (a category spelling hipscope does not know?)."""
+    if ev.renamed:
+        ctx.provenance["categories"] = ("older Kineto spellings read as today's: " + ", ".join(
+            f"{old} -> {new}" for old, new in sorted(ev.renamed.items())))
+    n_gpus = sum(1 for lab in proc_labels.values() if lab.startswith("GPU"))
+    if n_kernels or not (n_calls or props or n_gpus):
+        return
+    known = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
+             "cuda_sync", "ac2g", "Trace", "", *HOST_MARKER_CATS, *GPU_MARKER_CATS}
+    other = sorted(str(c) for c in ev.cat_index if c not in known)
+    ctx.warnings.append(
+        f"{path}: no GPU kernels were read although the trace has {n_calls:,} runtime "
+        f"calls and {max(len(props), n_gpus)} GPU devices"
+        + (f"; categories not read: {', '.join(other[:10])}" if other else ""))
+
+
+def _names_by_device(k: SimpleNamespace) -> dict[int, set[str]]:
+    """Distinct kernel names per Kineto GPU id."""
+    out: dict[int, set[str]] = {}
+    for e, d in zip(k.sub, k.dev_raw.tolist()):
+        if isinstance(e.name, str):
+            out.setdefault(d, set()).add(e.name)
+    return out
 
 
 def _base_ns(path: Path, top: _Top, warnings: list[str]) -> int:
@@ -362,30 +367,31 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     check_cancel(cancelled)
     props = top.deviceProperties if isinstance(top.deviceProperties, list) else []
     props = [p for p in props if isinstance(p, dict)]
-    a_sub = ev.select(API_CATS)
+    a_sub = ev.select(("cuda_runtime", "cuda_driver"))
     vendor = _vendor(top, props, a_sub)
     a = _api_side(a_sub, base, vendor)
     check_cancel(cancelled)
     k_sub = ev.select(("kernel",))
     c_sub = ev.select(("gpu_memcpy", "gpu_memset"))
-    ga_sub = ev.select(GPU_MARKER_CATS)
     progress(0.7)
     check_cancel(cancelled)
     k = _gpu_side(k_sub, base, ("correlation", "device", "stream", "registers", "shared"))
     c = _gpu_side(c_sub, base, ("correlation", "device", "stream", "bytes"))
-    ga = SimpleNamespace(sub=ga_sub)
-    ga.start, ga.end, ga.ok = _times(ga_sub, base)
-    ga.pid, ga.tid = _pid_tid(ga_sub)
+    # GPU-side syncs sit on their device's row (pid = device, tid = stream)
+    s = _gpu_side(ev.select(("cuda_sync",)), base, ("correlation", "device", "stream"))
+    ga = gpu_annotation_side(ev.select(GPU_MARKER_CATS), base, [k, c])
     _correlate(ev, base, k, c, a, ctx.provenance)
     # ---- devices
     used = np.unique(np.concatenate([
         k.dev_raw[k.dev_raw != _NULL], c.dev_raw[c.dev_raw != _NULL],
-        ga.pid[ga.pid != _NULL], a.sync_dev_raw[a.sync_dev_raw != _NULL]]).astype(np.int64))
+        ga.dev_raw[ga.dev_raw != _NULL], s.dev_raw[s.dev_raw != _NULL]]).astype(np.int64))
     used = used[(used >= 0) & (used < 32768)]
-    dev_map, devices = _devices(top, props, used, vendor, ctx.provenance, warnings)
+    dev_map, devices, idle = _devices(top, props, used, vendor, ctx.provenance, warnings,
+                                      lambda: _names_by_device(k))
     map_dev = _device_mapper(dev_map)
-    k.dev, c.dev, ga.dev, a.dev = (map_dev(k.dev_raw), map_dev(c.dev_raw), map_dev(ga.pid),
-                                   map_dev(a.sync_dev_raw))
+    k.dev, c.dev, ga.dev, s.dev = (map_dev(k.dev_raw), map_dev(c.dev_raw), map_dev(ga.dev_raw),
+                                   map_dev(s.dev_raw))
+    a.dev = np.full(a.n, _NULL, np.int64)
     # ---- links
     link = _linker(a)
     k.api, c.api = link(k.corr), link(c.corr)
@@ -400,12 +406,15 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     api, kernels, copies = _api_table(path, a, kernels, copies, ctx)
     progress(0.8)
     check_cancel(cancelled)
-    markers = _marker_table(ev, base, ga, ctx.provenance)
+    markers = marker_table(ev.select(HOST_MARKER_CATS), base, ga, s, ctx.provenance)
     progress(0.9)
     streams = _streams(np.concatenate([k.dev, c.dev]), np.concatenate([k.stream, c.stream]),
                        np.concatenate([k.dev_raw, c.dev_raw]), thread_names)
-    meta = _meta(path, top, base, vendor, a.pid[~a.is_sync], proc_labels, warnings, dropped,
+    _diagnose(path, ev, len(k.sub), a.n, props, proc_labels, ctx)
+    meta = _meta(path, top, base, vendor, a.pid, proc_labels, warnings, dropped,
                  ctx.provenance, len(ev.evs))
+    if idle:
+        meta["devices_without_events"] = idle
     progress(1.0)
     return Trace(kernels=kernels, api=api, copies=copies, markers=markers, devices=devices,
                  streams=streams, meta=meta)
