@@ -45,7 +45,7 @@ from ..model.table import Table
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MANIFEST = "manifest.json"
 LAST_USED = "last_used"      # its mtime is the entry's last use (LRU eviction)
 OWNER = "owner"              # "<host> <pid>" of the process writing a .tmp- folder
