@@ -64,7 +64,7 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
                       _stream_busy(ctx, p["device"], p["stream_b"])) for p in pairs)
     overlap = min(overlap, span)
     pids = len(ctx.trace.meta.get("pids") or []) or 1
-    notes = [f"{var}={current}: from {source}"]
+    notes = [f"{var}={current}: {source}"]
     if ctx.vendor == "AMD":
         notes.append(f"{var} is per process and per device; {pids} process(es) x {want} "
                      f"queues must stay within the {cap} user-mode compute queues of "
@@ -86,7 +86,7 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
         id="hw-queues", rule="hw-queues",
         title=(f"Raise {var} from {current} to {'at least ' if want >= streams else ''}"
                f"{want}: {len(pairs)} stream pairs share a hardware queue and never run "
-               f"concurrently ({current} from {_short_source(source)})"),
+               f"concurrently (now {current}, {_short_source(source)})"),
         evidence=ev, estimated_gain_fraction=overlap / span,
         formula="sum over serialised stream pairs of min(busy time of stream a, busy time "
                 "of stream b) / span (upper bound: assumes their kernels could fully overlap)",
@@ -98,10 +98,14 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
 
 
 def _short_source(where: str) -> str:
-    """'the environment of run X' -> 'the run's environment' (titles stay short)."""
-    if where.startswith("the environment of run"):
-        return "the run's environment"
-    return where.split(" (")[0]
+    """Where a knob value came from (:meth:`TraceContext.knob`), short, for titles."""
+    for start, short in (("the environment of", "from the run's environment"),
+                         ("stated", "stated by the user"),
+                         ("the target's", "from the target's environment"),
+                         ("the trace's", "from the trace's metadata")):
+        if where.startswith(start):
+            return short
+    return "the documented default"
 
 
 _STREAM_ARG = re.compile(r"^--?(?:num[-_]?|n[-_])?streams?(?:=(\d+))?$", re.IGNORECASE)
