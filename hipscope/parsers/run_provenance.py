@@ -141,3 +141,22 @@ def stated_run(command: Sequence[str] | None, env: dict[str, str | None],
     run["source"] = "stated by the user" if not base else f"{base.get('source')} + stated"
     run["stated_env"] = sorted(env)
     return run
+
+
+def run_spec(run: dict[str, Any] | None):
+    """The :class:`~hipscope.launchers.RunSpec` that runs ``run`` (``meta["run"]``)
+    again, or None without a command or with a spec this hipscope cannot rebuild."""
+    from ..launchers.spec import ProfilerSpec, RunSpec, SlurmOptions, Target
+
+    if not run or not run.get("command"):
+        return None
+    tgt = dict(run.get("target_spec") or {})
+    prof = run.get("profiler") or {}
+    try:
+        tgt["slurm"] = SlurmOptions(**(tgt.get("slurm") or {}))
+        return RunSpec([str(a) for a in run["command"]], cwd=run.get("cwd"),
+                       env=dict(run.get("env") or {}), target=Target(**tgt),
+                       profiler=ProfilerSpec(prof.get("name") or "none",
+                                             dict(prof.get("options") or {})))
+    except (TypeError, ValueError):
+        return None
