@@ -50,15 +50,18 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _recorded_inputs(folder: Path) -> list[Path]:
-    """status.json's ``trace_inputs``, re-rooted at ``folder`` when it was moved."""
+    """status.json's ``trace_inputs``, under ``folder`` itself (it may be a moved or
+    copied run folder: its own files, not the original's)."""
     st = _load(folder / "status.json")
     out = []
     for raw in st.get("trace_inputs") or []:
         p = Path(str(raw))
         if not p.is_absolute():
             p = folder / p
-        elif not p.exists() and folder.name in p.parts:
-            p = folder.joinpath(*p.parts[len(p.parts) - p.parts[::-1].index(folder.name):])
+        elif folder.name in p.parts:
+            inside = folder.joinpath(
+                *p.parts[len(p.parts) - p.parts[::-1].index(folder.name):])
+            p = inside if inside.exists() or not p.exists() else p
         out.append(p)
     return out
 
