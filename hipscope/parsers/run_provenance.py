@@ -30,11 +30,21 @@ _SKIP_TARGET_ENV = {"PATH", "LD_LIBRARY_PATH", "HOSTNAME", "HIPSCOPE_DATA_DIR"}
 
 def find_run_folder(path: str | os.PathLike) -> Path | None:
     """The nearest folder at or above ``path`` holding spec.json and status.json."""
-    p = Path(path).resolve()
-    for d in (p, *p.parents):
-        if (d / "spec.json").is_file() and (d / "status.json").is_file():
-            return d
+    try:
+        p = Path(path).resolve()
+        for d in (p, *p.parents):
+            if (d / "spec.json").is_file() and (d / "status.json").is_file():
+                return d
+    except OSError:        # an unreadable folder on the way: check_path says why
+        return None
     return None
+
+
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:
+        return False
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -74,13 +84,20 @@ def expand_run_folders(paths: Sequence[Path]) -> list[Path]:
 
     out: list[Path] = []
     for p in paths:
-        folder = find_run_folder(p) if p.is_dir() else None
+        folder = find_run_folder(p) if _is_dir(p) else None
         if folder is None or p.resolve() not in (folder, folder / "prof"):
             out.append(p)
             continue
-        inputs = _recorded_inputs(folder)
-        if not inputs:
+        try:
+            inputs = _recorded_inputs(folder)
             st = _load(folder / "status.json")
+        except ValueError as exc:
+            raise TraceFormatError(folder / "status.json", None, "a run's status.json",
+                                   str(exc)) from None
+        if not inputs and p.resolve() != folder:
+            out.append(p)                   # prof/ of an unfinished run: readers may try
+            continue
+        if not inputs:
             raise TraceFormatError(p, None, "a run folder whose run recorded a trace",
                                    f"none (run {folder.name}: state "
                                    f"{st.get('state', 'unknown')}, profiler "

@@ -144,3 +144,12 @@ def test_compare_provenance_lists_the_run(run1):
     prov = provenance(open_trace(run1))
     assert prov["run.id"] == run1.name and prov["run.command"] == "streams.py"
     assert prov[f"run.env.{CONN}"] == "1" and prov["run.profiler"] == "torch"
+
+
+def test_a_damaged_status_of_an_opened_run_folder_is_one_sentence(run1, tmp_path):
+    folder = Path(shutil.copytree(run1, tmp_path / run1.name))
+    (folder / "status.json").write_text("[1, 2")
+    with pytest.raises(TraceFormatError) as err:
+        open_trace(folder)
+    assert str(err.value).startswith(f"{folder / 'status.json'}: expected a run's "
+                                     "status.json, found status.json cannot be read")
