@@ -10,6 +10,7 @@ the same run is found by walking up from the opened path.
 ``target_spec``, ``profiler`` (``{"name", "options"}``), ``env`` (the run's changes:
 ``None`` unsets; secret values are already ``"<redacted>"`` in spec.json),
 ``target_env`` (the allow-listed knobs of the target's environment, provenance.json),
+``profiler_env`` (what the profiler's wrapper set on top, provenance.json),
 ``gpus``, ``versions``, ``host``, ``state``, ``exit_status`` and ``source``.
 """
 
@@ -126,6 +127,8 @@ def read_run(folder: Path) -> dict[str, Any]:
         "env": {str(k): (None if v is None else str(v)) for k, v in env.items()},
         "target_env": {str(k): str(v) for k, v in sorted(tenv.items())
                        if k not in _SKIP_TARGET_ENV},
+        "profiler_env": {str(k): (None if v is None else str(v))
+                         for k, v in (prov.get("env_changes") or {}).items() if k not in env},
         "gpus": prov.get("gpus") or [], "versions": prov.get("versions") or {},
         "host": prov.get("host"), "state": st.get("state"),
         "exit_status": st.get("exit_status"),

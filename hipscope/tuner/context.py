@@ -92,13 +92,17 @@ class TraceContext:
     @cached_property
     def _env_sources(self) -> dict[str, tuple[str | None, str]]:
         """name -> (effective value, where it came from); a later layer wins: the
-        trace's own metadata, then the target's environment, then the run's changes."""
+        trace's own metadata, the target's environment, what the profiler's wrapper
+        set, then the run's own changes (and what the user stated)."""
         run, out = self.run, {}
         for k, v in (self.trace.meta.get("env") or {}).items():
             out[str(k)] = (str(v), "the trace's own metadata")
         rid = f"run {run['id']}" if run.get("id") else "the run"
         for k, v in (run.get("target_env") or {}).items():
             out[str(k)] = (str(v), f"the target's environment when {rid} started")
+        for k, v in (run.get("profiler_env") or {}).items():
+            out[str(k)] = (None, f"unset by the profiler's wrapper of {rid}") if v is None \
+                else (str(v), f"the profiler's wrapper of {rid}")
         stated = set(run.get("stated_env") or [])
         for k, v in (run.get("env") or {}).items():
             where = "stated by the user" if k in stated else f"the environment of {rid}"

@@ -102,6 +102,7 @@ def _short_source(where: str) -> str:
     for start, short in (("the environment of", "from the run's environment"),
                          ("stated", "stated by the user"),
                          ("the target's", "from the target's environment"),
+                         ("the profiler's", "set by the profiler"),
                          ("the trace's", "from the trace's metadata")):
         if where.startswith(start):
             return short

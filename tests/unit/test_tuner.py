@@ -386,7 +386,11 @@ def test_serialization_knob_from_the_target_environment_of_the_run():
     assert p.experiment.env == {"AMD_SERIALIZE_KERNEL": None}
     assert "AMD_SERIALIZE_KERNEL=3 (from the target's environment when run r1 started)" \
         in p.confidence.why
-    # the run's own change wins over the target's environment
+    # what the profiler's wrapper set counts too; the run's own change wins over both
+    t = _amd_trace(meta={"rocm_version": "6.2.0"}, serialized=True).with_meta(
+        run={"id": "r2", "env": {}, "profiler_env": {"HIP_LAUNCH_BLOCKING": "1"}})
+    p = next(p for p in propose(t) if p.id == "serialization-off")
+    assert "HIP_LAUNCH_BLOCKING=1 (from the profiler's wrapper of run r2)" in p.confidence.why
     off = _with_run(_amd_trace(meta={"rocm_version": "6.2.0"}), {"AMD_SERIALIZE_KERNEL": "0"},
                     target_env={"AMD_SERIALIZE_KERNEL": "3"})
     assert "serialization-off" not in ids(propose(off))
