@@ -18,15 +18,16 @@ ROOT = HERE.parents[2]
 
 
 def make_streams_run(data_dir: Path, *env: str, profiler: str = "torch",
-                     cwd: Path | None = None) -> Path:
-    """The folder of one finished run of ``streams.py`` with ``--env`` items ``env``."""
+                     cwd: Path | None = None, args: tuple[str, ...] = ()) -> Path:
+    """The folder of one finished run of ``streams.py ARGS`` with ``--env`` items
+    ``env``."""
     cwd = Path(cwd or data_dir)
     cwd.mkdir(parents=True, exist_ok=True)
     (cwd / "streams.py").write_text("print('8 streams')\n")
     if profiler == "none":           # no trace: the program is plain python
-        prog = ["--", sys.executable, "streams.py"]
+        prog = ["--", sys.executable, "streams.py", *args]
     else:                            # the stand-in writes the Kineto trace into prof/
-        prog = ["-O", f"python={STANDIN}", "--", "streams.py"]
+        prog = ["-O", f"python={STANDIN}", "--", "streams.py", *args]
     cmd = [sys.executable, "-m", "hipscope", "run", "--profiler", profiler, "--cwd",
            str(cwd), "-q", *("--env=" + e for e in env), *prog]
     runs = Path(data_dir) / "runs"

@@ -6,11 +6,14 @@ the Kineto trace that PyTorch's profiler writes for a program of 8 independent s
 of small matmul chains when ``CUDA_DEVICE_MAX_CONNECTIONS=1``: every stream aliases onto
 one hardware connection, so the kernels of the 8 streams (plus one set-up kernel on the
 default stream 7) take turns and never overlap. Plain json only (no torch on the host).
+``streams.py --sleep-if-one S`` also sleeps S seconds when the program runs with one
+connection, so an A/B test of raising it has a clear winner.
 """
 
 import json
 import os
 import sys
+import time
 
 STREAMS = [14, 18, 22, 26, 30, 34, 38, 42]
 ROUNDS = 12
@@ -49,7 +52,10 @@ def main(argv: list[str]) -> int:
            "traceEvents": events()}
     with open(os.path.join(out, "host_417.1790857026.pt.trace.json"), "w") as fh:
         json.dump(doc, fh)
-    print("connections:", os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "(default)"))
+    conn = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "(default)")
+    print("connections:", conn)
+    if "--sleep-if-one" in argv and conn == "1":      # A/B tests: one connection is slower
+        time.sleep(float(argv[argv.index("--sleep-if-one") + 1]))
     return 0
 
 
