@@ -391,6 +391,13 @@ def provenance(trace: Trace) -> dict[str, Any]:
     env = trace.meta.get("env")
     if isinstance(env, dict):
         out.update({f"env.{k}": v for k, v in sorted(env.items())})
+    run = trace.meta.get("run")
+    if isinstance(run, dict):     # the run folder's spec (parsers.run_provenance)
+        out.update({f"run.{k}": (" ".join(map(str, v)) if isinstance(v, list) else v)
+                    for k, v in run.items() if k in ("id", "command", "cwd", "target")})
+        out["run.profiler"] = (run.get("profiler") or {}).get("name")
+        out.update({f"run.env.{k}": "(unset)" if v is None else v
+                    for k, v in sorted((run.get("env") or {}).items())})
     return out
 
 

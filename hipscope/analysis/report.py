@@ -59,6 +59,7 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
         "concurrency": concurrency(trace) if real_timeline else None,
         "launch_stats": launch_stats(trace) if real_timeline else None,
         "metadata": _meta(trace),
+        "run": trace.meta.get("run"),
         "warnings": trace.warnings + sanity_warnings(trace) + (
             [] if real_timeline or not len(trace.kernels) else [
                 "GPU busy, idle and concurrency figures are left out: the kernel times in this "
@@ -123,6 +124,7 @@ def format_text(rep: dict[str, Any]) -> str:
         lines.append(f"          ... and {len(rep['sources']) - 4} more files")
     for k, v in rep["metadata"].items():
         lines.append(f"{k.replace('_', ' ').capitalize() + ':':<10}{v}")
+    lines.extend(run_lines(rep.get("run")))
     lines.append(f"Span:     {_ns(rep['span_ns'])}")
     lines.append(f"Kernels:  {rep['kernel_count']:,}   API calls: {rep['api_call_count']:,}   "
                  f"markers: {rep['marker_count']:,}   counter values: {rep['counter_count']:,}")
@@ -166,6 +168,24 @@ def format_text(rep: dict[str, Any]) -> str:
     for w in rep["warnings"]:
         lines.append(f"Warning: {w}")
     return "\n".join(lines)
+
+
+def run_lines(run: dict[str, Any] | None) -> list[str]:
+    """The run a trace came from (``meta["run"]``), for people."""
+    if not run:
+        return []
+    env = run.get("env") or {}
+    prof = run.get("profiler") or {}
+    opts = ", ".join(f"{k}={v}" for k, v in sorted((prof.get("options") or {}).items()))
+    gpus = ", ".join(str(g.get("name")) for g in run.get("gpus") or []) or "none recorded"
+    vers = ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items() if v)
+    return [f"Run:      {run.get('id') or run.get('source')}  ({run.get('state') or '-'})",
+            f"  command: {' '.join(run.get('command') or []) or '-'}",
+            f"  cwd:     {run.get('cwd') or '-'}   target: {run.get('target') or '-'}",
+            f"  profiler: {prof.get('name') or '-'}" + (f" ({opts})" if opts else ""),
+            "  env:     " + (" ".join(f"{k}={v}" if v is not None else f"-{k}"
+                                      for k, v in env.items()) or "no changes"),
+            f"  GPUs:    {gpus}" + (f"   versions: {vers}" if vers else "")]
 
 
 def _short(name: str, n: int = 100) -> str:

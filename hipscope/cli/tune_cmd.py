@@ -1,6 +1,7 @@
 """`hipscope tune`: optimisation proposals for a trace, and A/B sweeps.
 
     hipscope tune --propose TRACE [--json] [--probe-trace GRAPH_TRACE] [--no-probe]
+                  [--env K=V ...] [--command CMD] [--cwd DIR]
     hipscope tune --sweep SPEC.toml [--json]
 """
 
@@ -28,6 +29,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="ignore the stored `hipscope probe` result of the trace's GPU")
     p.add_argument("--rule", action="append", help="run only this rule (repeatable)")
     p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
+    p.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="the environment the traced program ran with (K=V sets, -K unsets; "
+                        "repeatable): rules read these before the trace's own metadata; "
+                        "for traces hipscope did not launch (a run folder's env is read "
+                        "on its own; these win over it)")
+    p.add_argument("--command", metavar="CMD",
+                   help="the traced program's command line (shell words), e.g. "
+                        "\"python3 train.py --streams 4\"")
+    p.add_argument("--cwd", metavar="DIR", help="the traced program's working directory")
     return p
 
 
@@ -52,6 +62,9 @@ def _propose(args) -> int:
     from ..tuner.rules import RULES, graph_node_cost_ns, propose
 
     trace = _open(args.propose, not args.no_cache)
+    if trace is None:
+        return 2
+    trace = _stated(trace, args)
     if trace is None:
         return 2
     probes: dict[str, float] = {}
@@ -100,6 +113,25 @@ def _propose(args) -> int:
         for d in p.docs:
             print(f"   see: {d.title} <{d.url}>")
     return 0
+
+
+def _stated(trace, args):
+    """``trace`` with the env/command the user stated (``--env``, ``--command``) as its
+    run (over a run folder's); None after printing why a value is not understood."""
+    import shlex
+
+    from ..launchers.spec import parse_env_changes
+    from ..parsers.run_provenance import stated_run
+
+    if not (args.env or args.command or args.cwd):
+        return trace
+    try:
+        env = parse_env_changes(args.env)
+        command = shlex.split(args.command) if args.command else None
+    except ValueError as exc:
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return None
+    return trace.with_meta(run=stated_run(command, env, args.cwd, trace.meta.get("run")))
 
 
 def _add_stored_probe(trace, probes: dict[str, float]) -> None:

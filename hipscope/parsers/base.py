@@ -208,20 +208,25 @@ def _bad_input_contract(fn):
                  ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
         if not given:
             raise ValueError("no path given")
-        names = ", ".join(str(p) for p in given)
+        from . import run_provenance as runs
+
+        asked, names = given, ", ".join(str(p) for p in given)
         if reader:
             get_reader(reader)
         from ._inputs import check_path
 
         tmp, renames = None, {}
         try:
+            given = runs.expand_run_folders(given)        # a run folder: its trace files
             streams = [check_path(p) for p in given]      # every path, in order
             if any(streams):
                 tmp = Path(tempfile.mkdtemp(prefix="hipscope-pipe-"))
             real = _prepare(given, streams, tmp, renames)
             trace = fn(real, progress, cancelled, reader=reader,
                        use_cache=use_cache and tmp is None, **more)
-            return _renamed_meta(trace, renames) if renames else trace
+            trace = _renamed_meta(trace, renames) if renames else trace
+            # after the cache: the run's files are not members of the trace
+            return trace if tmp is not None else runs.attach_run_provenance(trace, asked)
         except TraceFormatError as exc:
             _rename_error(exc, renames)
             raise

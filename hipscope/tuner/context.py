@@ -83,9 +83,51 @@ class TraceContext:
         return k.has("api_index") and len(self.trace.api) > 0
 
     # ------------------------------------------------------------ provenance
+    @cached_property
+    def run(self) -> dict[str, Any]:
+        """The run the trace came from (``meta["run"]``: run folder or stated), or {}."""
+        run = self.trace.meta.get("run")
+        return dict(run) if isinstance(run, dict) else {}
+
+    @cached_property
+    def _env_sources(self) -> dict[str, tuple[str | None, str]]:
+        """name -> (effective value, where it came from); a later layer wins: the
+        trace's own metadata, the target's environment, what the profiler's wrapper
+        set, then the run's own changes (and what the user stated)."""
+        run, out = self.run, {}
+        for k, v in (self.trace.meta.get("env") or {}).items():
+            out[str(k)] = (str(v), "the trace's own metadata")
+        rid = f"run {run['id']}" if run.get("id") else "the run"
+        for k, v in (run.get("target_env") or {}).items():
+            out[str(k)] = (str(v), f"the target's environment when {rid} started")
+        for k, v in (run.get("profiler_env") or {}).items():
+            out[str(k)] = (None, f"unset by the profiler's wrapper of {rid}") if v is None \
+                else (str(v), f"the profiler's wrapper of {rid}")
+        stated = set(run.get("stated_env") or [])
+        for k, v in (run.get("env") or {}).items():
+            where = "stated by the user" if k in stated else f"the environment of {rid}"
+            out[str(k)] = (None if v is None else str(v),
+                           f"unset in {where}" if v is None else where)
+        return out
+
     @property
     def env(self) -> dict[str, Any]:
-        return dict(self.trace.meta.get("env") or {})
+        """The effective environment knobs (unset ones left out)."""
+        return {k: v for k, (v, _) in self._env_sources.items() if v is not None}
+
+    def knob(self, name: str, default: Any = None) -> tuple[Any, str]:
+        """(effective value of env knob ``name``, where it came from): the run's env,
+        then the trace's own metadata, then ``default`` (the documented one)."""
+        v, where = self._env_sources.get(name, (None, ""))
+        if v is None:
+            return default, ("the documented default" + (f" ({name} {where})" if where
+                                                         else ""))
+        return v, where
+
+    @property
+    def command(self) -> Any:
+        """The program's command: the run's, else the trace's own metadata's."""
+        return self.run.get("command") or self.trace.meta.get("command")
 
     @cached_property
     def vendor(self) -> str | None:
@@ -122,7 +164,7 @@ class TraceContext:
         tool = str(self.trace.meta.get("tool") or "").lower()
         if "pytorch" in tool or "kineto" in tool:
             return True
-        cmd = str(self.trace.meta.get("command") or "")
+        cmd = str(self.command or "")
         if "torch" in cmd:
             return True
         _, names = self.trace.kernels.codes("name")

@@ -22,11 +22,13 @@ def _stream_busy(ctx: TraceContext, device: int, stream: int) -> int:
     return union_length(k.numpy("start")[m], k.numpy("end")[m])
 
 
-def _int_env(ctx: TraceContext, name: str, default: int) -> int:
+def _int_env(ctx: TraceContext, name: str, default: int) -> tuple[int, str]:
+    """(effective integer value of ``name``, where it came from)."""
+    value, where = ctx.knob(name, default)
     try:
-        return int(str(ctx.env.get(name, default)).strip())
+        return int(str(value).strip()), where
     except ValueError:
-        return default
+        return default, f"the documented default ({name}={value!r} in {where} is no number)"
 
 
 @rule("hw-queues")
@@ -38,14 +40,14 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
     per_dev = ctx.concurrency["per_device"]
     if ctx.vendor == "AMD":
         pairs = [p for p in pairs if p["shared_queue"]]
-        var, current = "GPU_MAX_HW_QUEUES", _int_env(ctx, "GPU_MAX_HW_QUEUES",
-                                                      knobs.GPU_MAX_HW_QUEUES_DEFAULT)
+        var = "GPU_MAX_HW_QUEUES"
+        current, source = _int_env(ctx, var, knobs.GPU_MAX_HW_QUEUES_DEFAULT)
         cap, docs = knobs.INSTINCT_USER_QUEUE_LIMIT, [knobs.HIP_ENV_DOCS, knobs.CLR_FLAGS,
                                                        knobs.OVERSUBSCRIPTION,
                                                        knobs.MI300X_WORKLOAD]
     elif ctx.vendor == "NVIDIA":
-        var, current = "CUDA_DEVICE_MAX_CONNECTIONS", _int_env(
-            ctx, "CUDA_DEVICE_MAX_CONNECTIONS", knobs.CUDA_MAX_CONNECTIONS_DEFAULT)
+        var = "CUDA_DEVICE_MAX_CONNECTIONS"
+        current, source = _int_env(ctx, var, knobs.CUDA_MAX_CONNECTIONS_DEFAULT)
         # streams beyond the connections alias onto them; at or below it, the
         # serialisation has another cause (dependencies, events)
         pairs = [p for p in pairs if per_dev[str(p["device"])]["streams"] > current]
@@ -62,7 +64,7 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
                       _stream_busy(ctx, p["device"], p["stream_b"])) for p in pairs)
     overlap = min(overlap, span)
     pids = len(ctx.trace.meta.get("pids") or []) or 1
-    notes = []
+    notes = [f"{var}={current}: {source}"]
     if ctx.vendor == "AMD":
         notes.append(f"{var} is per process and per device; {pids} process(es) x {want} "
                      f"queues must stay within the {cap} user-mode compute queues of "
@@ -76,14 +78,15 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
                      "communication and compute kernels); check before raising it")
     ev = Evidence(
         figures={"serialized_pairs": len(pairs), "streams": streams, var: current,
-                 "overlappable_ns": overlap, "span_ns": span},
+                 f"{var}_from": source, "overlappable_ns": overlap, "span_ns": span},
         refs=[Ref(f"streams {p['stream_a']} and {p['stream_b']} on device {p['device']} "
                   f"never overlap ({p['interleavings']} switches)") for p in pairs[:10]],
         notes=notes)
     return [Proposal(
         id="hw-queues", rule="hw-queues",
-        title=(f"Raise {var} from {current} to {want}: {len(pairs)} stream pairs share a "
-               "hardware queue and never run concurrently"),
+        title=(f"Raise {var} from {current} to {'at least ' if want >= streams else ''}"
+               f"{want}: {len(pairs)} stream pairs share a hardware queue and never run "
+               f"concurrently (now {current}, {_short_source(source)})"),
         evidence=ev, estimated_gain_fraction=overlap / span,
         formula="sum over serialised stream pairs of min(busy time of stream a, busy time "
                 "of stream b) / span (upper bound: assumes their kernels could fully overlap)",
@@ -92,6 +95,18 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
                               "the A/B run decides"),
         experiment=Experiment(env={var: str(want)}, note="; ".join(notes)),
         applies_to=ctx.vendor, docs=docs)]
+
+
+def _short_source(where: str) -> str:
+    """Where a knob value came from (:meth:`TraceContext.knob`), short, for titles."""
+    for start, short in (("the environment of", "from the run's environment"),
+                         ("stated", "stated by the user"),
+                         ("the target's", "from the target's environment"),
+                         ("the profiler's", "set by the profiler"),
+                         ("the trace's", "from the trace's metadata")):
+        if where.startswith(start):
+            return short
+    return "the documented default"
 
 
 _STREAM_ARG = re.compile(r"^--?(?:num[-_]?|n[-_])?streams?(?:=(\d+))?$", re.IGNORECASE)
@@ -113,7 +128,7 @@ def _stream_arg(command: object) -> tuple[str, int, int] | None:
 
 @rule("more-streams")
 def more_streams(ctx: TraceContext) -> list[Proposal]:
-    arg = _stream_arg(ctx.trace.meta.get("command"))
+    arg = _stream_arg(ctx.command)
     span = ctx.span_ns
     if arg is None or span <= 0:
         return []
@@ -154,12 +169,12 @@ def dev_kernarg(ctx: TraceContext) -> list[Proposal]:
     already put kernel arguments in device memory (conservative: see docs/tuning.md)."""
     if ctx.vendor != "AMD" or not mi300_class(ctx):
         return []
-    env = ctx.env.get("HIP_FORCE_DEV_KERNARG")
+    env, where = ctx.knob("HIP_FORCE_DEV_KERNARG")
     ver = ctx.rocm_version
     if env is not None and knobs.env_flag_on(env):
         return []
     if env is not None:
-        level, why = "medium", "HIP_FORCE_DEV_KERNARG=0 is set in this run's environment"
+        level, why = "medium", f"HIP_FORCE_DEV_KERNARG={env} is set in {where}"
     elif ver is not None and ver >= knobs.DEV_KERNARG_DEFAULT_FROM:
         return []     # clr already uses device kernel arguments on gfx94x by default
     elif ver is not None:
@@ -181,7 +196,8 @@ def dev_kernarg(ctx: TraceContext) -> list[Proposal]:
                            "launch_overhead_idle_ns": launch_idle,
                            "rocm_version": None if ver is None else f"{ver[0]}.{ver[1]}",
                            "archs": ", ".join(sorted(set(ctx.archs))),
-                           "HIP_FORCE_DEV_KERNARG": env})
+                           "HIP_FORCE_DEV_KERNARG": env,
+                           "HIP_FORCE_DEV_KERNARG_from": where})
     return [Proposal(
         id="dev-kernarg", rule="dev-kernarg",
         title=f"Set HIP_FORCE_DEV_KERNARG=1: {n_gaps:,} kernels waited on launch latency",
@@ -227,8 +243,8 @@ def serialization_off(ctx: TraceContext) -> list[Proposal]:
         return []
     span = ctx.span_ns
     if on:
-        level, why = "high", "set in this run's environment: " + ", ".join(
-            f"{k}={v}" for k, v in on.items())
+        level, why = "high", "set: " + ", ".join(
+            f"{k}={v} (from {ctx.knob(k)[1]})" for k, v in on.items())
     else:
         level, why = "medium", (f"{inside:,} of {n:,} kernels finished before their launch "
                                 "call returned: launches are synchronous")

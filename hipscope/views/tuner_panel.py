@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -295,6 +296,7 @@ class TunerPanel(QWidget):
         prog = QHBoxLayout()
         prog.addWidget(self.program_label, 1)
         prog.addWidget(self.program_button)
+        stated = self._build_stated_row()
         row = QHBoxLayout()
         row.addWidget(self.repeats_spin)
         row.addWidget(self.test_button)
@@ -304,6 +306,7 @@ class TunerPanel(QWidget):
         bottom.addWidget(self.compare_label, 1)
         bottom.addWidget(self.apply_button)
         v.addLayout(prog)
+        v.addLayout(stated)
         v.addLayout(row)
         v.addWidget(self.run_label)
         v.addWidget(self.result_label)
@@ -311,6 +314,55 @@ class TunerPanel(QWidget):
         v.addStretch(1)                       # takes the space while the chart is hidden
         v.addLayout(bottom)
         return pane
+
+    def _build_stated_row(self) -> QHBoxLayout:
+        """Command and env fields: prefilled from the trace's run; for other traces the
+        user states them (like ``hipscope tune --command/--env``)."""
+        self.command_edit = QLineEdit()
+        self.command_edit.setPlaceholderText("command line of the traced program")
+        self.env_edit = QLineEdit()
+        self.env_edit.setPlaceholderText("K=V -K …")
+        self.env_edit.setToolTip("The environment changes the program ran with (K=V sets, "
+                                 "-K unsets): the knob rules read them first")
+        self.stated_button = QPushButton("Use")
+        self.stated_button.setToolTip("Test this command with this environment, and "
+                                       "propose again with it")
+        self.stated_button.clicked.connect(self.use_stated)
+        row = QHBoxLayout()
+        for w, stretch in ((QLabel("Command"), 0), (self.command_edit, 3),
+                           (QLabel("Env"), 0), (self.env_edit, 2), (self.stated_button, 0)):
+            row.addWidget(w, stretch)
+        return row
+
+    def _fill_stated(self, program) -> None:
+        self.command_edit.setText(shlex.join(program.command) if program else "")
+        self.env_edit.setText(" ".join(f"-{k}" if v is None else shlex.quote(f"{k}={v}")
+                                       for k, v in (program.env if program else {}).items()))
+
+    def use_stated(self) -> bool:
+        """The command and env in the fields become the program tests run and the run
+        the rules read; False (and why, in the status line) when they do not parse."""
+        from ..launchers import RunSpec
+        from ..launchers.spec import parse_env_changes
+        from ..parsers.run_provenance import stated_run
+
+        trace = self.document.trace
+        try:
+            command = shlex.split(self.command_edit.text())
+            env = parse_env_changes(shlex.split(self.env_edit.text()))
+            base = self.state.program
+            if command:
+                self.state.set_program(RunSpec(
+                    command, cwd=base.cwd if base else None, env=env,
+                    **({"profiler": base.profiler, "target": base.target} if base else {})))
+        except ValueError as exc:
+            self.status_label.setText(f"Command/Env: {exc}")
+            return False
+        if trace is not None:
+            run = trace.meta.get("run")
+            self._propose(trace, trace.with_meta(run=stated_run(
+                command or None, env, base={**run, "env": {}} if run else None)))
+        return True
 
     @staticmethod
     def _rich(lab: QLabel) -> QLabel:
@@ -320,12 +372,20 @@ class TunerPanel(QWidget):
 
     # ---- proposals -----------------------------------------------------------------
     def _on_document_trace_loaded(self, trace) -> None:
+        from ..parsers.run_provenance import run_spec
+
+        if self.state.program is None:     # the run's spec: Test works in one click
+            self.state.set_program(run_spec(trace.meta.get("run"))
+                                   or tx.program_for_trace(trace.meta, self.document.paths))
+        self._fill_stated(self.state.program)
+        self._propose(trace, trace)
+
+    def _propose(self, trace, seen) -> None:
+        """Propose for ``seen`` (``trace`` with what the user stated) in a worker."""
         from ..tuner.rules import propose
 
         self.status_label.setText("Looking for proposals…")
-        if self.state.program is None:
-            self.state.set_program(tx.program_for_trace(trace.meta, self.document.paths))
-        h = self.tasks.submit("propose", lambda progress, cancelled: propose(trace))
+        h = self.tasks.submit("propose", lambda progress, cancelled: propose(seen))
         h.succeeded.connect(lambda props, trace=trace: self._on_proposals(trace, props))
         h.failed.connect(self.status_label.setText)
 
@@ -348,6 +408,7 @@ class TunerPanel(QWidget):
             if payload.proposal_id == self.state.selected:
                 self._show_ab(self.state.selected_proposal)
         elif event == "program_changed":
+            self._fill_stated(self.state.program)
             self._show_ab(self.state.selected_proposal)
 
     def _fill_tree(self) -> None:
@@ -535,7 +596,8 @@ class TunerPanel(QWidget):
                            "recipe says, then compare a run of each.")
         if self.state.program is None:
             return False, "Choose the program to run (Program…)."
-        return True, ""
+        why = self.state.program.unrunnable()      # a secret the run folder left out
+        return (False, why) if why else (True, "")
 
     @staticmethod
     def _result_html(r) -> str:

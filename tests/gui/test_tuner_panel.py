@@ -211,3 +211,82 @@ def test_create_resize_close_without_leaks(qtbot, eager):
     panel.close()
     assert panel.tasks.active_count() == 0
     qtbot.waitUntil(lambda: threading.active_count() <= before, timeout=5000)
+
+
+# ---- the run a trace came from (issue 12 s.1) ---------------------------------------
+CONN = "CUDA_DEVICE_MAX_CONNECTIONS"
+
+
+def _streams_run(tmp_path, *env, args=()):
+    from tests.data.runs import make_streams_run
+
+    return make_streams_run(tmp_path / "data", *env, args=args)   # the autouse data dir
+
+
+def _select(qtbot, panel, pid):
+    qtbot.waitUntil(lambda: panel.state.proposal(pid) is not None, timeout=20_000)
+    panel.state.select(pid)
+    qtbot.waitUntil(lambda: panel.tree.currentItem() is not None and
+                    panel.tree.currentItem().data(0, Qt.ItemDataRole.UserRole) == pid)
+
+
+def test_program_is_the_run_and_test_works_in_one_click(qtbot, tmp_path):
+    import json
+
+    # one connection sleeps half a second more (far above start-up noise): 9 wins
+    folder = _streams_run(tmp_path, f"{CONN}=1", args=("--sleep-if-one", "0.5"))
+    spec = json.loads((folder / "spec.json").read_text())
+    doc, panel = make_panel(qtbot, open_trace(folder), paths=[folder])
+    prog = panel.state.program
+    assert prog.command == spec["command"] == ["streams.py", "--sleep-if-one", "0.5"]
+    assert prog.cwd == spec["cwd"] and prog.env == {CONN: "1"}
+    assert prog.profiler.name == "torch" and prog.target.kind == "local"
+    assert panel.command_edit.text() == "streams.py --sleep-if-one 0.5"
+    assert panel.env_edit.text() == f"{CONN}=1"
+    _select(qtbot, panel, "hw-queues")
+    assert panel.state.selected_proposal.title.startswith(f"Raise {CONN} from 1 to at least 9")
+    panel.repeats_spin.setValue(2)
+    with qtbot.waitSignal(panel.experiment_done, timeout=60_000):
+        qtbot.mouseClick(panel.test_button, Qt.MouseButton.LeftButton)
+    rec = panel.state.experiment("hw-queues")
+    assert rec.status == "finished", rec.message
+    assert rec.result.verdict == "better"
+    # every A/B run went through the run's spec: the baseline with 1, the variant with 9
+    runs = [p for p in (tmp_path / "data" / "runs").iterdir() if p != folder]
+    said = [(p / "stdout.log").read_text().strip() for p in runs]
+    assert set(said) == {"connections: 1", "connections: 9"}
+    assert said.count("connections: 9") >= 2 and said.count("connections: 1") >= 2
+
+
+def test_a_secret_left_out_of_the_run_folder_blocks_test_with_the_reason(qtbot, tmp_path):
+    folder = _streams_run(tmp_path, f"{CONN}=1", "HF_TOKEN=abc")
+    doc, panel = make_panel(qtbot, open_trace(folder), paths=[folder])
+    assert panel.state.program.env["HF_TOKEN"] == "<redacted>"
+    _select(qtbot, panel, "hw-queues")
+    qtbot.waitUntil(lambda: "HF_TOKEN" in panel.test_button.toolTip())
+    assert not panel.test_button.isEnabled()
+
+
+def test_command_and_env_fields_state_them_for_other_traces(qtbot, tmp_path):
+    import shutil
+
+    folder = _streams_run(tmp_path, f"{CONN}=1")
+    (trace_file,) = (folder / "prof").glob("*.pt.trace.json")
+    bare = shutil.copy(trace_file, tmp_path / "streams.pt.trace.json")
+    doc, panel = make_panel(qtbot, open_trace(bare), paths=[Path(bare)])
+    assert panel.state.program is None and panel.command_edit.text() == ""
+    _select(qtbot, panel, "hw-queues")
+    assert " from 8 to at least 9" in panel.state.selected_proposal.title
+    panel.env_edit.setText("NOPE")
+    assert not panel.use_stated()
+    assert "NOPE" in panel.status_label.text() and panel.state.program is None
+    panel.command_edit.setText(f"{sys.executable} streams.py --fast")
+    panel.env_edit.setText(f"{CONN}=1 -OLD_KNOB")
+    with qtbot.waitSignal(panel.proposals_ready, timeout=20_000):
+        qtbot.mouseClick(panel.stated_button, Qt.MouseButton.LeftButton)
+    prog = panel.state.program
+    assert prog.command == [sys.executable, "streams.py", "--fast"]
+    assert prog.env == {CONN: "1", "OLD_KNOB": None}
+    p = panel.state.proposal("hw-queues")
+    assert p.title.startswith(f"Raise {CONN} from 1 to at least 9")
+    assert p.evidence.figures[f"{CONN}_from"] == "stated by the user"

@@ -368,3 +368,41 @@ def test_tuner_state_notifies_and_keeps_selection():
         st.update_experiment("c", status="exploded")
     with pytest.raises(KeyError):
         st.select("zzz")
+
+
+# ============================================================ knob values: run env first
+def _with_run(t: Trace, env: dict, target_env: dict | None = None) -> Trace:
+    return t.with_meta(run={"id": "r1", "env": env, "target_env": target_env or {}})
+
+
+def test_dev_kernarg_reads_the_runs_env_before_the_traces_own():
+    meta = {"rocm_version": "6.0.2", "env": {"HIP_FORCE_DEV_KERNARG": "0"}}
+    t = _amd_trace(meta=meta)
+    p = next(p for p in propose(t) if p.id == "dev-kernarg")
+    assert p.evidence.figures["HIP_FORCE_DEV_KERNARG_from"] == "the trace's own metadata"
+    # the run set it to 1: already on, nothing to propose
+    assert "dev-kernarg" not in ids(propose(_with_run(t, {"HIP_FORCE_DEV_KERNARG": "1"})))
+    # the run unset it: the documented default (off before ROCm 6.1), and it says so
+    p = next(p for p in propose(_with_run(t, {"HIP_FORCE_DEV_KERNARG": None}))
+             if p.id == "dev-kernarg")
+    assert p.evidence.figures["HIP_FORCE_DEV_KERNARG"] is None
+    assert p.evidence.figures["HIP_FORCE_DEV_KERNARG_from"].startswith(
+        "the documented default (HIP_FORCE_DEV_KERNARG unset in the environment of run r1")
+
+
+def test_serialization_knob_from_the_target_environment_of_the_run():
+    t = _with_run(_amd_trace(meta={"rocm_version": "6.2.0"}, serialized=True), {},
+                  target_env={"AMD_SERIALIZE_KERNEL": "3"})
+    p = next(p for p in propose(t) if p.id == "serialization-off")
+    assert p.confidence.level == "high"
+    assert p.experiment.env == {"AMD_SERIALIZE_KERNEL": None}
+    assert "AMD_SERIALIZE_KERNEL=3 (from the target's environment when run r1 started)" \
+        in p.confidence.why
+    # what the profiler's wrapper set counts too; the run's own change wins over both
+    t = _amd_trace(meta={"rocm_version": "6.2.0"}, serialized=True).with_meta(
+        run={"id": "r2", "env": {}, "profiler_env": {"HIP_LAUNCH_BLOCKING": "1"}})
+    p = next(p for p in propose(t) if p.id == "serialization-off")
+    assert "HIP_LAUNCH_BLOCKING=1 (from the profiler's wrapper of run r2)" in p.confidence.why
+    off = _with_run(_amd_trace(meta={"rocm_version": "6.2.0"}), {"AMD_SERIALIZE_KERNEL": "0"},
+                    target_env={"AMD_SERIALIZE_KERNEL": "3"})
+    assert "serialization-off" not in ids(propose(off))
