@@ -26,6 +26,7 @@ test: system-deps $(VENV)/.installed lint
 bench: $(VENV)/.installed
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.load --json
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.timeline --kernels 5000000 --json
+	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.gui_stall --json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
