@@ -24,7 +24,10 @@ from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.tuner.state import TunerState
 from hipscope.tuner.sweep import SweepError, run_sweep
 
-FAST = "import os,time; time.sleep(0.05 if os.environ.get('HIPSCOPE_FAST')=='1' else 0.1)"
+# the program sleeps and reports its own time (HIPSCOPE_RESULT, with a little per-process
+# jitter): the A/B verdict must not depend on the machine's load, as process wall time does
+FAST = ("import os,time; s = 0.05 if os.environ.get('HIPSCOPE_FAST')=='1' else 0.1; "
+        "time.sleep(s); print('HIPSCOPE_RESULT {\"wall_s\": %.6f}' % (s + os.getpid() % 7 * 1e-4))")
 
 
 def proposal(env=None, args=None, recipe=None) -> Proposal:
