@@ -2,8 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# `make fuzz`: minutes of the randomised campaign and its seed (any integer; each
+# seed replays the same cases). Failures are saved under tests/data/fuzz-regressions.
+FUZZ_MINUTES ?= 10
+FUZZ_SEED ?= 0
 
-.PHONY: demo test system-deps bench lint clean
+.PHONY: demo test fuzz system-deps bench lint clean
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -21,11 +25,16 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
 
 test: system-deps $(VENV)/.installed lint
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	HYPOTHESIS_PROFILE=ci QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+
+fuzz: $(VENV)/.installed
+	HYPOTHESIS_PROFILE=fuzz QT_QPA_PLATFORM=offscreen $(PY) -m tests.fuzz.campaign \
+		--minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED)
 
 bench: $(VENV)/.installed
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.load --json
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.timeline --kernels 5000000 --json
+	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.gui_stall --json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

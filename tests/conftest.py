@@ -1,4 +1,6 @@
-"""Shared test helpers: where the real samples live, schema validation."""
+"""Shared test helpers: where the real samples live, schema validation, and the
+Hypothesis profiles (``HYPOTHESIS_PROFILE``: ``ci`` by default, ``fuzz`` for the
+campaign)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,19 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# ci: the same examples on every run and machine (make test, .ci/run); no deadline,
+# since wall-clock limits depend on the machine's load.
+settings.register_profile(
+    "ci", derandomize=True, max_examples=20, deadline=None, database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.function_scoped_fixture])
+# fuzz: randomised and long (make fuzz; tests/fuzz/campaign.py seeds each round itself)
+settings.register_profile(
+    "fuzz", derandomize=False, max_examples=2000, deadline=None, database=None,
+    print_blob=True, suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

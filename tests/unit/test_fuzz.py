@@ -1,28 +1,35 @@
-"""Fuzz every reader: whatever bytes it is given, only TraceFormatError escapes
-(or it returns a trace that passes the schema check), and nothing hangs.
+"""Fuzz every reader: whatever bytes it is given, only TraceFormatError escapes (or
+it returns a trace that passes the schema check), ``open_trace`` sniffs and reads it
+the same way, ``hipscope report --json`` exits 0 with JSON or 2 with one sentence,
+and nothing hangs (tests/fuzz/check.py).
 
-Inputs are real samples cut short, with bytes flipped, with garbage spliced in, and
-plain random bytes; every reader is also fed every other format's files.
+This is the short derandomised run (Hypothesis profile ``ci``) over the campaign's
+seeds and mutations (tests/fuzz/); ``make fuzz`` runs the long randomised campaign.
+Every failure the campaign saved under tests/data/fuzz-regressions is replayed here.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
-import signal
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from hipscope.parsers import TraceFormatError
-from hipscope.parsers._validate import validate
+from hipscope.parsers import base as parsers_base
 from hipscope.parsers.base import get_reader, readers
 from tests.conftest import DATA, SAMPLES
+from tests.fuzz import regressions
+from tests.fuzz.check import checks_with_limit, run_checks
+from tests.fuzz.mutations import mutate
+from tests.fuzz.seeds import all_seeds, by_reader, seed_bytes
 
-# seed case id -> (reader, real file to mutate; it is written under its own name)
-SEEDS = {
+CASE_SECONDS = 60
+
+# one file per reader for the wrong-format and empty-file tests
+FORMAT_FILES = {
     "rocprofv3-csv": ("rocprofv3-csv",
                       SAMPLES / "rocprofv3-csv/sdk-docs-2025-08-rocm7.0/kernel_trace.csv"),
     "rocprofv3-json": ("rocprofv3-json",
@@ -39,109 +46,110 @@ SEEDS = {
                         SAMPLES / "rocprof-compute/vcopy-MI200-rocprofv1/pmc_perf.csv"),
     "ncu-csv": ("ncu-csv", SAMPLES / "ncu-csv/h200-generated/ncu_raw_metrics.csv"),
 }
-MAX_SEED = 256 * 1024   # fuzz the head of big seeds: mutations there exercise the parser
 
 
 def reader_names() -> list[str]:
     return sorted(r.name for r in readers())
 
 
-@contextmanager
-def time_limit(seconds: int):
-    def boom(*_):
-        raise TimeoutError(f"reader ran longer than {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+def test_every_reader_has_seeds():
+    """A new reader gets fuzzed: some real sample or fixture must sniff as it."""
+    assert set(reader_names()) <= set(by_reader()), "add a sample or fixture for the reader"
+    assert set(reader_names()) <= {r for r, _ in FORMAT_FILES.values()}
 
 
-def check(reader_name: str, path: Path) -> None:
-    r = get_reader(reader_name)
-    with time_limit(30):
-        try:
-            trace = r.read(path, lambda f: None, lambda: False)
-        except TraceFormatError as exc:
-            msg = str(exc)
-            assert str(path) in msg, f"error does not name the file: {msg}"
-            assert "\n" not in msg.strip() and "Traceback" not in msg
-            return
-        validate(trace)
-        try:
-            r.sniff(path)
-        except (OSError, ValueError, EOFError):
-            pass
-
-
-def seed_bytes(name: str) -> bytes:
-    p = SEEDS[name][1]
-    if not p.exists():
-        pytest.skip(f"seed {p} not generated")
-    raw = p.read_bytes()
-    if p.suffix == ".gz":
-        return raw   # gzip container: mutations exercise the tolerant un-gzip path
-    return raw[:MAX_SEED]
-
-
-def write_case(tmp: Path, name: str, data: bytes) -> Path:
-    tmp.mkdir(parents=True, exist_ok=True)
-    dst = tmp / SEEDS[name][1].name
-    dst.write_bytes(data)
-    return dst
-
-
-FUZZ = settings(max_examples=25, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-def test_every_reader_has_a_seed():
-    assert set(reader_names()) <= {r for r, _ in SEEDS.values()}, "add a fuzz seed"
-
-
-@pytest.mark.parametrize("name", sorted(SEEDS))
-@FUZZ
+@pytest.mark.parametrize("reader", reader_names())
 @given(data=st.data())
-def test_mutated_samples(name, data, tmp_path_factory):
-    raw = seed_bytes(name)
-    kind = data.draw(st.sampled_from(["truncate", "flip", "splice", "random"]))
-    if kind == "truncate":
-        cut = data.draw(st.integers(0, len(raw)))
-        out = raw[:cut]
-    elif kind == "flip":
-        out = bytearray(raw)
-        for _ in range(data.draw(st.integers(1, 8))):
-            i = data.draw(st.integers(0, max(0, len(out) - 1)))
-            if out:
-                out[i] = data.draw(st.integers(0, 255))
-        out = bytes(out)
-    elif kind == "splice":
-        i = data.draw(st.integers(0, len(raw)))
-        out = raw[:i] + data.draw(st.binary(min_size=1, max_size=64)) + raw[i:]
-    else:
-        out = data.draw(st.binary(max_size=2048))
-    check(SEEDS[name][0], write_case(tmp_path_factory.mktemp(name), name, out))
+def test_mutated_seeds(reader, data, tmp_path_factory):
+    """Mutations of the reader's seeds (derandomised: the same cases every run), read
+    with the reader forced, directly and through the CLI's ``--reader``. Sniffing the
+    mutated files (``open_trace``, plain ``hipscope report``) is the campaign's part;
+    what it finds comes back here as saved regressions."""
+    seed = data.draw(st.sampled_from(by_reader()[reader]))
+    out, what = mutate(data.draw, seed_bytes(seed))
+    target = seed.materialise(tmp_path_factory.mktemp(reader), out)
+    failures = checks_with_limit(target, seed.reader, CASE_SECONDS, sniff=False)
+    assert not failures, f"{seed.id}, {what}: {json.dumps(failures, indent=1)}"
 
 
-@pytest.mark.parametrize("name", sorted(SEEDS))
-@pytest.mark.parametrize("other", sorted(SEEDS))
+@pytest.mark.parametrize("case", regressions.saved(),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_saved_fuzz_regressions(case, tmp_path):
+    """Every case the campaign saved still keeps the contract."""
+    seed, data = regressions.load(case)
+    assert seed.source.is_dir(), f"{case}: its seed folder {seed.source} is gone"
+    target = seed.materialise(tmp_path, data)
+    failures = checks_with_limit(target, seed.reader, CASE_SECONDS)
+    assert not failures, f"{case}: {json.dumps(failures, indent=1)}"
+
+
+def test_seed_replay_writes_the_bytes_where_the_seed_was(tmp_path):
+    """A saved case replays inside a copy of its seed's folder, under the seed's name."""
+    seed = next(s for s in all_seeds() if s.target == "folder" and "/" not in s.member)
+    saved = regressions.save(tmp_path / "out", seed, b"not a trace", {"case": "x"})
+    assert saved.parent.name == seed.reader and saved.name.endswith(
+        regressions.extension(seed.member))
+    again, data = regressions.load(saved)
+    assert again == seed and data == b"not a trace"
+    target = again.materialise(tmp_path / "replay", data)
+    assert target.is_dir() and (target / seed.member).read_bytes() == b"not a trace"
+    pristine = sorted(p.name for p in seed.source.iterdir())
+    assert sorted(p.name for p in target.iterdir()) == pristine
+
+
+class _BrokenReader:
+    """A reader that claims ``*.fuzzselftest`` files and then breaks the contract in the
+    ways the checks must catch: a traceback, or a message that names no file."""
+    name, description, patterns, priority, directories = (
+        "fuzz-selftest", "checker self-test", ("*.fuzzselftest",), 1000, False)
+
+    def sniff(self, path):
+        return 1.0 if path.name.endswith(".fuzzselftest") else 0.0
+
+    def read(self, path, progress, cancelled):
+        if path.read_bytes().startswith(b"anonymous"):
+            raise TraceFormatError("somewhere-else", None, "a trace")
+        raise ZeroDivisionError("boom")
+
+
+@pytest.fixture
+def broken_reader(monkeypatch):
+    readers()
+    monkeypatch.setitem(parsers_base._REGISTRY, _BrokenReader.name, _BrokenReader())
+    return _BrokenReader.name
+
+
+def test_the_checks_catch_a_traceback_and_an_unnamed_file(broken_reader, tmp_path):
+    crash, anonymous = tmp_path / "a.fuzzselftest", tmp_path / "b.fuzzselftest"
+    crash.write_bytes(b"crash")
+    anonymous.write_bytes(b"anonymous")
+    got = {f["signature"].split("@")[0] for f in run_checks(crash, broken_reader)}
+    assert got == {"reader:ZeroDivisionError", "open_trace:ZeroDivisionError",
+                   "cli:ZeroDivisionError"}
+    got = {f["signature"] for f in run_checks(anonymous, broken_reader)}
+    assert got == {"reader:message-does-not-name-the-file",
+                   "open_trace:message-does-not-name-the-file",
+                   "cli:message-does-not-name-the-file"}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_FILES))
+@pytest.mark.parametrize("other", sorted(FORMAT_FILES))
 def test_wrong_format_files(name, other, tmp_path):
-    reader, seed = SEEDS[name]
-    other_reader, other_seed = SEEDS[other]
+    """Every reader, forced, fed every other format's file under its own name."""
+    reader, seed = FORMAT_FILES[name]
+    other_reader, other_seed = FORMAT_FILES[other]
     if reader == other_reader:
         pytest.skip("same format")
     dst = tmp_path / seed.name
     shutil.copyfile(other_seed, dst)
-    check(reader, dst)
+    failures = checks_with_limit(dst, reader, CASE_SECONDS)
+    assert not failures, json.dumps(failures, indent=1)
 
 
-@pytest.mark.parametrize("name", sorted(SEEDS))
+@pytest.mark.parametrize("name", sorted(FORMAT_FILES))
 def test_empty_file(name, tmp_path):
-    p = write_case(tmp_path, name, b"")
+    p = tmp_path / FORMAT_FILES[name][1].name
+    p.write_bytes(b"")
     with pytest.raises(TraceFormatError) as exc:
-        get_reader(SEEDS[name][0]).read(p, lambda f: None, lambda: False)
+        get_reader(FORMAT_FILES[name][0]).read(p, lambda f: None, lambda: False)
     assert str(p) in str(exc.value)

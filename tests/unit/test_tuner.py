@@ -261,10 +261,16 @@ def test_interleaving_orders():
 # ============================================================ sweeps
 SLEEPER = [sys.executable, "-c",
            "import os, time; time.sleep(float(os.environ.get('HS_SLEEP_MS', '60')) / 1000)"]
+# the same, reporting its own time (HIPSCOPE_RESULT, a little per-process jitter): a
+# verdict on process wall times would depend on the machine's load
+REPORTING_SLEEPER = [sys.executable, "-c",
+                     "import os, time; s = float(os.environ.get('HS_SLEEP_MS', '60')) / 1000; "
+                     "time.sleep(s); print('HIPSCOPE_RESULT {\"wall_s\": %.6f}' "
+                     "% (s + 1e-3 + os.getpid() % 7 * 1e-4))"]
 
 
 def test_sweep_with_real_processes():
-    spec = SweepSpec(command=SLEEPER, repeats=5, order="rotate",
+    spec = SweepSpec(command=REPORTING_SLEEPER, repeats=5, order="rotate",
                      knobs=[Knob("HS_SLEEP_MS", ["0", "160"])])
     order = []
     runner = subprocess_runner(spec.command, timeout=60)

@@ -24,9 +24,10 @@ from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.tuner.state import TunerState
 from hipscope.tuner.sweep import SweepError, run_sweep
 
-# The variants differ by a full second, far more than a loaded machine's start-up noise
-# (a 0.05 s vs 0.1 s pair failed whenever Python's start-up took longer than ~0.2 s).
-FAST = "import os,time; time.sleep(0.02 if os.environ.get('HIPSCOPE_FAST')=='1' else 1.0)"
+# the program sleeps and reports its own time (HIPSCOPE_RESULT, with a little per-process
+# jitter): the A/B verdict must not depend on the machine's load, as process wall time does
+FAST = ("import os,time; s = 0.05 if os.environ.get('HIPSCOPE_FAST')=='1' else 0.1; "
+        "time.sleep(s); print('HIPSCOPE_RESULT {\"wall_s\": %.6f}' % (s + os.getpid() % 7 * 1e-4))")
 
 
 def proposal(env=None, args=None, recipe=None) -> Proposal:
