@@ -125,7 +125,7 @@ def test_ab_test_runs_real_processes_and_shows_the_verdict(qtbot, tiny_trace):
     assert r.baseline.n == r.variant.n == 5 and len(rec.runs) == 10
     qtbot.waitUntil(lambda: "better" in panel.result_label.text())
     assert f"{r.ratio:.3f}" in panel.result_label.text()
-    assert "process wall time" in panel.result_label.text() and r.source == "process"
+    assert "HIPSCOPE_RESULT" in panel.result_label.text() and r.source == "program"
     assert "Noise floor (A/A control" in panel.run_label.text()
     assert panel.chart.isVisible() or not panel.isVisible()
     scatters = [i for i in panel.chart.listDataItems() if hasattr(i, "points")]

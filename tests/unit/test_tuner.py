@@ -288,7 +288,7 @@ def test_sweep_with_real_processes():
     # a warm-up round, then rounds up to a planned look where both were decided
     assert res.rounds in spec.plan().looks() and len(res.runs) == 4 * (res.rounds + 1)
     assert [r.warmup for r in res.runs[:5]] == [True] * 4 + [False]
-    assert res.control is not None and res.source == "process"
+    assert res.control is not None and res.source == "program"
     assert all(w > 0.05 for w in res.walls(0))            # real processes, real sleeps
     fast, slow = res.comparisons["HS_SLEEP_MS=0"], res.comparisons["HS_SLEEP_MS=160"]
     assert fast.verdict == "better" and fast.ratio < 1
