@@ -16,16 +16,15 @@ the format):
   Files are parsed with ``pyarrow.csv`` (multithreaded, names straight to dictionary
   type); no Python loop touches kernel rows.
 * Opening a folder reads every process in it (``<pid>_*.csv``, also in ``<host>/``
-  subfolders); opening one file reads the folder it sits in (the whole set).
+  subfolders); opening one file reads its own set: the files of its prefix
+  (``<pid>_*.csv``) beside it, never the other runs in its folder. Processes that
+  never overlap in time are warned about by ``open_trace`` (separate runs).
   Files whose names are not rocprofv3 domains but whose header is a rocprofv3 trace
   header (e.g. ``rocpd convert`` output) are read by their header.
 * Kernels and copies are linked to their launching API call by Correlation_Id within
   one process (the file prefix's pid); a correlation id that matches several API rows
   (files of different runs in one folder) is left unlinked and reported.
 """
-
-from __future__ import annotations
-
 
 from __future__ import annotations
 

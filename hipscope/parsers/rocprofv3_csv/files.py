@@ -251,9 +251,25 @@ class _Walk:
             if is_dir:
                 if self.single is None and depth < _MAX_DEPTH:
                     self.visit(p, depth + 1)
-            elif p != self.single and p.suffix.lower() == ".csv" \
+            elif p != self.single and p.suffix.lower() == ".csv" and self.in_set(p) \
                     and _first_visit(p, self.seen_files):
                 self.file(p)
+
+    def in_set(self, p: Path) -> bool:
+        """Whether a file beside the opened one belongs to its set: every file when a
+        folder was opened; else only files of the opened file's prefix (``<prefix>_*``;
+        for a bare ``kernel_trace.csv``, the other bare domain files). A file whose name
+        gives no prefix is a set of its own (issue 13 item 12: one file, one run)."""
+        if self.single is None:
+            return True
+        mine = split_name(self.single)
+        if mine is None:
+            return False
+        if mine[0] == "":
+            other = split_name(p)
+            return other is not None and other[0] == ""
+        return p.name.startswith(mine[0] + "_") and (
+            split_name(p) is None or split_name(p)[0] == mine[0])
 
     def file(self, p: Path) -> None:
         """A .csv met in the walk: a domain file, a trace by its header, or ignored."""
