@@ -1,4 +1,5 @@
-"""Nsight Compute CSV (``ncu --csv``): ``--page details`` (long) and ``--page raw`` (wide).
+"""Nsight Compute CSV (``ncu --csv``): ``--page details`` (long), ``--page raw`` (wide)
+and ``--print-summary per-kernel|per-gpu`` (a summary without a timeline: _ncu_summary).
 
 ncu's stdout is read as written: its ``==PROF==`` lines and the program's own
 output before the CSV header (``"ID","Process ID","Process Name",...``) are
@@ -24,7 +25,9 @@ work-items, so ``grid_x = grid blocks × block_x``.
 timestamps, but ``kernels.start``/``end`` are required. Rather than zero-length
 kernels (which would make every duration figure 0), kernels are laid
 back-to-back from t = 0 in ncu's ID order, each lasting its measured GPU time
-(``gpu__time_duration.sum`` / the details ``Duration`` metric, converted to ns).
+(the first of DURATION_METRICS a launch has: ``gpu__time_duration.sum``, the details
+page's ``Duration``, the other roll-ups of ``gpu__time_duration``; converted to ns by
+its unit, whatever the page: ``--metrics`` gives the long form with raw metric names).
 Durations, per-kernel statistics and totals are real; positions, gaps, overlap
 and busy fraction are not. ``meta["synthetic_timeline"] = True``, ``meta["clock"]``
 says so, and a warning repeats it. A kernel without a duration metric gets zero
@@ -52,6 +55,7 @@ import numpy as np
 
 from ..model import Trace, build_table, categorical
 from ._common import read_input
+from ._ncu_summary import is_summary_header, read_summary
 from .base import (
     CancelledFn,
     ProgressFn,
@@ -70,11 +74,20 @@ LONG = ["Section Name", "Metric Name", "Metric Unit", "Metric Value"]
 RULES = ["Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
          "Estimated Speedup"]
 _HEADER_RE = re.compile(r'^\s*"?ID"?\s*,\s*"?Process ID"?\s*,', re.M)
+# --print-summary per-kernel|per-gpu: no ID, an Invocations column (see _ncu_summary)
+_SUMMARY_RE = re.compile(r'^\s*"?Process ID"?\s*,\s*"?Process Name"?\s*,[^\n]*'
+                         r'"?Invocations"?\s*,', re.M)
 _NOISE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
 I64_MAX = 2**63 - 1
 _UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
             "microsecond": 1e3, "ms": 1e6, "msecond": 1e6, "millisecond": 1e6,
             "s": 1e9, "second": 1e9}
+
+
+def _header_match(text: str) -> re.Match | None:
+    """The first ncu CSV header line: per-launch (``"ID",...``) or ``--print-summary``."""
+    found = [m for m in (_HEADER_RE.search(text), _SUMMARY_RE.search(text)) if m]
+    return min(found, key=lambda m: m.start()) if found else None
 
 
 def _num(text: str | None) -> float | None:
@@ -124,16 +137,18 @@ def _field(r: list[str], i: int) -> str:
 class _Parsed:
     """Kernels (one dict per launch, in file order) and their numeric metrics."""
 
-    def __init__(self, dur_src: str):
-        self.dur_src = dur_src
+    def __init__(self):
+        self.dur_src: Counter[str] = Counter()                        # duration metric -> uses
         self.kernels: list[dict[str, Any]] = []
         self.by_kernel: list[dict[str, tuple[float, str, int]]] = []  # metric -> value, unit, line
         self.non_numeric: dict[str, int] = {}
         self.refused: list[tuple[int, str, str]] = []                 # line, metric, text
+        self.bad: list[set[str]] = []                                 # refused, per kernel
 
     def add(self, ident: dict[str, Any]) -> None:
         self.kernels.append(ident)
         self.by_kernel.append({})
+        self.bad.append(set())
 
     def value(self, metric: str, raw: str, unit: str, line: int) -> None:
         """Record one metric of the last kernel (the first value of a metric wins);
@@ -144,6 +159,7 @@ class _Parsed:
                 self.non_numeric[metric] = self.non_numeric.get(metric, 0) + 1
         elif not math.isfinite(v):
             self.refused.append((line, metric, raw.strip()))
+            self.bad[-1].add(metric)
         else:
             self.by_kernel[-1].setdefault(metric, (v, unit, line))
 
@@ -160,7 +176,7 @@ class NcuCsvReader:
         if path.is_dir():
             return 0.0
         head = head_text(path, 65536)
-        m = _HEADER_RE.search(head)
+        m = _header_match(head)
         if m and "Kernel Name" in head[m.start():m.start() + 400]:
             return 0.95
         if "==PROF==" in head:
@@ -175,7 +191,7 @@ class NcuCsvReader:
         dropped: dict[str, int] = {}
         data = read_input(path, meta["warnings"])
         text = data.decode("utf-8", errors="replace")
-        m = _HEADER_RE.search(text)
+        m = _header_match(text)
         if not m:
             raise TraceFormatError(path, None, 'an Nsight Compute CSV header ("ID","Process ID",'
                                    '"Process Name",...)',
@@ -206,6 +222,13 @@ class NcuCsvReader:
         except csv.Error as exc:
             raise TraceFormatError(path, None, "a readable CSV table", str(exc)) from None
         header = [h.strip() for h in rows[0]]
+        if is_summary_header(header):
+            if torn and _cut_short(keep[-1], rows[-1], len(header), len(header),
+                                   meta["warnings"], f"{path}: the last line (line {where[-1]})"):
+                meta["dropped"] = {"rows": 1}
+                rows.pop()
+                where.pop()
+            return read_summary(path, rows, where, meta)
         missing = [c for c in ("ID", "Kernel Name") if c not in header]
         if missing:
             raise TraceFormatError(path, f"line {header_line}", "an ncu CSV header with "
@@ -251,7 +274,7 @@ class NcuCsvReader:
         """Kernels by launch (0, 1, ... in file order), not by ID: ncu writes the rows of
         one launch together, so a launch ends where the identity columns change or a
         (section, metric) repeats; IDs can repeat (files joined, edited)."""
-        p = _Parsed("Duration metric (details page)")
+        p = _Parsed()
         rules: list[dict[str, Any]] = []
         iname, iunit, ival, isec = (col["Metric Name"], col["Metric Unit"], col["Metric Value"],
                                     col["Section Name"])
@@ -276,13 +299,8 @@ class NcuCsvReader:
                 continue
             seen.add((section, metric))
             p.value(metric, r[ival] if ival < len(r) else "", _field(r, iunit), line)
-        for k, got in zip(p.kernels, p.by_kernel):
-            for metric, name in (("Duration", "duration"), ("Registers Per Thread", "registers"),
-                                 ("Static Shared Memory Per Block", "lds"),
-                                 ("Dynamic Shared Memory Per Block", "dyn_lds"),
-                                 ("# SMs", "sms")):
-                if metric in got:
-                    k[name] = got[metric]
+        for k, got, bad in zip(p.kernels, p.by_kernel, p.bad):
+            _launch_fields(k, got, bad, p)
         if rules:
             meta["rules"] = rules
         meta["layout"] = "details (long form)"
@@ -290,7 +308,7 @@ class NcuCsvReader:
 
     def _wide(self, path, rows, where, col, header, meta):
         """One kernel per row (a repeated ID is another launch)."""
-        p = _Parsed("gpu__time_duration.sum (raw page)")
+        p = _Parsed()
         units = [""] * len(header)
         ident_idx = {col[c] for c in IDENT if c in col}
         metric_idx = [i for i in range(len(header)) if i not in ident_idx]
@@ -310,15 +328,7 @@ class NcuCsvReader:
                     k["device_name"] = r[i].strip()
                 else:
                     p.value(header[i], r[i], units[i], line)
-            got = p.by_kernel[-1]
-            for metric, name in (("gpu__time_duration.sum", "duration"),
-                                 ("launch__registers_per_thread", "registers"),
-                                 ("launch__shared_mem_per_block_static", "lds"),
-                                 ("launch__shared_mem_per_block_dynamic", "dyn_lds"),
-                                 ("device__attribute_multiprocessor_count", "sms"),
-                                 ("device__attribute_total_memory", "memory")):
-                if metric in got:
-                    k[name] = got[metric]
+            _launch_fields(k, p.by_kernel[-1], p.bad[-1], p)
         meta["layout"] = "raw (wide form)"
         return p
 
@@ -340,7 +350,8 @@ class NcuCsvReader:
         start = np.cumsum(room) - room
         end = start + dur
         meta["provenance"].update({"start": "synthetic: previous kernels' durations summed",
-                                   "end": f"start + {parsed.dur_src}",
+                                   "end": "start + " + (" / ".join(parsed.dur_src)
+                                                        or "no duration metric"),
                                    "grid_x": "Grid Size (blocks) x Block Size"})
         devices, dmap = _devices(ks)
         kcols = _kernel_columns(ks, dmap, warnings, path)
@@ -363,6 +374,38 @@ class NcuCsvReader:
             meta["dropped"] = dropped
         return Trace(kernels=kernels_t, counters=ctab, devices=devices, streams=streams,
                      meta=meta)
+
+
+# A launch's measured GPU time, best first: the raw metric (raw page, --metrics, the
+# details page of ncu >= 2019.1), the details page's "Duration" (GPU Speed Of Light),
+# then the other roll-ups of gpu__time_duration (one instance per launch: all equal).
+DURATION_METRICS = ("gpu__time_duration.sum", "Duration", "gpu__time_duration.avg",
+                    "gpu__time_duration.max", "gpu__time_duration.min", "gpu__time_duration")
+_LAUNCH_METRICS = (("registers", ("launch__registers_per_thread", "Registers Per Thread")),
+                   ("lds", ("launch__shared_mem_per_block_static",
+                            "Static Shared Memory Per Block")),
+                   ("dyn_lds", ("launch__shared_mem_per_block_dynamic",
+                                "Dynamic Shared Memory Per Block")),
+                   ("sms", ("device__attribute_multiprocessor_count", "launch__sm_count",
+                            "# SMs")),
+                   ("memory", ("device__attribute_total_memory",)))
+
+
+def _launch_fields(k: dict[str, Any], got: dict[str, tuple[float, str, int]],
+                   bad: set[str], p: _Parsed) -> None:
+    """Duration, registers, LDS, SMs of one launch from its metrics, by either spelling
+    (raw metric names or the details page's labels), whatever the page. A refused
+    (not finite) duration is not replaced by a later roll-up: it stays missing."""
+    dur = next((m for m in DURATION_METRICS if m in got or m in bad), None)
+    if dur in bad:
+        dur = None
+    if dur is not None:
+        k["duration"] = got[dur]
+        p.dur_src[dur] += 1
+    for name, metrics in _LAUNCH_METRICS:
+        hit = next((m for m in metrics if m in got), None)
+        if hit is not None:
+            k[name] = got[hit]
 
 
 def _counters(parsed: _Parsed, order: list[int], ids: list[int]):
