@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._compute_side import long_form_header
 from ..base import TraceFormatError
 from .columns import CsvFile, _show
 
@@ -69,6 +70,8 @@ def _pid_of_prefix(prefix: str) -> int | None:
 def header_kind(fields: Iterable[str]) -> str | None:
     """Which rocprofv3 table a CSV header belongs to (None: not a rocprofv3 header)."""
     f = set(fields)
+    if long_form_header(list(f)):
+        return None         # rocprof-compute's long form (GPU_ID, Dispatch_ID, ...)
     times = {"Start_Timestamp", "End_Timestamp"} <= f
     if {"Counter_Name", "Counter_Value"} <= f and ({"Dispatch_Id", "Correlation_Id"} & f):
         return "counters"
