@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Trace
+from ._common import warn_no_kernels
 from .base import TraceFormatError
 
 SUMMARY_IDENT = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size",
@@ -68,8 +69,9 @@ def read_summary(path: Path, rows: list[list[str]], where: list[int],
         g["metrics"].append({"section": get["Section Name"], "metric": get["Metric Name"],
                              "unit": get["Metric Unit"], "min": vals[0], "max": vals[1],
                              "avg": vals[2]})
-    if not groups:
-        raise TraceFormatError(path, None, "at least one kernel summary row", "only the header")
+    if not groups:              # well-formed, no kernels: an empty trace (issue 13 item 10)
+        warn_no_kernels(meta["warnings"], path, "only the summary header")
+        return Trace(meta=meta)
     devices, dmap = _devices([{**g, "sms": None} for g in groups.values()])
     summary = []
     for g in groups.values():

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace, build_table, categorical
-from ._common import read_input
+from ._common import read_input, warn_no_kernels
 from ._ncu_summary import is_summary_header, read_summary
 from .base import (
     CancelledFn,
@@ -77,11 +77,21 @@ _HEADER_RE = re.compile(r'^\s*"?ID"?\s*,\s*"?Process ID"?\s*,', re.M)
 # --print-summary per-kernel|per-gpu: no ID, an Invocations column (see _ncu_summary)
 _SUMMARY_RE = re.compile(r'^\s*"?Process ID"?\s*,\s*"?Process Name"?\s*,[^\n]*'
                          r'"?Invocations"?\s*,', re.M)
+_NOTHING_PROFILED = "No kernels were profiled."   # ncu's ==WARNING== when none matched
 _NOISE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
 I64_MAX = 2**63 - 1
 _UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
             "microsecond": 1e3, "ms": 1e6, "msecond": 1e6, "millisecond": 1e6,
             "s": 1e9, "second": 1e9}
+
+
+def _empty(path: Path, meta: dict[str, Any], detail: str,
+           dropped: dict[str, int] | None = None) -> Trace:
+    """A well-formed output without kernels: an empty trace, warned (issue 13 item 10)."""
+    warn_no_kernels(meta["warnings"], path, detail)
+    if dropped:
+        meta["dropped"] = dropped
+    return Trace(meta=meta)
 
 
 def _header_match(text: str) -> re.Match | None:
@@ -192,6 +202,8 @@ class NcuCsvReader:
         data = read_input(path, meta["warnings"])
         text = data.decode("utf-8", errors="replace")
         m = _header_match(text)
+        if not m and _NOTHING_PROFILED in text:
+            return _empty(path, meta, f"ncu said: {_NOTHING_PROFILED!r}")
         if not m:
             raise TraceFormatError(path, None, 'an Nsight Compute CSV header ("ID","Process ID",'
                                    '"Process Name",...)',
@@ -336,8 +348,7 @@ class NcuCsvReader:
     def _build(self, path, parsed: _Parsed, meta, dropped) -> Trace:
         warnings = meta["warnings"]
         if not parsed.kernels:
-            raise TraceFormatError(path, None, "at least one profiled kernel row",
-                                   "only the header")
+            return _empty(path, meta, "only the CSV header", dropped)
         order = sorted(range(len(parsed.kernels)), key=lambda j: (parsed.kernels[j]["id"], j))
         ks = [parsed.kernels[j] for j in order]
         ids = [k["id"] for k in ks]

@@ -59,7 +59,7 @@ from .base import (
     register,
 )
 from ._compute_side import read_log, read_roofline, read_sysinfo, results_passes, ts_reasons
-from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input
+from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input, warn_no_kernels
 from ._csv import (
     I16,
     I32,
@@ -229,10 +229,14 @@ class RocprofComputeReader:
         if passes:
             main_path = passes.pop(0)
         main = _Csv(main_path, warnings, dropped)
-        if main.n == 0:
+        if main.n == 0 and dropped:
             raise TraceFormatError(main_path, "line 2", "at least one dispatch row",
-                                   "a cut-short row" if dropped else "only the header")
+                                   "a cut-short row")
         meta["sources"].append(str(main_path))
+        if main.n == 0:             # well-formed, no dispatches: an empty trace (item 10)
+            warn_no_kernels(warnings, main_path, "only the CSV header")
+            read_roofline(wd, meta)
+            return Trace(meta=meta)
         progress(0.2)
         check_cancel(cancelled)
         if main.first("counter_name") is not None and main.first("counter_value") is not None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Trace
+from .._common import warn_no_kernels
 from ..base import Cancelled, CancelledFn, ProgressFn, TraceFormatError, check_cancel, register
 from .assemble import assemble
 from .columns import CsvFile, _dict_parts, _Load
@@ -129,6 +130,12 @@ class RocprofV3CsvReader:
             parts.append(self._read_set(s, load, step, mem_summary))
         trace = assemble(self.name, parts, load, ignored, mem_summary)
         progress(1.0)
+        if len(trace.kernels) == 0 and len(trace.counters) == 0:
+            kf = [f.path.name for s in sets for f in s.files.get("kernels", [])]
+            warnings = list(trace.warnings)
+            warn_no_kernels(warnings, path, ("only the header in " + ", ".join(kf[:3]))
+                            if kf else "no kernel_trace.csv")
+            trace = trace.with_meta(warnings=warnings)
         return trace
 
     def _read_set(self, s: _Set, load: _Load, step, mem_summary: dict) -> _Part:
