@@ -20,6 +20,7 @@ from typing import Any
 
 from ..model import Trace
 from ._common import warn_no_kernels
+from ._ncu_tables import _devices, _num
 from .base import TraceFormatError
 
 SUMMARY_IDENT = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size",
@@ -36,8 +37,40 @@ def is_summary_header(header: list[str]) -> bool:
 def read_summary(path: Path, rows: list[list[str]], where: list[int],
                  meta: dict[str, Any]) -> Trace:
     """The summary trace of a ``--print-summary`` file (rows[0] is the header)."""
-    from .ncu_csv import _UNIT_NS, DURATION_METRICS, _devices, _num
+    from .ncu_csv import _UNIT_NS, DURATION_METRICS
 
+    groups, dropped = _groups(path, rows, where)
+    if not groups:              # well-formed, no kernels: an empty trace (issue 13 item 10)
+        warn_no_kernels(meta["warnings"], path, "only the summary header")
+        return Trace(meta=meta)
+    devices, dmap = _devices([{**g, "sms": None} for g in groups])
+    for g in groups:
+        g["duration_ns"] = _duration(g, DURATION_METRICS, _UNIT_NS)
+        g["device"] = dmap[(g["device"], g["host"])]
+        g.pop("cc")
+    total = sum(g["invocations"] for g in groups)
+    header = [h.strip() for h in rows[0]]
+    per_gpu = header.index("Device") < header.index("Kernel Name")
+    meta.update({"layout": f"summary (--print-summary per-{'gpu' if per_gpu else 'kernel'})",
+                 "summary_only": True, "untimed_kernels": True,
+                 "kernel_summary": groups, "invocations": total})
+    meta.pop("synthetic_timeline", None)
+    meta["clock"] = "none: a summary of each kernel's launches, no per-launch times"
+    meta["warnings"].append(
+        f"{path}: an Nsight Compute --print-summary file: {len(groups)} kernels by name, "
+        f"{total} launches, each metric's minimum, maximum and average per kernel; no "
+        "per-launch rows and no timeline, so the kernel table is empty (the figures are "
+        "in the kernel summary)")
+    if dropped:
+        meta["warnings"].append(f"{path}: left out {dropped} summary rows whose values are "
+                                "not finite numbers")
+    _process(meta, groups)
+    return Trace(devices=devices, meta=meta)
+
+
+def _groups(path: Path, rows: list[list[str]], where: list[int]
+            ) -> tuple[list[dict[str, Any]], int]:
+    """One dict per kernel (identity columns) with its metrics; rows left out (inf)."""
     header = [h.strip() for h in rows[0]]
     col = {h: i for i, h in reversed(list(enumerate(header)))}
     groups: dict[tuple, dict[str, Any]] = {}
@@ -45,17 +78,15 @@ def read_summary(path: Path, rows: list[list[str]], where: list[int],
     for r, line in zip(rows[1:], where[1:]):
         if r and r[0].strip() == "Process ID":
             continue
-        cell = [r[col[c]].strip() if col[c] < len(r) else "" for c in header]
-        get = dict(zip(header, cell))
         if len(r) < len(header):
             raise TraceFormatError(path, f"line {line}", f"{len(header)} fields like the "
                                    "header", f"{len(r)}")
+        get = {c: r[col[c]].strip() for c in SUMMARY_IDENT + SUMMARY_METRIC}
         inv = _num(get["Invocations"])
         if inv is None or inv < 0 or inv != int(inv):
             raise TraceFormatError(path, f"line {line}", "a launch count in column "
                                    "Invocations", repr(get["Invocations"][:40]))
-        key = tuple(get[c] for c in SUMMARY_IDENT)
-        g = groups.setdefault(key, {
+        g = groups.setdefault(tuple(get[c] for c in SUMMARY_IDENT), {
             "name": get["Kernel Name"], "pid": get["Process ID"], "process":
             get["Process Name"], "host": get["Host Name"], "device": get["Device"],
             "cc": get["CC"], "block": get["Block Size"], "grid": get["Grid Size"],
@@ -63,39 +94,11 @@ def read_summary(path: Path, rows: list[list[str]], where: list[int],
         vals = [_num(get[c]) for c in ("Minimum", "Maximum", "Average")]
         if any(v is not None and not math.isfinite(v) for v in vals):
             dropped += 1
-            continue
-        if all(v is None for v in vals):
-            continue        # a text value (a cache policy...): no min/max/avg to keep
-        g["metrics"].append({"section": get["Section Name"], "metric": get["Metric Name"],
-                             "unit": get["Metric Unit"], "min": vals[0], "max": vals[1],
-                             "avg": vals[2]})
-    if not groups:              # well-formed, no kernels: an empty trace (issue 13 item 10)
-        warn_no_kernels(meta["warnings"], path, "only the summary header")
-        return Trace(meta=meta)
-    devices, dmap = _devices([{**g, "sms": None} for g in groups.values()])
-    summary = []
-    for g in groups.values():
-        g["duration_ns"] = _duration(g, DURATION_METRICS, _UNIT_NS)
-        g["device"] = dmap[(g["device"], g["host"])]
-        g.pop("cc")
-        summary.append(g)
-    total = sum(g["invocations"] for g in summary)
-    meta.update({"layout": "summary (--print-summary " + (
-                     "per-gpu)" if col["Device"] < col["Kernel Name"] else "per-kernel)"),
-                 "summary_only": True, "untimed_kernels": True,
-                 "kernel_summary": summary, "invocations": total})
-    meta.pop("synthetic_timeline", None)
-    meta["clock"] = "none: a summary of each kernel's launches, no per-launch times"
-    meta["warnings"].append(
-        f"{path}: an Nsight Compute --print-summary file: {len(summary)} kernels by name, "
-        f"{total} launches, each metric's minimum, maximum and average per kernel; no "
-        "per-launch rows and no timeline, so the kernel table is empty (the figures are "
-        "in the kernel summary)")
-    if dropped:
-        meta["warnings"].append(f"{path}: left out {dropped} summary rows whose values are "
-                                "not finite numbers")
-    _process(meta, summary)
-    return Trace(devices=devices, meta=meta)
+        elif any(v is not None for v in vals):     # a text value has no min/max/avg
+            g["metrics"].append({"section": get["Section Name"], "metric":
+                                 get["Metric Name"], "unit": get["Metric Unit"],
+                                 "min": vals[0], "max": vals[1], "avg": vals[2]})
+    return list(groups.values()), dropped
 
 
 def _duration(g: dict[str, Any], names: tuple[str, ...], unit_ns: dict[str, float]

@@ -56,6 +56,7 @@ import numpy as np
 from ..model import Trace, build_table, categorical
 from ._common import read_input, warn_no_kernels
 from ._ncu_summary import is_summary_header, read_summary
+from ._ncu_tables import I64_MAX, _devices, _kernel_columns, _num, _process_meta
 from .base import (
     CancelledFn,
     ProgressFn,
@@ -79,7 +80,6 @@ _SUMMARY_RE = re.compile(r'^\s*"?Process ID"?\s*,\s*"?Process Name"?\s*,[^\n]*'
                          r'"?Invocations"?\s*,', re.M)
 _NOTHING_PROFILED = "No kernels were profiled."   # ncu's ==WARNING== when none matched
 _NOISE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
-I64_MAX = 2**63 - 1
 _UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
             "microsecond": 1e3, "ms": 1e6, "msecond": 1e6, "millisecond": 1e6,
             "s": 1e9, "second": 1e9}
@@ -98,28 +98,6 @@ def _header_match(text: str) -> re.Match | None:
     """The first ncu CSV header line: per-launch (``"ID",...``) or ``--print-summary``."""
     found = [m for m in (_HEADER_RE.search(text), _SUMMARY_RE.search(text)) if m]
     return min(found, key=lambda m: m.start()) if found else None
-
-
-def _num(text: str | None) -> float | None:
-    if text is None:
-        return None
-    s = text.strip().replace(",", "")
-    if not s or s.lower() in ("n/a", "nan", "none"):
-        return None
-    try:
-        return float(s)
-    except ValueError:
-        return None
-
-
-def _dim3(text: str | None) -> tuple[int | None, int | None, int | None]:
-    if not text:
-        return None, None, None
-    nums = re.findall(r"\d[\d,]*", text)
-    vals = [int(x.replace(",", "")) for x in nums[:3]]
-    while len(vals) < 3:
-        vals.append(None)
-    return vals[0], vals[1], vals[2]
 
 
 def _cut_short(text: str, row: list[str], n_header: int, min_fields: int,
@@ -439,16 +417,6 @@ def _counters(parsed: _Parsed, order: list[int], ids: list[int]):
     }, n=len(vv))
 
 
-def _int_in(v: float | None, hi: int) -> int | None:
-    """``v`` as an int when 0 <= v <= hi (a count, a size), else None."""
-    return int(v) if v is not None and 0 <= v <= hi else None
-
-
-def _id_text(text: str, hi: int = 2**31 - 1) -> int | None:
-    """A pid/stream cell as an int, None when not a plain integer that fits."""
-    return int(text) if re.fullmatch(r"\d{1,19}", text, re.ASCII) and int(text) <= hi else None
-
-
 def _warn_values(path: Path, parsed: _Parsed, ids: list[int], warnings: list[str]) -> None:
     """Warnings for refused (not finite) metric values and for IDs shared by launches."""
     if parsed.refused:
@@ -493,65 +461,3 @@ def _durations(path: Path, ks: list[dict[str, Any]], warnings: list[str]) -> np.
                         "alone or after the kernels before them (first: ID "
                         f"{too_big[0][0]} at line {too_big[0][1]}): shown with zero length")
     return dur
-
-
-def _devices(ks: list[dict[str, Any]]):
-    """The devices table and (Device, Host Name) -> device index."""
-    dev_keys = sorted({(k["device"], k["host"]) for k in ks},
-                      key=lambda x: (_num(x[0]) or 0, x[0], x[1]))
-    dmap = {key: i for i, key in enumerate(dev_keys)}
-    drow: dict[str, list[Any]] = {c: [] for c in ("index", "name", "vendor", "arch",
-                                                  "compute_units", "raw_id", "host",
-                                                  "memory_bytes")}
-    for key, i in dmap.items():
-        sample = next(k for k in ks if (k["device"], k["host"]) == key)
-        cc = sample.get("cc") or ""
-        arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
-        drow["index"].append(i)
-        drow["name"].append(sample.get("device_name") or f"NVIDIA GPU {key[0]}")
-        drow["vendor"].append("NVIDIA")
-        drow["arch"].append(arch)
-        drow["compute_units"].append(_int_in((sample.get("sms") or (None,))[0], 2**31 - 1))
-        drow["raw_id"].append(key[0])
-        drow["host"].append(key[1] or None)
-        drow["memory_bytes"].append(_int_in((sample.get("memory") or (None,))[0], I64_MAX))
-    return build_table("devices", drow, n=len(dev_keys)), dmap
-
-
-def _kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list[Any]]:
-    kcols: dict[str, list[Any]] = {c: [] for c in (
-        "name", "device", "pid", "stream", "dispatch_id", "grid_x", "grid_y", "grid_z",
-        "block_x", "block_y", "block_z", "registers", "lds_bytes", "dyn_lds_bytes")}
-    over = 0
-    for k in ks:
-        kcols["name"].append(k["name"])
-        kcols["device"].append(dmap[(k["device"], k["host"])])
-        kcols["pid"].append(_id_text(k["pid"]))
-        kcols["stream"].append(_id_text(k["stream"]))
-        kcols["dispatch_id"].append(k["id"])
-        for ax, bv, gv in zip("xyz", _dim3(k["block"]), _dim3(k["grid"])):
-            kcols[f"block_{ax}"].append(bv if bv is not None and bv < 2**15 else None)
-            items = gv * bv if gv is not None and bv is not None else None
-            if items is not None and items >= 2**31:
-                over += 1
-                items = None
-            kcols[f"grid_{ax}"].append(items)
-        for key, dst, limit in (("registers", "registers", 2**15 - 1),
-                                ("lds", "lds_bytes", 2**31 - 1),
-                                ("dyn_lds", "dyn_lds_bytes", 2**31 - 1)):
-            kcols[dst].append(_int_in((k.get(key) or (None,))[0], limit))
-    if over:
-        warnings.append(f"{path}: {over} grid sizes exceed 2**31 work-items; left null")
-    return kcols
-
-
-def _process_meta(meta: dict[str, Any], ks: list[dict[str, Any]], kcols) -> None:
-    pids = sorted({p for p in kcols["pid"] if p is not None})
-    if pids:
-        meta["pids"] = pids
-    hosts = sorted({k["host"] for k in ks if k["host"]})
-    if len(hosts) == 1:
-        meta["host"] = hosts[0]
-    procs = sorted({k["process"] for k in ks if k["process"]})
-    if procs:
-        meta["process_names"] = procs

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hipscope.analysis.report import build_report
-from hipscope.parsers import find_reader, get_reader, open_trace
+from hipscope.parsers import TraceFormatError, find_reader, get_reader, open_trace
 from hipscope.parsers._validate import validate
 from tests.conftest import DATA
 
@@ -151,3 +151,19 @@ def test_print_summary_survives_the_cache(tmp_path: Path, monkeypatch):
     again = open_trace(path, use_cache=True)
     assert again.meta.get("cached")
     assert again.meta["kernel_summary"] == first.meta["kernel_summary"]
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda r: r[:8] + ["x"] + r[9:], "Invocations"),
+    (lambda r: r[:5], "fields like the header"),
+])
+def test_print_summary_bad_rows_are_one_sentence(tmp_path: Path, edit, where: str):
+    lines = (NCU / "ncu_summary_per_kernel_metrics.csv").read_text().splitlines()
+    row = next(csv.reader([lines[4]]))
+    lines[4] = ",".join(f'"{c}"' for c in edit(row))
+    p = tmp_path / "summary.csv"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        _read(p)
+    msg = str(ei.value)
+    assert str(p) in msg and "line 5" in msg and where in msg and "\n" not in msg
