@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .base import TraceFormatError
+
 
 def read_sysinfo(wd: Path, meta: dict[str, Any]) -> dict[str, str]:
     """sysinfo.csv's one row (device, command, ROCm version, host) into meta."""
@@ -138,3 +140,27 @@ def ts_reasons(s, e, ok: np.ndarray, row: np.ndarray, same_run: np.ndarray,
         parts["End_Timestamp < Start_Timestamp"] = lost & backwards
         parts["another run's Start_Timestamp"] = lost & ok & ~empty & ~backwards
     return ", ".join(f"{int(m.sum())} with {why}" for why, m in parts.items() if m.any())
+
+
+def has_dispatchns(p: Path) -> bool:
+    """Whether timestamps.csv is rocprof v1's (a DispatchNs column)."""
+    try:
+        with open(p, errors="replace") as fh:
+            return "DispatchNs" in fh.readline()
+    except OSError:
+        return False
+
+
+def dispatch_keys(f) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU_ID, Dispatch_ID) of every row of a long-form file."""
+    gi, di = f.ints("gpu_id"), f.ints("dispatch_id")
+    if di is None:
+        raise TraceFormatError(f.path, "line 1", "a Dispatch_ID column",
+                               ", ".join(f.header[:6]))
+    return (gi[0] if gi else np.zeros(f.n, dtype=np.int64)), di[0]
+
+
+def unmatched_rows(f, align: np.ndarray) -> str | None:
+    """"name (k of n)" when a pass file has dispatches that the main file lacks."""
+    extra = f.n - len(np.unique(align[align >= 0]))
+    return f"{f.path.name} ({extra} of {f.n})" if extra > 0 else None

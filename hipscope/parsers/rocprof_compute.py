@@ -36,8 +36,9 @@ Kernels were serialised and replayed once per pass: ``meta["serialized_replay"]
 = True`` and a warning says the times are not a real timeline. ``dispatch_ns``
 comes from timestamps.csv ``DispatchNs`` only where that file's Start_Timestamp
 equals the kernel's start (same run); pid/tid/queue likewise; a warning counts the
-kernels left without (End < Start, NaN, another run). Side files, pass-file discovery: _compute_side.py.
-A last line cut short is dropped with a warning; inf counter values are left out.
+kernels left without (End < Start, NaN, another run). Side files and pass-file
+discovery: _compute_side.py. A last line cut short is dropped with a warning; inf
+counter values are left out. No dispatches (only a header): an empty trace, warned.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ from .base import (
     check_cancel,
     register,
 )
-from ._compute_side import read_log, read_roofline, read_sysinfo, results_passes, ts_reasons
+from ._compute_side import (dispatch_keys, has_dispatchns, read_log, read_roofline,
+                            read_sysinfo, results_passes, ts_reasons, unmatched_rows)
 from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input, warn_no_kernels
 from ._csv import (
     I16,
@@ -101,14 +103,6 @@ def _base(col: str) -> str:
     if m and m.group(1) in IDENT:
         low = m.group(1)
     return LEGACY_RENAME.get(low, low)
-
-
-def _has_dispatchns(p: Path) -> bool:
-    try:
-        with open(p, errors="replace") as fh:
-            return "DispatchNs" in fh.readline()
-    except OSError:
-        return False
 
 
 def _is_workload(d: Path) -> bool:
@@ -181,20 +175,6 @@ class _Csv:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
 
 
-def _dispatch_keys(f: _Csv) -> tuple[np.ndarray, np.ndarray]:
-    """(GPU_ID, Dispatch_ID) of every row of a long-form file."""
-    gi, di = f.ints("gpu_id"), f.ints("dispatch_id")
-    if di is None:
-        raise TraceFormatError(f.path, "line 1", "a Dispatch_ID column", ", ".join(f.header[:6]))
-    return (gi[0] if gi else np.zeros(f.n, dtype=np.int64)), di[0]
-
-
-def _unmatched(f: _Csv, align: np.ndarray) -> str | None:
-    """"name (k of n)" when a pass file has dispatches that the main file lacks."""
-    extra = f.n - len(np.unique(align[align >= 0]))
-    return f"{f.path.name} ({extra} of {f.n})" if extra > 0 else None
-
-
 @register
 class RocprofComputeReader:
     name = FORMAT
@@ -253,7 +233,7 @@ class RocprofComputeReader:
         backend = str(meta.get("backend") or meta.get("layout") or "").lower()
         if not backend:
             backend = ("rocprofv3" if list(wd.glob("pmc_perf_*.csv")) else
-                       "rocprofv1" if _has_dispatchns(wd / "timestamps.csv") else "")
+                       "rocprofv1" if has_dispatchns(wd / "timestamps.csv") else "")
         if "rocpd" in backend or "v3" in backend:
             meta["clock"] = "CLOCK_BOOTTIME"
         elif "v1" in backend or "v2" in backend:
@@ -355,7 +335,7 @@ class RocprofComputeReader:
         """Kernels = the (GPU_ID, Dispatch_ID) of ``f`` in first-appearance order; the
         counters of ``f`` and of the other passes' rows for those dispatches (every pass
         replays the same launches, numbered alike); first value of a counter wins."""
-        gpu, di = _dispatch_keys(f)
+        gpu, di = dispatch_keys(f)
         _u, code, first = group_rows(gpu, di)
         order = np.argsort(first, kind="stable")          # kernels in first-appearance order
         remap = np.empty(len(order), dtype=np.int64)
@@ -365,7 +345,7 @@ class RocprofComputeReader:
               for g, d, c in zip(gpu[first], di[first], code[first])}
         kcodes, names_l, values, ccodes, lost = [], [], [], [], []
         for g in (f, *extra):
-            gg, dd = (gpu, di) if g is f else _dispatch_keys(g)
+            gg, dd = (gpu, di) if g is f else dispatch_keys(g)
             kc = np.array([at.get((int(a), int(b)), -1) for a, b in zip(gg, dd)], dtype=np.int64)
             if (kc < 0).any():
                 lost.append(f"{g.path.name} ({int((kc < 0).sum())} rows)")
@@ -439,7 +419,7 @@ class RocprofComputeReader:
                                 "(neither by count nor by Dispatch_ID); its counters were left out")
                 continue
             meta["sources"].append(str(p))
-            unmatched.append(_unmatched(f, align))
+            unmatched.append(unmatched_rows(f, align))
             add_file(f, None if f.n == n and (align == np.arange(n)).all() else align)
             f.warn_refused(warnings)
         if any(unmatched):
