@@ -2,8 +2,9 @@
 an empty trace loads (exit 0) with a warning that the profiler recorded no kernels.
 Was: an empty legacy results.db exited 2 and failed its folder, the results.json beside
 it loaded silently, a rocprof-compute folder without dispatches was refused, a rocprofv3
-set, a rocpd database, a rocprofv3 JSON and a Kineto trace without kernels loaded with
-no word. Each fixture is a real sample (or real recorded output) emptied of its rows."""
+set, a rocpd database, a rocprofv3 JSON, a Perfetto trace and a Kineto trace without
+kernels loaded with no word. Each fixture is a real sample (or real recorded output)
+emptied of its rows; the Perfetto one is synthesised like the SDK writes it."""
 
 from __future__ import annotations
 
@@ -102,6 +103,21 @@ def _ncu_summary_header(tmp: Path) -> Path:
     return p
 
 
+def _pftrace(tmp: Path) -> Path:
+    """A rocprofv3-like Perfetto trace with its tracks but no event (tests/unit/pftrace_synth)."""
+    from tests.unit.pftrace_synth import MAIN_TID, PID, PROCESS_UUID, SdkLikeWriter
+
+    w = SdkLikeWriter()
+    main_track = PROCESS_UUID ^ 0xABCDEF
+    w.descriptor(PROCESS_UUID, pid=PID)
+    w.descriptor(main_track, parent=PROCESS_UUID, pid=PID, tid=MAIN_TID)
+    w.descriptor(88, name='STREAM [" 0 "] ', parent=PROCESS_UUID)
+    w.start_sequence(main_track)
+    p = tmp / f"{PID}_results.pftrace"
+    w.save(p)
+    return p
+
+
 def _kineto(tmp: Path) -> Path:
     p = tmp / "empty.pt.trace.json"
     p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [
@@ -125,6 +141,7 @@ CASES = {
     "ncu summary header only": (_ncu_summary_header, "ncu-csv"),
     "rocpd": (_rocpd, "rocpd"),
     "rocprofv3 json": (_v3json, "rocprofv3-json"),
+    "pftrace": (_pftrace, "pftrace"),
     "kineto": (_kineto, "kineto"),
 }
 
