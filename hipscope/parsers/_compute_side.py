@@ -102,11 +102,26 @@ def long_form_header(fields: list[str]) -> bool:
             and "Agent_Id" not in {f.strip() for f in fields})
 
 
+def _header(p: Path) -> list[str]:
+    from .base import head_text
+
+    try:
+        line = head_text(p, 8192).lstrip("\ufeff").splitlines()[:1]
+        return [f.strip() for f in next(csv.reader(line), [])]
+    except (OSError, csv.Error):
+        return []
+
+
+def workload_csv(p: Path) -> bool:
+    """Whether ``p`` (pmc_perf.csv, pmc_perf_0.csv) is rocprof-compute's: it exists and
+    its header is not rocprofv3's (``Agent_Id``: a rocprofv3 counter_collection saved
+    under that name). Any other header is the reader's to explain (no Kernel_Name...)."""
+    return p.is_file() and "Agent_Id" not in _header(p)
+
+
 def results_passes(d: Path) -> list[Path]:
     """``results_pmc_perf_<n>.csv[.gz]`` of a folder whose header is the long form,
     by pass number (content decides, not the name alone)."""
-    from .base import head_text
-
     found = []
     try:
         entries = list(d.iterdir())
@@ -114,14 +129,7 @@ def results_passes(d: Path) -> list[Path]:
         return []
     for p in entries:
         m = RESULTS_PASS.match(p.name)
-        if not m or not p.is_file():
-            continue
-        try:
-            line = head_text(p, 8192).lstrip("\ufeff").splitlines()[:1]
-            fields = next(csv.reader(line), [])
-        except (OSError, csv.Error):
-            continue
-        if long_form_header(fields):
+        if m and p.is_file() and long_form_header(_header(p)):
             found.append((int(m.group(1)), p))
     return [p for _, p in sorted(found)]
 

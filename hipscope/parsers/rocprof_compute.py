@@ -60,7 +60,8 @@ from .base import (
     register,
 )
 from ._compute_side import (dispatch_keys, has_dispatchns, read_log, read_roofline,
-                            read_sysinfo, results_passes, ts_reasons, unmatched_rows)
+                            read_sysinfo, results_passes, ts_reasons, unmatched_rows,
+                            workload_csv)
 from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input, warn_no_kernels
 from ._csv import (
     I16,
@@ -106,7 +107,9 @@ def _base(col: str) -> str:
 
 
 def _is_workload(d: Path) -> bool:
-    return ((d / "pmc_perf.csv").is_file() or (d / "pmc_perf_0.csv").is_file()
+    """By content, not names: a pmc_perf.csv / pmc_perf_0.csv with rocprof-compute's
+    header, or results_pmc_perf_<n> passes in its long form."""
+    return (workload_csv(d / "pmc_perf.csv") or workload_csv(d / "pmc_perf_0.csv")
             or bool(results_passes(d)))
 
 
@@ -203,9 +206,9 @@ class RocprofComputeReader:
         sysinfo = read_sysinfo(wd, meta)
         read_log(wd, meta)
         main_path = wd / "pmc_perf.csv"
-        if not main_path.is_file():
+        if not workload_csv(main_path):
             main_path = wd / "pmc_perf_0.csv"
-        passes = [] if main_path.is_file() else results_passes(wd)
+        passes = [] if workload_csv(main_path) else results_passes(wd)
         if passes:
             main_path = passes.pop(0)
         main = _Csv(main_path, warnings, dropped)

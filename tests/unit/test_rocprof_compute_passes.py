@@ -92,17 +92,18 @@ def test_rocprof_compute_header_with_correlation_id_is_not_rocprofv3(tmp_path: P
     assert len(open_trace(p).kernels) == len({r["Dispatch_ID"] for r in _raw(p)})
 
 
-def test_the_name_alone_decides_nothing(tmp_path: Path):
-    """A rocprofv3 counter_collection saved as results_pmc_perf_0.csv is read as one
-    (kernels from its dispatches); an unrelated CSV of that name is refused in one
-    sentence naming it."""
+@pytest.mark.parametrize("name", ["results_pmc_perf_0.csv", "pmc_perf_0.csv"])
+def test_the_name_alone_decides_nothing(tmp_path: Path, name: str):
+    """A rocprofv3 counter_collection saved as results_pmc_perf_0.csv (or pmc_perf_0.csv)
+    is read as one (kernels from its dispatches); an unrelated CSV named
+    results_pmc_perf_0.csv is refused in one sentence naming it."""
     h = ["Correlation_Id", "Dispatch_Id", "Agent_Id", "Queue_Id", "Process_Id", "Thread_Id",
          "Grid_Size", "Kernel_Id", "Kernel_Name", "Workgroup_Size", "LDS_Block_Size",
          "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Counter_Name",
          "Counter_Value", "Start_Timestamp", "End_Timestamp"]
     rows = [[d, d, '"Agent 1"', 1, 77, 77, 1024, 3, f'"k{d}"', 64, 0, 0, 8, 0, 16, f'"{c}"',
              "16384.000000", 1000 * d, 1000 * d + 500] for d in (1, 2) for c in ("SQ_WAVES",)]
-    v3 = tmp_path / "v3" / "results_pmc_perf_0.csv"
+    v3 = tmp_path / "v3" / name
     v3.parent.mkdir()
     v3.write_text(",".join(f'"{c}"' for c in h) + "\n"
                   + "".join(",".join(map(str, r)) + "\n" for r in rows))
