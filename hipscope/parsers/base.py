@@ -331,7 +331,23 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
     if fresh or len(traces) > 1:
         _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)
-    return _warn_separate_runs(trace)
+    return _warn_no_kernels(_warn_separate_runs(trace), paths)
+
+
+def _warn_no_kernels(trace: Trace, paths: list[Path]) -> Trace:
+    """Issue 13 item 10, the safety net of the one rule for empty outputs: a trace with
+    no kernels (and no per-kernel summary or counters) loads, warned, whatever its
+    reader; a reader that already said so (``no kernels`` in a warning) is left as is."""
+    from ._common import warn_no_kernels
+
+    if len(trace.kernels) or len(trace.counters) or trace.meta.get("summary_only") \
+            or any("no kernels" in w.lower() for w in trace.warnings):
+        return trace
+    warnings = list(trace.warnings)
+    warn_no_kernels(warnings, ", ".join(str(p) for p in paths[:3]),
+                    f"{len(trace.api)} API calls, {len(trace.copies)} copies, "
+                    f"{len(trace.markers)} markers")
+    return trace.with_meta(warnings=warnings)
 
 
 def _warn_separate_runs(trace: Trace) -> Trace:

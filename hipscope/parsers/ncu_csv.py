@@ -1,4 +1,5 @@
-"""Nsight Compute CSV (``ncu --csv``): ``--page details`` (long) and ``--page raw`` (wide).
+"""Nsight Compute CSV (``ncu --csv``): ``--page details`` (long), ``--page raw`` (wide)
+and ``--print-summary per-kernel|per-gpu`` (a summary without a timeline: _ncu_summary).
 
 ncu's stdout is read as written: its ``==PROF==`` lines and the program's own
 output before the CSV header (``"ID","Process ID","Process Name",...``) are
@@ -24,7 +25,9 @@ work-items, so ``grid_x = grid blocks × block_x``.
 timestamps, but ``kernels.start``/``end`` are required. Rather than zero-length
 kernels (which would make every duration figure 0), kernels are laid
 back-to-back from t = 0 in ncu's ID order, each lasting its measured GPU time
-(``gpu__time_duration.sum`` / the details ``Duration`` metric, converted to ns).
+(the first of DURATION_METRICS a launch has: ``gpu__time_duration.sum``, the details
+page's ``Duration``, the other roll-ups of ``gpu__time_duration``; converted to ns by
+its unit, whatever the page: ``--metrics`` gives the long form with raw metric names).
 Durations, per-kernel statistics and totals are real; positions, gaps, overlap
 and busy fraction are not. ``meta["synthetic_timeline"] = True``, ``meta["clock"]``
 says so, and a warning repeats it. A kernel without a duration metric gets zero
@@ -51,7 +54,9 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace, build_table, categorical
-from ._common import read_input
+from ._common import read_input, warn_no_kernels
+from ._ncu_summary import is_summary_header, read_summary
+from ._ncu_tables import I64_MAX, _devices, _kernel_columns, _num, _process_meta
 from .base import (
     CancelledFn,
     ProgressFn,
@@ -70,33 +75,29 @@ LONG = ["Section Name", "Metric Name", "Metric Unit", "Metric Value"]
 RULES = ["Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
          "Estimated Speedup"]
 _HEADER_RE = re.compile(r'^\s*"?ID"?\s*,\s*"?Process ID"?\s*,', re.M)
+# --print-summary per-kernel|per-gpu: no ID, an Invocations column (see _ncu_summary)
+_SUMMARY_RE = re.compile(r'^\s*"?Process ID"?\s*,\s*"?Process Name"?\s*,[^\n]*'
+                         r'"?Invocations"?\s*,', re.M)
+_NOTHING_PROFILED = "No kernels were profiled."   # ncu's ==WARNING== when none matched
 _NOISE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
-I64_MAX = 2**63 - 1
 _UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
             "microsecond": 1e3, "ms": 1e6, "msecond": 1e6, "millisecond": 1e6,
             "s": 1e9, "second": 1e9}
 
 
-def _num(text: str | None) -> float | None:
-    if text is None:
-        return None
-    s = text.strip().replace(",", "")
-    if not s or s.lower() in ("n/a", "nan", "none"):
-        return None
-    try:
-        return float(s)
-    except ValueError:
-        return None
+def _empty(path: Path, meta: dict[str, Any], detail: str,
+           dropped: dict[str, int] | None = None) -> Trace:
+    """A well-formed output without kernels: an empty trace, warned (issue 13 item 10)."""
+    warn_no_kernels(meta["warnings"], path, detail)
+    if dropped:
+        meta["dropped"] = dropped
+    return Trace(meta=meta)
 
 
-def _dim3(text: str | None) -> tuple[int | None, int | None, int | None]:
-    if not text:
-        return None, None, None
-    nums = re.findall(r"\d[\d,]*", text)
-    vals = [int(x.replace(",", "")) for x in nums[:3]]
-    while len(vals) < 3:
-        vals.append(None)
-    return vals[0], vals[1], vals[2]
+def _header_match(text: str) -> re.Match | None:
+    """The first ncu CSV header line: per-launch (``"ID",...``) or ``--print-summary``."""
+    found = [m for m in (_HEADER_RE.search(text), _SUMMARY_RE.search(text)) if m]
+    return min(found, key=lambda m: m.start()) if found else None
 
 
 def _cut_short(text: str, row: list[str], n_header: int, min_fields: int,
@@ -124,16 +125,18 @@ def _field(r: list[str], i: int) -> str:
 class _Parsed:
     """Kernels (one dict per launch, in file order) and their numeric metrics."""
 
-    def __init__(self, dur_src: str):
-        self.dur_src = dur_src
+    def __init__(self):
+        self.dur_src: Counter[str] = Counter()                        # duration metric -> uses
         self.kernels: list[dict[str, Any]] = []
         self.by_kernel: list[dict[str, tuple[float, str, int]]] = []  # metric -> value, unit, line
         self.non_numeric: dict[str, int] = {}
         self.refused: list[tuple[int, str, str]] = []                 # line, metric, text
+        self.bad: list[set[str]] = []                                 # refused, per kernel
 
     def add(self, ident: dict[str, Any]) -> None:
         self.kernels.append(ident)
         self.by_kernel.append({})
+        self.bad.append(set())
 
     def value(self, metric: str, raw: str, unit: str, line: int) -> None:
         """Record one metric of the last kernel (the first value of a metric wins);
@@ -144,6 +147,7 @@ class _Parsed:
                 self.non_numeric[metric] = self.non_numeric.get(metric, 0) + 1
         elif not math.isfinite(v):
             self.refused.append((line, metric, raw.strip()))
+            self.bad[-1].add(metric)
         else:
             self.by_kernel[-1].setdefault(metric, (v, unit, line))
 
@@ -160,7 +164,7 @@ class NcuCsvReader:
         if path.is_dir():
             return 0.0
         head = head_text(path, 65536)
-        m = _HEADER_RE.search(head)
+        m = _header_match(head)
         if m and "Kernel Name" in head[m.start():m.start() + 400]:
             return 0.95
         if "==PROF==" in head:
@@ -175,7 +179,9 @@ class NcuCsvReader:
         dropped: dict[str, int] = {}
         data = read_input(path, meta["warnings"])
         text = data.decode("utf-8", errors="replace")
-        m = _HEADER_RE.search(text)
+        m = _header_match(text)
+        if not m and _NOTHING_PROFILED in text:
+            return _empty(path, meta, f"ncu said: {_NOTHING_PROFILED!r}")
         if not m:
             raise TraceFormatError(path, None, 'an Nsight Compute CSV header ("ID","Process ID",'
                                    '"Process Name",...)',
@@ -206,6 +212,13 @@ class NcuCsvReader:
         except csv.Error as exc:
             raise TraceFormatError(path, None, "a readable CSV table", str(exc)) from None
         header = [h.strip() for h in rows[0]]
+        if is_summary_header(header):
+            if torn and _cut_short(keep[-1], rows[-1], len(header), len(header),
+                                   meta["warnings"], f"{path}: the last line (line {where[-1]})"):
+                meta["dropped"] = {"rows": 1}
+                rows.pop()
+                where.pop()
+            return read_summary(path, rows, where, meta)
         missing = [c for c in ("ID", "Kernel Name") if c not in header]
         if missing:
             raise TraceFormatError(path, f"line {header_line}", "an ncu CSV header with "
@@ -251,7 +264,7 @@ class NcuCsvReader:
         """Kernels by launch (0, 1, ... in file order), not by ID: ncu writes the rows of
         one launch together, so a launch ends where the identity columns change or a
         (section, metric) repeats; IDs can repeat (files joined, edited)."""
-        p = _Parsed("Duration metric (details page)")
+        p = _Parsed()
         rules: list[dict[str, Any]] = []
         iname, iunit, ival, isec = (col["Metric Name"], col["Metric Unit"], col["Metric Value"],
                                     col["Section Name"])
@@ -276,13 +289,8 @@ class NcuCsvReader:
                 continue
             seen.add((section, metric))
             p.value(metric, r[ival] if ival < len(r) else "", _field(r, iunit), line)
-        for k, got in zip(p.kernels, p.by_kernel):
-            for metric, name in (("Duration", "duration"), ("Registers Per Thread", "registers"),
-                                 ("Static Shared Memory Per Block", "lds"),
-                                 ("Dynamic Shared Memory Per Block", "dyn_lds"),
-                                 ("# SMs", "sms")):
-                if metric in got:
-                    k[name] = got[metric]
+        for k, got, bad in zip(p.kernels, p.by_kernel, p.bad):
+            _launch_fields(k, got, bad, p)
         if rules:
             meta["rules"] = rules
         meta["layout"] = "details (long form)"
@@ -290,7 +298,7 @@ class NcuCsvReader:
 
     def _wide(self, path, rows, where, col, header, meta):
         """One kernel per row (a repeated ID is another launch)."""
-        p = _Parsed("gpu__time_duration.sum (raw page)")
+        p = _Parsed()
         units = [""] * len(header)
         ident_idx = {col[c] for c in IDENT if c in col}
         metric_idx = [i for i in range(len(header)) if i not in ident_idx]
@@ -310,15 +318,7 @@ class NcuCsvReader:
                     k["device_name"] = r[i].strip()
                 else:
                     p.value(header[i], r[i], units[i], line)
-            got = p.by_kernel[-1]
-            for metric, name in (("gpu__time_duration.sum", "duration"),
-                                 ("launch__registers_per_thread", "registers"),
-                                 ("launch__shared_mem_per_block_static", "lds"),
-                                 ("launch__shared_mem_per_block_dynamic", "dyn_lds"),
-                                 ("device__attribute_multiprocessor_count", "sms"),
-                                 ("device__attribute_total_memory", "memory")):
-                if metric in got:
-                    k[name] = got[metric]
+            _launch_fields(k, p.by_kernel[-1], p.bad[-1], p)
         meta["layout"] = "raw (wide form)"
         return p
 
@@ -326,8 +326,7 @@ class NcuCsvReader:
     def _build(self, path, parsed: _Parsed, meta, dropped) -> Trace:
         warnings = meta["warnings"]
         if not parsed.kernels:
-            raise TraceFormatError(path, None, "at least one profiled kernel row",
-                                   "only the header")
+            return _empty(path, meta, "only the CSV header", dropped)
         order = sorted(range(len(parsed.kernels)), key=lambda j: (parsed.kernels[j]["id"], j))
         ks = [parsed.kernels[j] for j in order]
         ids = [k["id"] for k in ks]
@@ -340,7 +339,8 @@ class NcuCsvReader:
         start = np.cumsum(room) - room
         end = start + dur
         meta["provenance"].update({"start": "synthetic: previous kernels' durations summed",
-                                   "end": f"start + {parsed.dur_src}",
+                                   "end": "start + " + (" / ".join(parsed.dur_src)
+                                                        or "no duration metric"),
                                    "grid_x": "Grid Size (blocks) x Block Size"})
         devices, dmap = _devices(ks)
         kcols = _kernel_columns(ks, dmap, warnings, path)
@@ -365,6 +365,38 @@ class NcuCsvReader:
                      meta=meta)
 
 
+# A launch's measured GPU time, best first: the raw metric (raw page, --metrics, the
+# details page of ncu >= 2019.1), the details page's "Duration" (GPU Speed Of Light),
+# then the other roll-ups of gpu__time_duration (one instance per launch: all equal).
+DURATION_METRICS = ("gpu__time_duration.sum", "Duration", "gpu__time_duration.avg",
+                    "gpu__time_duration.max", "gpu__time_duration.min", "gpu__time_duration")
+_LAUNCH_METRICS = (("registers", ("launch__registers_per_thread", "Registers Per Thread")),
+                   ("lds", ("launch__shared_mem_per_block_static",
+                            "Static Shared Memory Per Block")),
+                   ("dyn_lds", ("launch__shared_mem_per_block_dynamic",
+                                "Dynamic Shared Memory Per Block")),
+                   ("sms", ("device__attribute_multiprocessor_count", "launch__sm_count",
+                            "# SMs")),
+                   ("memory", ("device__attribute_total_memory",)))
+
+
+def _launch_fields(k: dict[str, Any], got: dict[str, tuple[float, str, int]],
+                   bad: set[str], p: _Parsed) -> None:
+    """Duration, registers, LDS, SMs of one launch from its metrics, by either spelling
+    (raw metric names or the details page's labels), whatever the page. A refused
+    (not finite) duration is not replaced by a later roll-up: it stays missing."""
+    dur = next((m for m in DURATION_METRICS if m in got or m in bad), None)
+    if dur in bad:
+        dur = None
+    if dur is not None:
+        k["duration"] = got[dur]
+        p.dur_src[dur] += 1
+    for name, metrics in _LAUNCH_METRICS:
+        hit = next((m for m in metrics if m in got), None)
+        if hit is not None:
+            k[name] = got[hit]
+
+
 def _counters(parsed: _Parsed, order: list[int], ids: list[int]):
     """The counters table: every numeric metric of every kernel (in display order)."""
     names: dict[str, int] = {}
@@ -383,16 +415,6 @@ def _counters(parsed: _Parsed, order: list[int], ids: list[int]):
         "dispatch_id": np.array([ids[j] for j in kk], dtype=np.int64),
         "unit": categorical(np.array(uu, dtype=np.int32), list(units)),
     }, n=len(vv))
-
-
-def _int_in(v: float | None, hi: int) -> int | None:
-    """``v`` as an int when 0 <= v <= hi (a count, a size), else None."""
-    return int(v) if v is not None and 0 <= v <= hi else None
-
-
-def _id_text(text: str, hi: int = 2**31 - 1) -> int | None:
-    """A pid/stream cell as an int, None when not a plain integer that fits."""
-    return int(text) if re.fullmatch(r"\d{1,19}", text, re.ASCII) and int(text) <= hi else None
 
 
 def _warn_values(path: Path, parsed: _Parsed, ids: list[int], warnings: list[str]) -> None:
@@ -439,65 +461,3 @@ def _durations(path: Path, ks: list[dict[str, Any]], warnings: list[str]) -> np.
                         "alone or after the kernels before them (first: ID "
                         f"{too_big[0][0]} at line {too_big[0][1]}): shown with zero length")
     return dur
-
-
-def _devices(ks: list[dict[str, Any]]):
-    """The devices table and (Device, Host Name) -> device index."""
-    dev_keys = sorted({(k["device"], k["host"]) for k in ks},
-                      key=lambda x: (_num(x[0]) or 0, x[0], x[1]))
-    dmap = {key: i for i, key in enumerate(dev_keys)}
-    drow: dict[str, list[Any]] = {c: [] for c in ("index", "name", "vendor", "arch",
-                                                  "compute_units", "raw_id", "host",
-                                                  "memory_bytes")}
-    for key, i in dmap.items():
-        sample = next(k for k in ks if (k["device"], k["host"]) == key)
-        cc = sample.get("cc") or ""
-        arch = "sm_" + cc.replace(".", "") if re.fullmatch(r"\d+\.\d+", cc) else None
-        drow["index"].append(i)
-        drow["name"].append(sample.get("device_name") or f"NVIDIA GPU {key[0]}")
-        drow["vendor"].append("NVIDIA")
-        drow["arch"].append(arch)
-        drow["compute_units"].append(_int_in((sample.get("sms") or (None,))[0], 2**31 - 1))
-        drow["raw_id"].append(key[0])
-        drow["host"].append(key[1] or None)
-        drow["memory_bytes"].append(_int_in((sample.get("memory") or (None,))[0], I64_MAX))
-    return build_table("devices", drow, n=len(dev_keys)), dmap
-
-
-def _kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list[Any]]:
-    kcols: dict[str, list[Any]] = {c: [] for c in (
-        "name", "device", "pid", "stream", "dispatch_id", "grid_x", "grid_y", "grid_z",
-        "block_x", "block_y", "block_z", "registers", "lds_bytes", "dyn_lds_bytes")}
-    over = 0
-    for k in ks:
-        kcols["name"].append(k["name"])
-        kcols["device"].append(dmap[(k["device"], k["host"])])
-        kcols["pid"].append(_id_text(k["pid"]))
-        kcols["stream"].append(_id_text(k["stream"]))
-        kcols["dispatch_id"].append(k["id"])
-        for ax, bv, gv in zip("xyz", _dim3(k["block"]), _dim3(k["grid"])):
-            kcols[f"block_{ax}"].append(bv if bv is not None and bv < 2**15 else None)
-            items = gv * bv if gv is not None and bv is not None else None
-            if items is not None and items >= 2**31:
-                over += 1
-                items = None
-            kcols[f"grid_{ax}"].append(items)
-        for key, dst, limit in (("registers", "registers", 2**15 - 1),
-                                ("lds", "lds_bytes", 2**31 - 1),
-                                ("dyn_lds", "dyn_lds_bytes", 2**31 - 1)):
-            kcols[dst].append(_int_in((k.get(key) or (None,))[0], limit))
-    if over:
-        warnings.append(f"{path}: {over} grid sizes exceed 2**31 work-items; left null")
-    return kcols
-
-
-def _process_meta(meta: dict[str, Any], ks: list[dict[str, Any]], kcols) -> None:
-    pids = sorted({p for p in kcols["pid"] if p is not None})
-    if pids:
-        meta["pids"] = pids
-    hosts = sorted({k["host"] for k in ks if k["host"]})
-    if len(hosts) == 1:
-        meta["host"] = hosts[0]
-    procs = sorted({k["process"] for k in ks if k["process"]})
-    if procs:
-        meta["process_names"] = procs

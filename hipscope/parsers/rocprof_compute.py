@@ -14,7 +14,10 @@ the whole folder. Four back-end layouts are understood:
 * **rocprofv3**: ``pmc_perf_<n>.csv`` per pass plus the merged ``pmc_perf.csv``
   (whose Start/End are medians over passes, fractional ns, rounded here).
 * **rocpd back end**: ``pmc_perf.csv`` in long form (``GPU_ID, Dispatch_ID, ...,
-  Counter_Name, Counter_Value``), the only CSV.
+  Counter_Name, Counter_Value``), the only CSV; newer rocprof-compute keeps the passes
+  as ``results_pmc_perf_<n>.csv[.gz]`` in that long form (optionally a leading GUID):
+  recognised by header, not name; kernels are pass 0's dispatches, counters every
+  pass's rows for them (same Dispatch_ID).
 
 Output: one kernel per dispatch of ``pmc_perf.csv`` (``pmc_perf_0.csv`` when the
 merged file is missing) with start/end from its merged ``Start_Timestamp`` /
@@ -33,8 +36,9 @@ Kernels were serialised and replayed once per pass: ``meta["serialized_replay"]
 = True`` and a warning says the times are not a real timeline. ``dispatch_ns``
 comes from timestamps.csv ``DispatchNs`` only where that file's Start_Timestamp
 equals the kernel's start (same run); pid/tid/queue likewise; a warning counts the
-kernels left without (End < Start, NaN, another run). Side files: _compute_side.py.
-A last line cut short is dropped with a warning; inf counter values are left out.
+kernels left without (End < Start, NaN, another run). Side files and pass-file
+discovery: _compute_side.py. A last line cut short is dropped with a warning; inf
+counter values are left out. No dispatches (only a header): an empty trace, warned.
 """
 
 from __future__ import annotations
@@ -55,8 +59,10 @@ from .base import (
     check_cancel,
     register,
 )
-from ._compute_side import read_log, read_roofline, read_sysinfo
-from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input
+from ._compute_side import (dispatch_keys, has_dispatchns, read_log, read_roofline,
+                            read_sysinfo, results_passes, ts_reasons, unmatched_rows,
+                            workload_csv)
+from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input, warn_no_kernels
 from ._csv import (
     I16,
     I32,
@@ -80,7 +86,8 @@ IDENT = {
     "queue-id", "queue-index", "start_timestamp", "end_timestamp", "dispatchns",
     "completens", "xcc_index", "index", "kernelname", "gpu-id", "grd", "wgr", "lds", "scr",
     "vgpr", "beginns", "endns", "durationns", "counter_name", "counter_value", "node_id",
-    "agent_id", "stream_id", "private_segment_size", "group_segment_size",
+    "agent_id", "stream_id", "private_segment_size", "group_segment_size", "guid",
+    "counter_id",
 }
 LEGACY_RENAME = {"index": "dispatch_id", "kernelname": "kernel_name", "gpu-id": "gpu_id",
                  "grd": "grid_size", "wgr": "workgroup_size", "lds": "lds_per_workgroup",
@@ -99,26 +106,25 @@ def _base(col: str) -> str:
     return LEGACY_RENAME.get(low, low)
 
 
-def _has_dispatchns(p: Path) -> bool:
-    try:
-        with open(p, errors="replace") as fh:
-            return "DispatchNs" in fh.readline()
-    except OSError:
-        return False
+def _is_workload(d: Path) -> bool:
+    """By content, not names: a pmc_perf.csv / pmc_perf_0.csv with rocprof-compute's
+    header, or results_pmc_perf_<n> passes in its long form."""
+    return (workload_csv(d / "pmc_perf.csv") or workload_csv(d / "pmc_perf_0.csv")
+            or bool(results_passes(d)))
 
 
 def workload_dir(path: Path) -> Path | None:
     """The workload folder for a path (folder, its parent workloads/<name>, or a file)."""
     if path.is_file():
-        if PASS_FILE.match(path.name) and workload_dir(path.parent) is not None:
+        if (PASS_FILE.match(path.name) or path in results_passes(path.parent)) \
+                and workload_dir(path.parent) is not None:
             return path.parent
         return None
     if not path.is_dir():
         return None
-    if (path / "pmc_perf.csv").is_file() or (path / "pmc_perf_0.csv").is_file():
+    if _is_workload(path):
         return path
-    subs = [p for p in path.iterdir() if p.is_dir()
-            and ((p / "pmc_perf.csv").is_file() or (p / "pmc_perf_0.csv").is_file())]
+    subs = [p for p in path.iterdir() if p.is_dir() and _is_workload(p)]
     return subs[0] if len(subs) == 1 else None
 
 
@@ -172,28 +178,6 @@ class _Csv:
         return [i for i, b in enumerate(self.base) if b not in IDENT]
 
 
-def _unmatched(f: _Csv, align: np.ndarray) -> str | None:
-    """"name (k of n)" when a pass file has dispatches that the main file lacks."""
-    extra = f.n - len(np.unique(align[align >= 0]))
-    return f"{f.path.name} ({extra} of {f.n})" if extra > 0 else None
-
-
-def _ts_reasons(s, e, ok: np.ndarray, row: np.ndarray, same_run: np.ndarray,
-                got: np.ndarray) -> str:
-    """Counts of why timestamps.csv rows gave nothing, as text."""
-    lost = ~same_run
-    parts = {"no row": lost & ~ok, "an empty or NaN DispatchNs": same_run & ~got}
-    if s is None or e is None:
-        parts["no Start/End_Timestamp"] = lost & ok
-    else:
-        empty = ok & ~(s[1][row] & e[1][row])
-        backwards = ok & ~empty & (e[0][row] < s[0][row])
-        parts["an empty or NaN time"] = lost & empty
-        parts["End_Timestamp < Start_Timestamp"] = lost & backwards
-        parts["another run's Start_Timestamp"] = lost & ok & ~empty & ~backwards
-    return ", ".join(f"{int(m.sum())} with {why}" for why, m in parts.items() if m.any())
-
-
 @register
 class RocprofComputeReader:
     name = FORMAT
@@ -222,26 +206,37 @@ class RocprofComputeReader:
         sysinfo = read_sysinfo(wd, meta)
         read_log(wd, meta)
         main_path = wd / "pmc_perf.csv"
-        if not main_path.is_file():
+        if not workload_csv(main_path):
             main_path = wd / "pmc_perf_0.csv"
+        passes = [] if workload_csv(main_path) else results_passes(wd)
+        if passes:
+            main_path = passes.pop(0)
         main = _Csv(main_path, warnings, dropped)
-        if main.n == 0:
+        if main.n == 0 and dropped:
             raise TraceFormatError(main_path, "line 2", "at least one dispatch row",
-                                   "a cut-short row" if dropped else "only the header")
+                                   "a cut-short row")
         meta["sources"].append(str(main_path))
+        if main.n == 0:             # well-formed, no dispatches: an empty trace (item 10)
+            warn_no_kernels(warnings, main_path, "only the CSV header")
+            read_roofline(wd, meta)
+            return Trace(meta=meta)
         progress(0.2)
         check_cancel(cancelled)
         if main.first("counter_name") is not None and main.first("counter_value") is not None:
-            k, counters = self._long_form(main)
-            main.warn_refused(warnings)
-            meta["layout"] = "rocpd long form"
+            extra = [_Csv(p, warnings, dropped) for p in passes]
+            k, counters = self._long_form(main, extra, warnings)
+            for f in (main, *extra):
+                f.warn_refused(warnings)
+            meta["sources"] += [str(f.path) for f in extra]
+            meta["layout"] = ("long form, results_pmc_perf_<n> passes" if
+                              main_path.name.startswith("results_") else "rocpd long form")
         else:
             k, counters = self._wide(wd, main, meta, dropped, progress, cancelled)
         progress(0.8)
         backend = str(meta.get("backend") or meta.get("layout") or "").lower()
         if not backend:
             backend = ("rocprofv3" if list(wd.glob("pmc_perf_*.csv")) else
-                       "rocprofv1" if _has_dispatchns(wd / "timestamps.csv") else "")
+                       "rocprofv1" if has_dispatchns(wd / "timestamps.csv") else "")
         if "rocpd" in backend or "v3" in backend:
             meta["clock"] = "CLOCK_BOOTTIME"
         elif "v1" in backend or "v2" in backend:
@@ -339,27 +334,42 @@ class RocprofComputeReader:
                 k["correlation_id"] = pa.array(v, mask=~valid if (~valid).any() else None)
         return k
 
-    def _long_form(self, f: _Csv):
-        gi = f.ints("gpu_id")
-        di = f.ints("dispatch_id")
-        if di is None:
-            raise TraceFormatError(f.path, "line 1", "a Dispatch_ID column",
-                                   ", ".join(f.header[:6]))
-        gpu = gi[0] if gi else np.zeros(f.n, dtype=np.int64)
-        _u, code, first = group_rows(gpu, di[0])
+    def _long_form(self, f: _Csv, extra: list[_Csv], warnings: list[str]):
+        """Kernels = the (GPU_ID, Dispatch_ID) of ``f`` in first-appearance order; the
+        counters of ``f`` and of the other passes' rows for those dispatches (every pass
+        replays the same launches, numbered alike); first value of a counter wins."""
+        gpu, di = dispatch_keys(f)
+        _u, code, first = group_rows(gpu, di)
         order = np.argsort(first, kind="stable")          # kernels in first-appearance order
         remap = np.empty(len(order), dtype=np.int64)
         remap[order] = np.arange(len(order))
-        kcode = remap[code]
         k = self._identity(f, first[order])
-        ni, vi = f.first("counter_name"), f.first("counter_value")
-        vals, valid = f.floats(vi, "a number in Counter_Value")
-        enc = pc.dictionary_encode(f.col(ni))
-        ccode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        names = enc.dictionary.to_pylist()
-        keep = np.flatnonzero(valid)
-        # dedupe (kernel, counter): keep the first value
-        pair = kcode[keep] * (len(names) + 1) + ccode[keep]
+        at = {(int(g), int(d)): int(remap[c])
+              for g, d, c in zip(gpu[first], di[first], code[first])}
+        kcodes, names_l, values, ccodes, lost = [], [], [], [], []
+        for g in (f, *extra):
+            gg, dd = (gpu, di) if g is f else dispatch_keys(g)
+            kc = np.array([at.get((int(a), int(b)), -1) for a, b in zip(gg, dd)], dtype=np.int64)
+            if (kc < 0).any():
+                lost.append(f"{g.path.name} ({int((kc < 0).sum())} rows)")
+            vals, valid = g.floats(g.first("counter_value"), "a number in Counter_Value")
+            enc = pc.dictionary_encode(g.col(g.first("counter_name")))
+            names_l.append(enc.dictionary.to_pylist())
+            ccodes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+            keep = valid & (kc >= 0)
+            kcodes.append(np.where(keep, kc, -1))
+            values.append(vals)
+        if lost:
+            warnings.append(f"{len(lost)} pass files hold dispatches that {f.path.name} lacks: "
+                            f"{', '.join(lost[:4])}; their counters were left out")
+        names = sorted({n for ns in names_l for n in ns}, key=lambda n: (
+            next(i for i, ns in enumerate(names_l) if n in ns), n))
+        pos = {n: i for i, n in enumerate(names)}
+        ccode = np.concatenate([np.array([pos[n] for n in ns], dtype=np.int64)[c] if len(c)
+                                else c for ns, c in zip(names_l, ccodes)])
+        kcode, vals = np.concatenate(kcodes), np.concatenate(values)
+        keep = np.flatnonzero(kcode >= 0)
+        pair = kcode[keep] * (len(names) + 1) + ccode[keep]     # dedupe (kernel, counter)
         _, firsts = np.unique(pair, return_index=True)
         keep = keep[np.sort(firsts)]
         return k, (names, ccode[keep].astype(np.int32), vals[keep], kcode[keep])
@@ -412,7 +422,7 @@ class RocprofComputeReader:
                                 "(neither by count nor by Dispatch_ID); its counters were left out")
                 continue
             meta["sources"].append(str(p))
-            unmatched.append(_unmatched(f, align))
+            unmatched.append(unmatched_rows(f, align))
             add_file(f, None if f.n == n and (align == np.arange(n)).all() else align)
             f.warn_refused(warnings)
         if any(unmatched):
@@ -483,7 +493,7 @@ class RocprofComputeReader:
         what = (f"{f.header[f.first('dispatchns')]}, so the queue-delay figures leave them out"
                 if wanted[0][0] == "dispatchns" else "pid/tid")
         warnings.append(f"{ts}: {int((~got).sum())} of {n} kernels get no {what} "
-                        f"({_ts_reasons(s, e, ok, row, same_run, got)}{at})")
+                        f"({ts_reasons(s, e, ok, row, same_run, got)}{at})")
 
     def _align(self, f: _Csv, n: int, disp: np.ndarray, main: _Csv) -> np.ndarray | None:
         """Row in ``f`` for each of main's dispatches (-1 = none), or None."""

@@ -210,14 +210,21 @@ def test_sample_correlation_links(folder):
 
 
 @pytest.mark.parametrize("folder", DIRS, ids=ids(DIRS))
-def test_sample_single_file_opens_the_set(folder):
-    whole = _read(folder)
+def test_sample_single_file_opens_the_set(folder, tmp_path):
+    """One file opens its own set: the bare-named domain files beside it, not the files
+    whose name gives no set (``rocpd-to-csv.csv`` of another run, issue 13 item 12)."""
+    named = [p for p in sorted(folder.glob("*.csv")) if _domain_of(p) is not None]
+    for p in named:
+        shutil.copy(p, tmp_path / p.name)
+    whole = _read(tmp_path)
     one = _read(folder / "kernel_trace.csv")
     for name, table in whole.tables().items():
         assert table.data.equals(one.tables()[name].data), name
-    assert sorted(whole.meta["sources"]) == sorted(one.meta["sources"])
+    assert sorted(Path(s).name for s in one.meta["sources"]) == sorted(
+        Path(s).name for s in whole.meta["sources"])
+    assert len(one.kernels) == len(_rows(folder / "kernel_trace.csv"))
     # any other file of the set opens the same set
-    other = next(p for p in sorted(folder.glob("*.csv")) if _domain_of(p) in API_DOMAINS)
+    other = next(p for p in named if _domain_of(p) in API_DOMAINS)
     assert len(_read(other).kernels) == len(whole.kernels)
     validate(one)
 
@@ -538,9 +545,9 @@ def test_multi_process_folder_with_host_subfolders(tmp_path):
         assert depth[(pid, "mark")] == 2 and depth[(pid, "after")] == 0
     assert not any("stats" in s for s in t.meta["sources"])
     assert not any("no matching" in w for w in t.warnings)
-    # one file of a process opens its folder (both processes of host A)
+    # one file of a process opens that process's set only (issue 13 item 12)
     one = _read(root / "hostA" / "200_kernel_trace.csv")
-    assert sorted(set(one.kernels.numpy("pid").tolist())) == [100, 200]
+    assert sorted(set(one.kernels.numpy("pid").tolist())) == [200]
     validate(t)
     validate(one)
 
@@ -794,3 +801,30 @@ def test_folder_linked_to_itself_is_read_once(tmp_path):
     srcs = [Path(s).resolve() for s in t.meta["sources"]]
     assert len(srcs) == len(set(srcs)) == len(list((TWIN / "node01").glob("*.csv")))
     assert not any("shared" in w for w in t.warnings)
+
+
+# --------------------------------------------------------------------------- issue 13 item 12
+def test_one_file_opens_its_own_run_the_folder_all(tmp_path):
+    """Two runs in one folder (111_*, 222_* a day later): one file opens its own prefix's
+    set, the folder opens both, and open_trace says the runs never overlap in time."""
+    day = 86_400 * 10**9
+    for pid, n, t0 in ((111, 3, 0), (222, 5, day)):
+        write_csv(tmp_path / f"{pid}_kernel_trace.csv", H70,
+                  [k70(i, start=1_000_000_000_000 + t0 + i * 10_000) for i in range(n)])
+        write_csv(tmp_path / f"{pid}_hip_api_trace.csv", HAPI,
+                  [api(i, pid, start=1_000_000_000_000 + t0 + i * 10_000 - 5_000)
+                   for i in range(n)])
+    raw = {pid: _rows(tmp_path / f"{pid}_kernel_trace.csv") for pid in (111, 222)}
+    one = _read(tmp_path / "111_kernel_trace.csv")
+    assert len(one.kernels) == len(raw[111])
+    assert set(one.kernels.numpy("pid").tolist()) == {111}
+    assert one.kernels.numpy("start").tolist() == [int(r["Start_Timestamp"]) for r in raw[111]]
+    assert sorted(Path(s).name for s in one.meta["sources"]) == [
+        "111_hip_api_trace.csv", "111_kernel_trace.csv"]
+    assert len(_read(tmp_path / "222_hip_api_trace.csv").kernels) == len(raw[222])
+    both = open_trace(tmp_path)
+    assert len(both.kernels) == len(raw[111]) + len(raw[222])
+    assert any("do not overlap in time" in w for w in both.warnings)
+    assert not any("do not overlap in time" in w
+                   for w in open_trace(tmp_path / "111_kernel_trace.csv").warnings)
+    validate(one)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import Trace, build_table
-from .._common import read_input
+from .._common import read_input, warn_no_kernels
 from .._csv import (
     I16,
     I32,
@@ -99,6 +99,9 @@ def _set_times(out: dict[str, Any], timed: bool, b, e, sel: np.ndarray, path: Pa
     if timed:
         out["start"], out["end"] = b[sel], e[sel]
         prov["start"], prov["end"] = f"{source} BeginNs", f"{source} EndNs"
+        return
+    if len(sel) == 0:           # no rows at all: nothing is untimed (warned as empty)
+        out["start"] = out["end"] = np.zeros(0, dtype=np.int64)
         return
     out["start"] = np.zeros(len(sel), dtype=np.int64)
     out["end"] = np.zeros(len(sel), dtype=np.int64)
@@ -297,6 +300,8 @@ class LegacyRocprofCsvReader:
         k = kernels_from_columns(path, cols, lower, row_line, meta, dropped, "results.csv")
         check_cancel(cancelled)
         tables = assemble_kernels(path, k, info, meta)
+        if len(tables["kernels"]) == 0:
+            warn_no_kernels(meta["warnings"], path, "only the CSV header")
         if "pid" in tables["kernels"].present:
             meta["pids"] = sorted(set(tables["kernels"].column("pid").drop_null().to_pylist()))
         progress(1.0)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import Trace, build_table, link_by_correlation
-from .._common import copy_directions, nesting_depth
+from .._common import copy_directions, nesting_depth, warn_no_kernels
 from .._sqlite import SQL_ERRORS, connect_ro, error_text, open_checked, schema_columns
 from ..base import (
     CancelledFn,
@@ -134,10 +134,10 @@ class LegacyRocprofDbReader:
             r.copies(copy)
         r.roctx()
         out = r.out
-        if not any(k in out for k in ("kernels", "api", "copies", "markers")):
-            raise TraceFormatError(path, "tables " + ", ".join(legacy),
-                                   "at least one row of kernels, API calls, copies or markers",
-                                   "empty tables")
+        if "kernels" not in out or len(out["kernels"]) == 0:
+            rows = {t: con.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in legacy}
+            warn_no_kernels(meta["warnings"], path, "tables " + ", ".join(
+                f"{t}: {n} rows" for t, n in rows.items()))
         pids = set()
         for t in ("kernels", "api", "copies"):
             if t in out and "pid" in out[t].present:

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import Trace, build_table
-from .._common import add_count, copy_directions, nesting_depth, read_input
+from .._common import add_count, copy_directions, nesting_depth, read_input, warn_no_kernels
 from .._csv import I16, I32, fit
 from .._json import error_place
 from ..base import (
@@ -459,6 +459,9 @@ def _json_trace(path, events, info, meta, dropped, cancelled, progress) -> Trace
                                 "to an API call and a GPU op")
     if K["name"]:
         _kernel_table(path, K, k_api, len(A["name"]), mapping, meta, tables)
+    else:
+        warn_no_kernels(meta["warnings"], path, f"{len(A['name'])} API calls, "
+                        f"{len(C['name'])} copies, {len(M['name'])} markers")
     if C["name"]:
         tables["copies"] = _copy_table(C, A, c_api, mapping, prov)
     if M["name"]:

@@ -16,16 +16,15 @@ the format):
   Files are parsed with ``pyarrow.csv`` (multithreaded, names straight to dictionary
   type); no Python loop touches kernel rows.
 * Opening a folder reads every process in it (``<pid>_*.csv``, also in ``<host>/``
-  subfolders); opening one file reads the folder it sits in (the whole set).
+  subfolders); opening one file reads its own set: the files of its prefix
+  (``<pid>_*.csv``) beside it, never the other runs in its folder. Processes that
+  never overlap in time are warned about by ``open_trace`` (separate runs).
   Files whose names are not rocprofv3 domains but whose header is a rocprofv3 trace
   header (e.g. ``rocpd convert`` output) are read by their header.
 * Kernels and copies are linked to their launching API call by Correlation_Id within
   one process (the file prefix's pid); a correlation id that matches several API rows
   (files of different runs in one folder) is left unlinked and reported.
 """
-
-from __future__ import annotations
-
 
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Trace
+from .._common import warn_no_kernels
 from ..base import Cancelled, CancelledFn, ProgressFn, TraceFormatError, check_cancel, register
 from .assemble import assemble
 from .columns import CsvFile, _dict_parts, _Load
@@ -130,6 +130,12 @@ class RocprofV3CsvReader:
             parts.append(self._read_set(s, load, step, mem_summary))
         trace = assemble(self.name, parts, load, ignored, mem_summary)
         progress(1.0)
+        if len(trace.kernels) == 0 and len(trace.counters) == 0:
+            kf = [f.path.name for s in sets for f in s.files.get("kernels", [])]
+            warnings = list(trace.warnings)
+            warn_no_kernels(warnings, path, ("only the header in " + ", ".join(kf[:3]))
+                            if kf else "no kernel_trace.csv")
+            trace = trace.with_meta(warnings=warnings)
         return trace
 
     def _read_set(self, s: _Set, load: _Load, step, mem_summary: dict) -> _Part:

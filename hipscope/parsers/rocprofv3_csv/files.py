@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._compute_side import long_form_header
 from ..base import TraceFormatError
 from .columns import CsvFile, _show
 
@@ -69,6 +70,8 @@ def _pid_of_prefix(prefix: str) -> int | None:
 def header_kind(fields: Iterable[str]) -> str | None:
     """Which rocprofv3 table a CSV header belongs to (None: not a rocprofv3 header)."""
     f = set(fields)
+    if long_form_header(list(f)):
+        return None         # rocprof-compute's long form (GPU_ID, Dispatch_ID, ...)
     times = {"Start_Timestamp", "End_Timestamp"} <= f
     if {"Counter_Name", "Counter_Value"} <= f and ({"Dispatch_Id", "Correlation_Id"} & f):
         return "counters"
@@ -251,9 +254,25 @@ class _Walk:
             if is_dir:
                 if self.single is None and depth < _MAX_DEPTH:
                     self.visit(p, depth + 1)
-            elif p != self.single and p.suffix.lower() == ".csv" \
+            elif p != self.single and p.suffix.lower() == ".csv" and self.in_set(p) \
                     and _first_visit(p, self.seen_files):
                 self.file(p)
+
+    def in_set(self, p: Path) -> bool:
+        """Whether a file beside the opened one belongs to its set: every file when a
+        folder was opened; else only files of the opened file's prefix (``<prefix>_*``;
+        for a bare ``kernel_trace.csv``, the other bare domain files). A file whose name
+        gives no prefix is a set of its own (issue 13 item 12: one file, one run)."""
+        if self.single is None:
+            return True
+        mine = split_name(self.single)
+        if mine is None:
+            return False
+        if mine[0] == "":
+            other = split_name(p)
+            return other is not None and other[0] == ""
+        return p.name.startswith(mine[0] + "_") and (
+            split_name(p) is None or split_name(p)[0] == mine[0])
 
     def file(self, p: Path) -> None:
         """A .csv met in the walk: a domain file, a trace by its header, or ignored."""
