@@ -1,0 +1,280 @@
+"""Nsight Systems export tables -> hipscope columns: kernels, API calls (runtime, driver,
+synchronisation), copies (memcpy, memset) and NVTX markers. Every table is put in time
+order here (2025.6+ exports are not sorted); links are made after that."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...model import categorical
+from .._common import add_count, copy_direction, nesting_depth
+from .._csv import fit
+from .db import (DRIVER, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, SYNC, Ints, NsysDb,
+                 split_global_id, time_order)
+from .devices import DeviceMap, StreamMap
+
+I16, I32, I64 = (-(1 << 15), (1 << 15) - 1), (-(1 << 31), (1 << 31) - 1), (-(1 << 63),
+                                                                            (1 << 63) - 1)
+# CUpti_ActivityMemcpyKind, for exports without ENUM_CUDA_MEMCPY_OPER
+MEMCPY_KINDS = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA",
+                6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
+# CUpti_ActivitySynchronizationType; names as the Kineto reader's cuda_sync events
+SYNC_NAMES = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
+# ENUM_NSYS_EVENT_TYPE ids of NVTX marks and ranges, for exports without that table
+NVTX_TYPES = {"NvtxMark": 34, "NvtxPushPopRange": 59, "NvtxStartEndRange": 60}
+
+
+@dataclass
+class Ctx:
+    db: NsysDb
+    devices: DeviceMap
+    streams: StreamMap
+    warnings: list[str] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    pids: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Part:
+    """One table's rows in time order: columns for build_table, and what links need."""
+    cols: dict[str, Any]
+    n: int
+    corr: Ints | None = None
+    pid: Ints | None = None
+    stream_key: tuple[Ints, Ints] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def fetch(ctx: Ctx, table: str, cols: tuple[str, ...], what: str) -> dict[str, Ints | list]:
+    """Columns of ``table`` in time order, rows without start/end dropped (counted).
+    Integer columns become :class:`Ints`; ``*Name``/``text`` columns stay lists."""
+    raw = ctx.db.rows(table, ("start", "end", *cols))
+    out: dict[str, Any] = {}
+    for c, vals in raw.items():
+        out[c] = vals if c == "text" else ctx.db.ints(table, c, vals)
+    start, end = out["start"], out["end"]
+    keep = start.valid & (end.valid if what != "NVTX events" else np.ones_like(end.valid))
+    add_count(ctx.dropped, f"{what} without a start or end", int((~keep).sum()))
+    idx = np.flatnonzero(keep)
+    order = idx[time_order(start.take(idx), end.take(idx))]
+    return {c: (v.take(order) if isinstance(v, Ints) else [v[i] for i in order])
+            for c, v in out.items()}
+
+
+def names(ctx: Ctx, ids: Ints, what: str) -> pa.DictionaryArray:
+    """Names of StringIds ids as a categorical; an id missing there is warned about."""
+    strings = ctx.db.strings()
+    uniq, inv = np.unique(ids.values, return_inverse=True)
+    cats, missing = [], 0
+    for u in uniq.tolist():
+        s = strings.get(u)
+        if s is None:
+            missing += int((ids.values == u).sum())
+            s = f"<string id {u}>"
+        cats.append(s)
+    if missing:
+        ctx.warnings.append(f"{missing} {what} name a string id that StringIds does not "
+                            "hold; they are named <string id N>")
+    return categorical(inv.reshape(-1).astype(np.int32), cats)
+
+
+def opt(x: Ints, bounds=I64) -> pa.Array:
+    return fit(x.values, x.valid, bounds)[0]
+
+
+def _ids_first(f: dict, *cols: str) -> Ints:
+    """The first of several name-id columns that is set, per row."""
+    out = f[cols[0]]
+    for c in cols[1:]:
+        out = Ints(np.where(out.valid, out.values, f[c].values), out.valid | f[c].valid)
+    return out
+
+
+def kernels(ctx: Ctx) -> Part:
+    cols = ("deviceId", "streamId", "correlationId", "globalPid", "demangledName",
+            "shortName", "mangledName", "registersPerThread", "gridX", "gridY", "gridZ",
+            "blockX", "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
+            "localMemoryPerThread", "graphNodeId", "graphId")
+    f = fetch(ctx, KERNEL, cols, "kernels")
+    pid, _tid = split_global_id(f["globalPid"])
+    device = ctx.devices.resolve(pid, f["deviceId"])
+    ctx.streams.add(pid, f["streamId"], device)
+    name_id = _ids_first(f, "demangledName", "shortName", "mangledName")
+    n = len(device)
+    out = {"name": names(ctx, name_id, "kernels"), "device": device,
+           "start": f["start"].values, "end": f["end"].values, "pid": opt(pid, I32),
+           "correlation_id": opt(f["correlationId"]), "registers": opt(
+               f["registersPerThread"], I16), "lds_bytes": opt(f["staticSharedMemory"], I32),
+           "dyn_lds_bytes": opt(f["dynamicSharedMemory"], I32),
+           "scratch_bytes": opt(f["localMemoryPerThread"], I32)}
+    for ax, lim in (("x", I64), ("y", I32), ("z", I32)):
+        g, b = f["grid" + ax.upper()], f["block" + ax.upper()]
+        out[f"block_{ax}"] = opt(b, I16)
+        out[f"grid_{ax}"] = fit(g.values * b.values, g.valid & b.valid, lim)[0]
+    ctx.provenance.update({
+        "kernels.name": "StringIds value of demangledName (else shortName, mangledName)",
+        "grid_x": "gridX (blocks) x blockX (threads per block): work-items",
+        "lds_bytes": "staticSharedMemory", "dyn_lds_bytes": "dynamicSharedMemory",
+        "scratch_bytes": "localMemoryPerThread", "registers": "registersPerThread"})
+    if device.min(initial=0) < 0:
+        raise_bad(ctx, KERNEL, "deviceId")
+    return Part(out, n, f["correlationId"], pid, (pid, f["streamId"]),
+                {"graph_node": f["graphNodeId"], "graph": f["graphId"]})
+
+
+def raise_bad(ctx: Ctx, table: str, col: str):
+    from ..base import TraceFormatError
+    raise TraceFormatError(ctx.db.path, f"table {table}, column {col}",
+                           "a CUDA device id (0..32767) in every row", "rows without one")
+
+
+def api(ctx: Ctx) -> tuple[Part, np.ndarray]:
+    """Runtime, driver and synchronisation records in one time order; also the
+    domain rank per row (0 runtime, 1 driver, 2 sync) for linking."""
+    parts, ranks = [], []
+    for rank, (table, domain) in enumerate(((RUNTIME, "cuda_runtime"),
+                                            (DRIVER, "cuda_driver"))):
+        if not ctx.db.has(table):
+            continue
+        f = fetch(ctx, table, ("globalTid", "correlationId", "nameId"), f"{domain} calls")
+        pid, tid = split_global_id(f["globalTid"])
+        nm = names(ctx, f["nameId"], f"{domain} calls").to_pylist()
+        parts.append((f["start"], f["end"], nm, [domain] * len(nm), pid, tid,
+                      f["correlationId"], Ints(np.zeros(len(nm), np.int64),
+                                               np.zeros(len(nm), bool)),
+                      np.full(len(nm), -1, np.int64)))
+        ranks.append(np.full(len(nm), rank))
+    if ctx.db.has(SYNC):
+        parts.append(_sync(ctx))
+        ranks.append(np.full(len(parts[-1][2]), 2))
+    return _join_api(ctx, parts), (np.concatenate(ranks) if ranks else np.zeros(0, int))
+
+
+def _sync(ctx: Ctx) -> tuple:
+    f = fetch(ctx, SYNC, ("deviceId", "streamId", "correlationId", "globalPid", "syncType"),
+              "synchronisation records")
+    pid, _tid = split_global_id(f["globalPid"])
+    enum = ctx.db.enum("ENUM_CUPTI_SYNC_TYPE")
+    nm = [SYNC_NAMES.get(t, enum.get(t, f"Sync type {t}")) if ok else "Sync"
+          for t, ok in zip(f["syncType"].values.tolist(), f["syncType"].valid)]
+    device = ctx.devices.resolve(pid, f["deviceId"])
+    ctx.streams.add(pid, f["streamId"], device)
+    no_tid = Ints(np.zeros(len(nm), np.int64), np.zeros(len(nm), bool))
+    return (f["start"], f["end"], nm, ["cuda_sync"] * len(nm), pid, no_tid,
+            f["correlationId"], f["streamId"], device)
+
+
+def _join_api(ctx: Ctx, parts: list[tuple]) -> Part:
+    if not parts:
+        return Part({}, 0)
+    cat = [np.concatenate([p[i].values for p in parts]) for i in (0, 1)]
+    ok = [np.concatenate([p[i].valid for p in parts]) for i in (0, 1)]
+    start, end = Ints(cat[0], ok[0]), Ints(cat[1], ok[1])
+    order = time_order(start, end)
+    j = {k: Ints(np.concatenate([p[i].values for p in parts])[order],
+                 np.concatenate([p[i].valid for p in parts])[order])
+         for k, i in (("pid", 4), ("tid", 5), ("corr", 6), ("stream", 7))}
+    nm = [x for p in parts for x in p[2]]
+    dom = [x for p in parts for x in p[3]]
+    device = np.concatenate([p[8] for p in parts])[order]
+    ctx.pids.update(int(x) for x in np.unique(j["pid"].values[j["pid"].valid]))
+    cols = {"name": [nm[i] for i in order], "domain": [dom[i] for i in order],
+            "start": start.values[order], "end": end.values[order],
+            "pid": opt(j["pid"], I32), "tid": opt(j["tid"]),
+            "correlation_id": opt(j["corr"]),
+            "device": pa.array(device, mask=device < 0, type=pa.int16())}
+    return Part(cols, len(order), j["corr"], j["pid"], (j["pid"], j["stream"]),
+                {"order": order})
+
+
+def copies(ctx: Ctx) -> Part:
+    """Memcpy and memset records, in one time order."""
+    cols = ("deviceId", "streamId", "correlationId", "globalPid", "bytes", "copyKind",
+            "srcDeviceId", "dstDeviceId")
+    parts = [fetch(ctx, t, cols, w) for t, w in ((MEMCPY, "memcpy records"),
+                                                 (MEMSET, "memset records"))
+             if ctx.db.has(t)]
+    if not parts:
+        return Part({}, 0)
+    is_set = [np.full(len(p["start"].values), t == MEMSET) for p, t in
+              zip(parts, [t for t in (MEMCPY, MEMSET) if ctx.db.has(t)])]
+    f = {c: Ints(np.concatenate([p[c].values for p in parts]),
+                 np.concatenate([p[c].valid for p in parts])) for c in ("start", "end", *cols)}
+    memset = np.concatenate(is_set)
+    order = time_order(f["start"], f["end"])
+    f = {c: v.take(order) for c, v in f.items()}
+    memset = memset[order]
+    pid, _tid = split_global_id(f["globalPid"])
+    device = ctx.devices.resolve(pid, f["deviceId"])
+    ctx.streams.add(pid, f["streamId"], device)
+    direction, label = _directions(ctx, f["copyKind"], memset)
+    peer = np.array([d == "PtoP" for d in direction], bool)
+    src = ctx.devices.resolve(pid, Ints(f["srcDeviceId"].values, f["srcDeviceId"].valid & peer))
+    dst = ctx.devices.resolve(pid, Ints(f["dstDeviceId"].values, f["dstDeviceId"].valid & peer))
+    out = {"direction": direction, "name": label, "start": f["start"].values,
+           "end": f["end"].values, "bytes": opt(f["bytes"]),
+           "device": pa.array(device, mask=device < 0, type=pa.int16()),
+           "src_device": pa.array(src, mask=src < 0, type=pa.int16()),
+           "dst_device": pa.array(dst, mask=dst < 0, type=pa.int16()),
+           "pid": opt(pid, I32), "correlation_id": opt(f["correlationId"])}
+    ctx.provenance["copies.direction"] = ("copyKind via ENUM_CUDA_MEMCPY_OPER (else the "
+                                          "CUpti_ActivityMemcpyKind values); memset records")
+    return Part(out, len(order), f["correlationId"], pid, (pid, f["streamId"]))
+
+
+def _directions(ctx: Ctx, kind: Ints, memset: np.ndarray) -> tuple[list[str], list[str]]:
+    enum = ctx.db.enum("ENUM_CUDA_MEMCPY_OPER")
+    labels = ctx.db.enum("ENUM_CUDA_MEMCPY_OPER", "label") if enum else {}
+    direction, label = [], []
+    for k, ok, is_set in zip(kind.values.tolist(), kind.valid, memset):
+        if is_set:
+            direction.append("memset")
+            label.append("CUDA memset")
+            continue
+        text = (enum.get(k) or MEMCPY_KINDS.get(k, "")) if ok else ""
+        direction.append(copy_direction(text))
+        label.append(f"CUDA memcpy {labels.get(k) or MEMCPY_KINDS.get(k, 'Unknown')}")
+    return direction, label
+
+
+def markers(ctx: Ctx) -> Part:
+    """NVTX marks and ranges (push/pop and start/end); other NVTX events (domain and
+    category registrations...) are not markers. A range that never ended is dropped."""
+    if not ctx.db.has(NVTX):
+        return Part({}, 0)
+    f = fetch(ctx, NVTX, ("eventType", "text", "textId", "globalTid"), "NVTX events")
+    types = {v: k for k, v in ctx.db.enum("ENUM_NSYS_EVENT_TYPE").items()}
+    mark = types.get("NvtxMark", NVTX_TYPES["NvtxMark"])
+    ranges = {types.get(n, i) for n, i in NVTX_TYPES.items() if n != "NvtxMark"}
+    et = f["eventType"]
+    if ctx.db.has(NVTX, "eventType"):
+        is_mark = et.valid & (et.values == mark)
+        is_range = et.valid & np.isin(et.values, list(ranges))
+    else:
+        is_mark, is_range = ~f["end"].valid, f["end"].valid
+    open_ = is_range & ~f["end"].valid
+    if open_.any():
+        ctx.warnings.append(f"dropped {int(open_.sum())} NVTX ranges that never ended "
+                            "(still open when the capture stopped)")
+        add_count(ctx.dropped, "NVTX ranges that never ended", int(open_.sum()))
+    keep = np.flatnonzero(is_mark | (is_range & f["end"].valid))
+    strings = ctx.db.strings()
+    nm = [f["text"][i] if f["text"][i] is not None else
+          strings.get(int(f["textId"].values[i]), "") if f["textId"].valid[i] else ""
+          for i in keep]
+    start = f["start"].values[keep]
+    end = np.where(is_mark[keep], start, f["end"].values[keep])
+    pid, tid = (x.take(keep) for x in split_global_id(f["globalTid"]))
+    thread = np.where(tid.valid, (pid.values << 24) | tid.values, -1)
+    start_end = is_range[keep] & (et.values[keep] != types.get("NvtxPushPopRange", 59))
+    group = thread * 2 + start_end      # push/pop ranges nest per thread; start/end apart
+    ctx.provenance["markers"] = "NVTX_EVENTS marks and ranges; text, else StringIds[textId]"
+    cols = {"name": nm, "domain": ["nvtx"] * len(keep), "start": start, "end": end,
+            "depth": nesting_depth(start, end, group), "pid": opt(pid, I32),
+            "tid": opt(tid)}
+    return Part(cols, len(keep))
