@@ -99,6 +99,10 @@ class NsysReader:
 
 def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
     """All tables of one export as a Trace."""
+    if not nsys_confidence(set(db.columns)):
+        raise TraceFormatError(db.path, "sqlite_master", "the tables of an Nsight Systems "
+                               "export (CUPTI_ACTIVITY_KIND_*, StringIds, NVTX_EVENTS...)",
+                               "none of them")
     ctx = Ctx(db, None, StreamMap())  # type: ignore[arg-type]
     ctx.devices = DeviceMap(db, ctx.warnings, ctx.provenance)
     k = kernels(ctx) if db.has(KERNEL) else Part({}, 0)
@@ -194,6 +198,6 @@ def _meta(name: str, ctx: Ctx, graphs: dict | None) -> dict:
     meta["provenance"] = dict(ctx.provenance)
     warnings = list(ctx.warnings)
     for what, n in ctx.dropped.items():
-        if "without" in what:
+        if "without" in what or "before they start" in what:
             warnings.append(f"dropped {n} {what}")
     return finish_meta(meta, warnings, ctx.dropped)

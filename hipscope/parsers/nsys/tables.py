@@ -60,6 +60,10 @@ def fetch(ctx: Ctx, table: str, cols: tuple[str, ...], what: str) -> dict[str, I
     start, end = out["start"], out["end"]
     keep = start.valid & (end.valid if what != "NVTX events" else np.ones_like(end.valid))
     add_count(ctx.dropped, f"{what} without a start or end", int((~keep).sum()))
+    # open_trace drops these too, but read() alone must give a valid trace (fuzz tests)
+    backwards = keep & end.valid & (end.values < start.values)
+    add_count(ctx.dropped, f"{what} that end before they start", int(backwards.sum()))
+    keep &= ~backwards
     idx = np.flatnonzero(keep)
     order = idx[time_order(start.take(idx), end.take(idx))]
     return {c: (v.take(order) if isinstance(v, Ints) else [v[i] for i in order])
