@@ -103,8 +103,10 @@ def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
         raise TraceFormatError(db.path, "sqlite_master", "the tables of an Nsight Systems "
                                "export (CUPTI_ACTIVITY_KIND_*, StringIds, NVTX_EVENTS...)",
                                "none of them")
-    ctx = Ctx(db, None, StreamMap())  # type: ignore[arg-type]
-    ctx.devices = DeviceMap(db, ctx.warnings, ctx.provenance)
+    warnings: list[str] = []
+    provenance: dict[str, str] = {}
+    ctx = Ctx(db, DeviceMap(db, warnings, provenance), StreamMap(), warnings=warnings,
+              provenance=provenance)
     k = kernels(ctx) if db.has(KERNEL) else Part({}, 0)
     progress(0.4)
     check_cancel(cancelled)
@@ -120,7 +122,7 @@ def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
             part.cols["stream"] = pa.array(s, mask=s < 0, type=pa.int32())
     for part in (k, c):
         if part.n:
-            idx = _link(part, a, ranks)
+            idx = part.extra["api_index"] = _link(part, a, ranks)
             part.cols["api_index"] = pa.array(idx, mask=idx < 0, type=pa.int32())
     if k.n:
         ctx.pids.update(int(x) for x in np.unique(k.pid.values[k.pid.valid]))
@@ -165,9 +167,7 @@ def _graphs(ctx: Ctx, k: Part, a: Part) -> dict | None:
     from_graph = node.valid & (node.values != 0)
     api_names = a.cols.get("name", [])
     launch = np.array(["graphlaunch" in str(n).lower() for n in api_names] + [False])
-    idx = k.cols["api_index"].to_numpy(zero_copy_only=False) if "api_index" in k.cols else \
-        np.full(k.n, -1)
-    idx = np.where(np.isnan(idx.astype(float)), -1, idx).astype(np.int64)
+    idx = k.extra["api_index"]
     stray = int((from_graph & ~launch[idx]).sum())
     if stray:
         ctx.warnings.append(f"{stray} kernels carry a CUDA graph node id (graphNodeId) but "
