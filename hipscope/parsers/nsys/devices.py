@@ -130,9 +130,15 @@ class StreamMap:
                                "name": f"Stream {b}"})
 
     def lookup(self, pid: Ints, stream: Ints) -> np.ndarray:
-        p = np.where(pid.valid, pid.values, -1)
-        return np.array([self._keys.get((int(a), int(b)), -1) if ok else -1
-                         for a, b, ok in zip(p, stream.values, stream.valid)], np.int64)
+        out = np.full(len(stream.values), -1, np.int64)
+        if not stream.valid.any():
+            return out
+        p = np.where(pid.valid, pid.values, -1)[stream.valid]
+        keys, inv = np.unique(np.stack([p, stream.values[stream.valid]], 1), axis=0,
+                              return_inverse=True)
+        small = np.array([self._keys.get((int(a), int(b)), -1) for a, b in keys], np.int64)
+        out[stream.valid] = small[inv.reshape(-1)]
+        return out
 
     def columns(self) -> dict[str, list]:
         return {c: [r[c] for r in self._rows] for c in ("stream", "device", "pid", "raw_id",
