@@ -347,3 +347,46 @@ def test_rows_that_end_before_they_start_are_dropped_and_counted(tmp_path):
     for tr in (validate(READER.read(p, lambda f: None, lambda: False)), read(p)):
         assert len(tr.kernels) == n - 2
         assert "dropped 2 kernels that end before they start" in tr.warnings
+
+
+GRAPH_LEVEL = DATA / "nsys" / "nsys_2025_graph_level.sqlite"
+GT = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+
+
+def test_graphs_traced_as_a_whole_read_as_one_row_per_execution():
+    """--cuda-graph-trace=graph (nsys' default) records no kernels of a graph replay:
+    each execution becomes one kernel row, linked to its graph launch, and is said so."""
+    tr = read(GRAPH_LEVEL)
+    n_k = q(GRAPH_LEVEL, f"SELECT count(*) FROM {K}")[0][0]
+    rows = q(GRAPH_LEVEL, f"SELECT g.start, g.[end], 'CUDA graph ' || g.graphId, s.value "
+                          f"FROM {GT} g JOIN CUPTI_ACTIVITY_KIND_RUNTIME a "
+                          "ON a.correlationId = g.correlationId JOIN StringIds s "
+                          "ON s.id = a.nameId ORDER BY g.start")
+    assert rows and len(tr.kernels) == n_k + len(rows)
+    k, api_names = tr.kernels, tr.api.strings("name")
+    got = [(s, e, n, api_names[i]) for s, e, n, i in zip(
+        k.numpy("start").tolist(), k.numpy("end").tolist(), k.strings("name"),
+        k.numpy("api_index").tolist()) if n.startswith("CUDA graph")]
+    assert got == [tuple(r) for r in rows]
+    assert len(queue_delays(tr).graph_rows) == len(rows)
+    assert tr.meta["cuda_graphs"]["graph_level_executions"] == len(rows)
+    assert (f"{len(rows)} CUDA graph executions were traced as a whole "
+            "(--cuda-graph-trace=graph): each is one kernel row spanning its graph, without "
+            "the graph's kernels; trace with --cuda-graph-trace=node to see them"
+            ) in tr.warnings
+
+
+def test_report_json_counts_graph_executions_as_gpu_work():
+    proc = subprocess.run([sys.executable, "-m", "hipscope", "report", "--json",
+                           str(GRAPH_LEVEL)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    n = q(GRAPH_LEVEL, f"SELECT (SELECT count(*) FROM {K}) + (SELECT count(*) FROM {GT})")[0][0]
+    assert rep["kernel_count"] == n
+    totals = dict(q(GRAPH_LEVEL, f"SELECT 'CUDA graph ' || graphId, sum([end] - start) FROM {GT} "
+                                 "GROUP BY graphId"))
+    assert {t["name"]: t["total_ns"] for t in rep["top_kernels"]
+            if t["name"].startswith("CUDA graph")} == totals
+    assert rep["queue_delay_ns"]["graph_launch_kernels"] == q(
+        GRAPH_LEVEL, f"SELECT count(*) FROM {GT}")[0][0]

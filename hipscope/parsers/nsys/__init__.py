@@ -30,7 +30,7 @@ from .._common import finish_meta, new_meta
 from .._sqlite import SQL_ERRORS, BackgroundCheck, connect_ro, error_text, is_sqlite, \
     schema_names
 from ..base import TraceFormatError, check_cancel, register
-from .db import KERNEL, NsysDb, nsys_confidence
+from .db import GRAPH_TRACE, KERNEL, NsysDb, nsys_confidence
 from .devices import DeviceMap, StreamMap
 from .tables import Ctx, Part, api, copies, kernels, markers
 
@@ -107,7 +107,7 @@ def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
     provenance: dict[str, str] = {}
     ctx = Ctx(db, DeviceMap(db, warnings, provenance), StreamMap(), warnings=warnings,
               provenance=provenance)
-    k = kernels(ctx) if db.has(KERNEL) else Part({}, 0)
+    k = kernels(ctx) if db.has(KERNEL) or db.has(GRAPH_TRACE) else Part({}, 0)
     progress(0.4)
     check_cancel(cancelled)
     a, ranks = api(ctx)
@@ -161,7 +161,7 @@ def _link(part: Part, a: Part, ranks: np.ndarray) -> np.ndarray:
 def _graphs(ctx: Ctx, k: Part, a: Part) -> dict | None:
     """Graph facts for meta, and a warning for graph-node kernels that are not linked to
     a graph launch (queue-delay figures would then count them one by one)."""
-    if not k.n or not ctx.db.has(KERNEL, "graphNodeId"):
+    if not k.n or not (ctx.db.has(KERNEL, "graphNodeId") or ctx.graph_executions):
         return None
     node, gid = k.extra["graph_node"], k.extra["graph"]
     from_graph = node.valid & (node.values != 0)
@@ -172,13 +172,15 @@ def _graphs(ctx: Ctx, k: Part, a: Part) -> dict | None:
     if stray:
         ctx.warnings.append(f"{stray} kernels carry a CUDA graph node id (graphNodeId) but "
                             "are not linked to a graph launch call")
-    ctx.provenance["graphs"] = ("kernels with graphNodeId; linked to their cudaGraphLaunch "
-                                "by correlationId")
+    ctx.provenance["graphs"] = ("kernels with graphNodeId, and CUPTI_ACTIVITY_KIND_GRAPH_TRACE "
+                                "rows (one per graph execution traced as a whole); linked "
+                                "to their cudaGraphLaunch by correlationId")
     ids = gid.values[from_graph & gid.valid]
     return {"kernels_from_graph_nodes": int(from_graph.sum()),
             "graph_nodes": int(len(np.unique(node.values[from_graph]))),
             "graphs": int(len(np.unique(ids))) if ctx.db.has(KERNEL, "graphId") else None,
-            "graph_launch_calls": int(launch[:-1].sum())}
+            "graph_launch_calls": int(launch[:-1].sum()),
+            "graph_level_executions": ctx.graph_executions}
 
 
 def _meta(name: str, ctx: Ctx, graphs: dict | None) -> dict:

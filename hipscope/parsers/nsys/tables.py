@@ -13,7 +13,7 @@ import pyarrow as pa
 from ...model import categorical
 from .._common import add_count, copy_direction, nesting_depth
 from .._csv import fit
-from .db import (DRIVER, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, SYNC, Ints, NsysDb,
+from .db import (DRIVER, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, SYNC, Ints, NsysDb,
                  split_global_id, time_order)
 from .devices import DeviceMap, StreamMap
 
@@ -37,6 +37,7 @@ class Ctx:
     dropped: dict[str, int] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
     pids: set[int] = field(default_factory=set)
+    graph_executions: int = 0
 
 
 @dataclass
@@ -104,13 +105,16 @@ def kernels(ctx: Ctx) -> Part:
             "shortName", "mangledName", "registersPerThread", "gridX", "gridY", "gridZ",
             "blockX", "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
             "localMemoryPerThread", "graphNodeId", "graphId")
-    f = fetch(ctx, KERNEL, cols, "kernels")
+    f = fetch(ctx, KERNEL, cols, "kernels") if ctx.db.has(KERNEL) else None
+    name = names(ctx, _ids_first(f, "demangledName", "shortName", "mangledName"),
+                 "kernels") if f else None
+    if ctx.db.has(GRAPH_TRACE):
+        f, name = _with_graph_executions(ctx, f, name, cols)
     pid, _tid = split_global_id(f["globalPid"])
     device = ctx.devices.resolve(pid, f["deviceId"])
     ctx.streams.add(pid, f["streamId"], device)
-    name_id = _ids_first(f, "demangledName", "shortName", "mangledName")
     n = len(device)
-    out = {"name": names(ctx, name_id, "kernels"), "device": device,
+    out = {"name": name, "device": device,
            "start": f["start"].values, "end": f["end"].values, "pid": opt(pid, I32),
            "correlation_id": opt(f["correlationId"]), "registers": opt(
                f["registersPerThread"], I16), "lds_bytes": opt(f["staticSharedMemory"], I32),
@@ -129,6 +133,31 @@ def kernels(ctx: Ctx) -> Part:
         raise_bad(ctx, KERNEL, "deviceId")
     return Part(out, n, f["correlationId"], pid, (pid, f["streamId"]),
                 {"graph_node": f["graphNodeId"], "graph": f["graphId"]})
+
+
+def _with_graph_executions(ctx: Ctx, f: dict | None, name, cols: tuple[str, ...]):
+    """Kernel rows plus one row per graph execution traced at graph level
+    (``--cuda-graph-trace=graph``, nsys' default: the graph's kernels are not recorded),
+    named "CUDA graph <graphId>", so that the GPU is not taken for idle while it runs."""
+    g = fetch(ctx, GRAPH_TRACE, cols, "graph executions")
+    n = len(g["start"].values)
+    if not n:
+        return (f, name) if f else (g, [])
+    gid = g["graphId"]
+    g_names = [f"CUDA graph {x}" if ok else "CUDA graph"
+               for x, ok in zip(gid.values.tolist(), gid.valid)]
+    ctx.graph_executions = n
+    ctx.warnings.append(
+        f"{n} CUDA graph executions were traced as a whole (--cuda-graph-trace=graph): each "
+        "is one kernel row spanning its graph, without the graph's kernels; trace with "
+        "--cuda-graph-trace=node to see them")
+    if f is None:
+        return g, g_names
+    both = {c: Ints(np.concatenate([f[c].values, g[c].values]),
+                    np.concatenate([f[c].valid, g[c].valid])) for c in f}
+    all_names = name.to_pylist() + g_names
+    order = time_order(both["start"], both["end"])
+    return {c: v.take(order) for c, v in both.items()}, [all_names[i] for i in order]
 
 
 def raise_bad(ctx: Ctx, table: str, col: str):
