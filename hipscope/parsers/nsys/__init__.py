@@ -165,8 +165,12 @@ def _graphs(ctx: Ctx, k: Part, a: Part) -> dict | None:
         return None
     node, gid = k.extra["graph_node"], k.extra["graph"]
     from_graph = node.valid & (node.values != 0)
-    api_names = a.cols.get("name", [])
-    launch = np.array(["graphlaunch" in str(n).lower() for n in api_names] + [False])
+    launch = np.zeros(a.n + 1, bool)                 # + 1: api_index -1 is no launch
+    if a.n:
+        nm = a.cols["name"]
+        is_launch = np.array(["graphlaunch" in str(c).lower()
+                              for c in nm.dictionary.to_pylist()] + [False])
+        launch[:-1] = is_launch[nm.indices.to_numpy(zero_copy_only=False)]
     idx = k.extra["api_index"]
     stray = int((from_graph & ~launch[idx]).sum())
     if stray:

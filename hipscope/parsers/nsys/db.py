@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from .._sqlite import SQL_ERRORS, connect_ro, error_text, schema_columns
 from ..base import TraceFormatError
@@ -81,20 +82,23 @@ class NsysDb:
         except SQL_ERRORS as exc:
             raise TraceFormatError(self.path, f"table {table}", "a readable table",
                                    error_text(exc)) from None
-        out = {c: [None] * len(data) for c in cols}
-        for i, c in enumerate(present):
-            out[c] = [r[i] for r in data]
+        out: dict[str, list] = {c: [None] * len(data) for c in cols}
+        for c, values in zip(present, zip(*data)):
+            out[c] = list(values)
         return out
 
     def ints(self, table: str, col: str, values: list) -> Ints:
         """A fetched column as int64 + validity; a value that is not an integer is a
         TraceFormatError naming the table, column and row."""
-        valid = np.fromiter((v is not None for v in values), bool, len(values))
-        if set(map(type, values)) <= {int, bool, type(None)}:
-            try:
-                return Ints(np.array([0 if v is None else v for v in values], np.int64), valid)
-            except OverflowError:
-                pass
+        try:
+            arr = pa.array(values)             # fast; infers int64 only for int columns
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            arr = None
+        if arr is not None and arr.type in (pa.int64(), pa.null()):
+            valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+            filled = arr.fill_null(0) if arr.type == pa.int64() else pa.array(
+                np.zeros(len(values), np.int64))
+            return Ints(filled.to_numpy(zero_copy_only=False).astype(np.int64), valid)
         bad = next(i for i, v in enumerate(values)
                    if v is not None and not (isinstance(v, int) and -2**63 <= v < 2**63))
         raise TraceFormatError(self.path, f"table {table}, column {col}, row {bad + 1}",

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._common import devices_table, group_rows
+from .._common import devices_table, group_key, group_rows
 from .db import CUDA_DEVICE, GPU, Ints, NsysDb
 
 _GPU_COLS = ("id", "name", "smCount", "totalMemory", "uuid", "computeMajor", "computeMinor",
@@ -60,10 +60,9 @@ class DeviceMap:
         ok = cuda.valid & (cuda.values >= 0) & (cuda.values < 32768)
         if not ok.any():
             return out
-        p = np.where(pid.valid, pid.values, -1)
-        keys, inv = np.unique(np.stack([p[ok], cuda.values[ok]], 1), axis=0,
-                              return_inverse=True)
-        mapped = np.array([self._one(int(a), int(b)) for a, b in keys], np.int64)
+        p, c = np.where(pid.valid, pid.values, -1)[ok], cuda.values[ok]
+        _u, first, inv = np.unique(group_key(p, c), return_index=True, return_inverse=True)
+        mapped = np.array([self._one(int(p[i]), int(c[i])) for i in first], np.int64)
         out[ok] = mapped[inv.reshape(-1)]
         self.used.update(int(x) for x in mapped if x >= 0)
         return out
@@ -134,9 +133,10 @@ class StreamMap:
         if not stream.valid.any():
             return out
         p = np.where(pid.valid, pid.values, -1)[stream.valid]
-        keys, inv = np.unique(np.stack([p, stream.values[stream.valid]], 1), axis=0,
-                              return_inverse=True)
-        small = np.array([self._keys.get((int(a), int(b)), -1) for a, b in keys], np.int64)
+        s = stream.values[stream.valid]
+        _u, first, inv = np.unique(group_key(p, s), return_index=True, return_inverse=True)
+        small = np.array([self._keys.get((int(p[i]), int(s[i])), -1) for i in first],
+                         np.int64)
         out[stream.valid] = small[inv.reshape(-1)]
         return out
 

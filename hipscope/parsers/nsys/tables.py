@@ -176,8 +176,8 @@ def api(ctx: Ctx) -> tuple[Part, np.ndarray]:
             continue
         f = fetch(ctx, table, ("globalTid", "correlationId", "nameId"), f"{domain} calls")
         pid, tid = split_global_id(f["globalTid"])
-        nm = names(ctx, f["nameId"], f"{domain} calls").to_pylist()
-        parts.append((f["start"], f["end"], nm, [domain] * len(nm), pid, tid,
+        nm = names(ctx, f["nameId"], f"{domain} calls")
+        parts.append((f["start"], f["end"], nm, domain, pid, tid,
                       f["correlationId"], Ints(np.zeros(len(nm), np.int64),
                                                np.zeros(len(nm), bool)),
                       np.full(len(nm), -1, np.int64)))
@@ -198,7 +198,8 @@ def _sync(ctx: Ctx) -> tuple:
     device = ctx.devices.resolve(pid, f["deviceId"])
     ctx.streams.add(pid, f["streamId"], device)
     no_tid = Ints(np.zeros(len(nm), np.int64), np.zeros(len(nm), bool))
-    return (f["start"], f["end"], nm, ["cuda_sync"] * len(nm), pid, no_tid,
+    return (f["start"], f["end"], pa.array(nm, pa.string()).dictionary_encode(), "cuda_sync",
+            pid, no_tid,
             f["correlationId"], f["streamId"], device)
 
 
@@ -212,11 +213,12 @@ def _join_api(ctx: Ctx, parts: list[tuple]) -> Part:
     j = {k: Ints(np.concatenate([p[i].values for p in parts])[order],
                  np.concatenate([p[i].valid for p in parts])[order])
          for k, i in (("pid", 4), ("tid", 5), ("corr", 6), ("stream", 7))}
-    nm = [x for p in parts for x in p[2]]
-    dom = [x for p in parts for x in p[3]]
+    nm = pa.concat_arrays(pa.chunked_array([p[2] for p in parts]).unify_dictionaries().chunks)
+    dom = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p[2]) for p in parts])
     device = np.concatenate([p[8] for p in parts])[order]
     ctx.pids.update(int(x) for x in np.unique(j["pid"].values[j["pid"].valid]))
-    cols = {"name": [nm[i] for i in order], "domain": [dom[i] for i in order],
+    cols = {"name": nm.take(pa.array(order)),
+            "domain": categorical(dom[order], [p[3] for p in parts]),
             "start": start.values[order], "end": end.values[order],
             "pid": opt(j["pid"], I32), "tid": opt(j["tid"]),
             "correlation_id": opt(j["corr"]),
