@@ -390,3 +390,36 @@ def test_report_json_counts_graph_executions_as_gpu_work():
             if t["name"].startswith("CUDA graph")} == totals
     assert rep["queue_delay_ns"]["graph_launch_kernels"] == q(
         GRAPH_LEVEL, f"SELECT count(*) FROM {GT}")[0][0]
+
+
+def test_correlation_ids_link_within_their_process(tmp_path):
+    """Correlation ids are per process: a second process reusing every id (called
+    earlier) must not take the first one's kernels."""
+    p = _copy(tmp_path)
+    other = (1 << 56) | (3 << 48) | (6000 << 24) | 6000
+    with sqlite3.connect(p) as c:
+        c.execute("INSERT INTO StringIds VALUES (99999, 'otherProcessCall')")
+        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT start - 500, [end] - 500, "
+                  "eventClass, ?, correlationId, 99999, returnValue, callchainId "
+                  "FROM CUPTI_ACTIVITY_KIND_RUNTIME", (other,))
+    tr = read(p)
+    want = dict(q(p, "SELECT correlationId, (globalTid >> 24) & 16777215 FROM "
+                     "CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId != 99999"))
+    names, pids = tr.api.strings("name"), tr.api.numpy("pid", fill=-1).tolist()
+    for corr, i in zip(tr.kernels.numpy("correlation_id").tolist(),
+                       tr.kernels.numpy("api_index").tolist()):
+        if corr in want:
+            assert names[i] != "otherProcessCall" and pids[i] == want[corr]
+    assert sorted(tr.meta["pids"]) == [5150, 6000]
+
+
+def test_an_export_without_gpu_activity_reads_its_nvtx_ranges(tmp_path):
+    p = _copy(tmp_path, OLD)
+    with sqlite3.connect(p) as c:
+        for t in [t for t in tables(p) if t.startswith("CUPTI_ACTIVITY_KIND_")]:
+            c.execute(f"DROP TABLE {t}")
+    assert READER.sniff(p) > 0 and find_reader(p).name == "nsys"
+    tr = read(p)
+    assert len(tr.kernels) == len(tr.api) == len(tr.copies) == 0
+    assert len(tr.markers) == q(p, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 34 "
+                                   "OR (eventType IN (59, 60) AND [end] IS NOT NULL)")[0][0]
