@@ -264,7 +264,6 @@ def copies(ctx: Ctx) -> Part:
 
 def _directions(ctx: Ctx, kind: Ints, memset: np.ndarray) -> tuple[list[str], list[str]]:
     enum = ctx.db.enum("ENUM_CUDA_MEMCPY_OPER")
-    labels = ctx.db.enum("ENUM_CUDA_MEMCPY_OPER", "label") if enum else {}
     direction, label = [], []
     for k, ok, is_set in zip(kind.values.tolist(), kind.valid, memset):
         if is_set:
@@ -273,7 +272,7 @@ def _directions(ctx: Ctx, kind: Ints, memset: np.ndarray) -> tuple[list[str], li
             continue
         text = (enum.get(k) or MEMCPY_KINDS.get(k, "")) if ok else ""
         direction.append(copy_direction(text))
-        label.append(f"CUDA memcpy {labels.get(k) or MEMCPY_KINDS.get(k, 'Unknown')}")
+        label.append(f"CUDA memcpy {MEMCPY_KINDS.get(k) or enum.get(k) or 'Unknown'}")
     return direction, label
 
 
