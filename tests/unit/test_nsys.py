@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hipscope.analysis.queue_delay import queue_delays
+from hipscope.model import SPECS
 from hipscope.parsers import TraceFormatError, find_reader, get_reader, open_trace
 from hipscope.parsers._validate import validate
 from tests.conftest import DATA, ROOT, SAMPLES
@@ -87,11 +88,10 @@ def test_kernels_link_to_their_runtime_or_driver_call(path):
     for corr, i in zip(tr.kernels.numpy("correlation_id").tolist(), idx):
         assert api_names[i] == launch[corr]
         assert int(tr.api.numpy("correlation_id")[i]) == corr
-    n_api = sum(q(path, f"SELECT count(*) FROM {t}")[0][0]
-                for t in (*api_tables, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"))
-    assert len(tr.api) == n_api
-    sync = Counter(d for d in tr.api.strings("domain"))["cuda_sync"]
-    assert sync == q(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")[0][0]
+    assert len(tr.api) == sum(q(path, f"SELECT count(*) FROM {t}")[0][0] for t in api_tables)
+    domains = {"CUPTI_ACTIVITY_KIND_RUNTIME": "cuda_runtime",
+               "CUPTI_ACTIVITY_KIND_DRIVER": "cuda_driver"}
+    assert set(tr.api.strings("domain")) == {domains[t] for t in api_tables}
 
 
 @BOTH
@@ -149,17 +149,37 @@ def test_nvtx_marks_and_ranges_become_markers(path):
                    "WHERE n.eventType = 34 OR (n.eventType IN (59, 60) AND n.[end] IS NOT NULL) "
                    "ORDER BY n.start, 2")
     m = tr.markers
-    got = list(zip(m.numpy("start").tolist(), m.numpy("end").tolist(), m.strings("name"),
-                   m.numpy("tid").tolist()))
+    nv = [i for i, d in enumerate(m.strings("domain")) if d == "nvtx"]
+    got = [(m.numpy("start")[i], m.numpy("end")[i], m.strings("name")[i], m.numpy("tid")[i])
+           for i in nv]
     assert got == [tuple(r) for r in rows]
-    assert set(m.strings("domain")) == {"nvtx"}
-    depth = dict(zip(m.strings("name"), m.numpy("depth").tolist()))
+    depth = {m.strings("name")[i]: m.numpy("depth")[i] for i in nv}
     assert depth["train_step"] == 0 and depth["forward"] == depth["backward"] == 1
     unended = q(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) "
                       "AND [end] IS NULL")[0][0]
     said = [w for w in tr.warnings if "NVTX ranges that never ended" in w]
     assert said == ([f"dropped {unended} NVTX ranges that never ended (still open when the "
                      "capture stopped)"] if unended else [])
+
+
+SYNC_NAMES = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
+
+
+@BOTH
+def test_sync_records_are_gpu_side_markers_on_their_device_and_stream(path):
+    tr = read(path)
+    rows = q(path, f"SELECT k.start, k.[end], k.syncType, {expected_device(path)}, k.streamId, "
+                   "k.correlationId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION k "
+                   "ORDER BY k.start")
+    m = tr.markers
+    sy = [i for i, d in enumerate(m.strings("domain")) if d == "cuda_sync"]
+    raw_stream = dict(zip(tr.streams.numpy("stream").tolist(), tr.streams.strings("raw_id")))
+    got = [(m.numpy("start")[i], m.numpy("end")[i], m.strings("name")[i],
+            m.numpy("device")[i], int(raw_stream[int(m.numpy("stream")[i])])) for i in sy]
+    assert got == [(s, e, SYNC_NAMES[t], d, st) for s, e, t, d, st, _c in rows]
+    assert not tr.api.has("device")          # no API row is a sync record
+    if "correlation_id" in SPECS["markers"].by_name:     # the integration branch's schema
+        assert [m.numpy("correlation_id")[i] for i in sy] == [r[5] for r in rows]
 
 
 @BOTH

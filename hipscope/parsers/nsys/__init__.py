@@ -3,7 +3,7 @@
 Schema: NVIDIA's "SQLite Schema Reference" (Nsight Systems user guide) and the CUPTI
 activity records its tables mirror. Read here: ``CUPTI_ACTIVITY_KIND_KERNEL`` (kernels),
 ``_RUNTIME`` / ``_DRIVER`` (API calls, domain ``cuda_runtime`` / ``cuda_driver``),
-``_SYNCHRONIZATION`` (API rows of domain ``cuda_sync``), ``_MEMCPY`` / ``_MEMSET``
+``_SYNCHRONIZATION`` (GPU-side markers of domain ``cuda_sync``), ``_MEMCPY`` / ``_MEMSET``
 (copies), ``NVTX_EVENTS`` (marks, push/pop and start/end ranges), ``TARGET_INFO_GPU`` /
 ``TARGET_INFO_CUDA_DEVICE`` (devices), ``StringIds`` (every ``*Name``/``nameId``/``textId``),
 ``ENUM_*`` tables where present, ``META_DATA_EXPORT`` and
@@ -32,7 +32,8 @@ from .._sqlite import SQL_ERRORS, BackgroundCheck, connect_ro, error_text, is_sq
 from ..base import TraceFormatError, check_cancel, register
 from .db import GRAPH_TRACE, KERNEL, NsysDb, nsys_confidence
 from .devices import DeviceMap, StreamMap
-from .tables import Ctx, Part, api, copies, kernels, markers
+from .markers import markers
+from .tables import Ctx, Part, api, copies, kernels
 
 __all__ = ["NsysReader"]
 
@@ -116,7 +117,7 @@ def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
     m = markers(ctx)
     progress(0.8)
     ctx.streams.finish()
-    for part in (k, a, c):
+    for part in (k, c, m):
         if part.n and part.stream_key is not None:
             s = ctx.streams.lookup(*part.stream_key)
             part.cols["stream"] = pa.array(s, mask=s < 0, type=pa.int32())
@@ -142,7 +143,7 @@ def _table(spec: str, part: Part):
 
 def _link(part: Part, a: Part, ranks: np.ndarray) -> np.ndarray:
     """Row in api of each row's launching call: the runtime call with its correlation
-    id (and pid), else the driver call; sync records never launch anything."""
+    id (and pid), else the driver call."""
     out = np.full(part.n, -1, np.int64)
     if not a.n or part.corr is None:
         return out

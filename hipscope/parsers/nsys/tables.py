@@ -1,5 +1,5 @@
-"""Nsight Systems export tables -> hipscope columns: kernels, API calls (runtime, driver,
-synchronisation), copies (memcpy, memset) and NVTX markers. Every table is put in time
+"""Nsight Systems export tables -> hipscope columns: kernels, API calls (runtime, driver)
+and copies (memcpy, memset); markers are in ``markers.py``. Every table is put in time
 order here (2025.6+ exports are not sorted); links are made after that."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import categorical
-from .._common import add_count, copy_direction, nesting_depth
+from .._common import add_count, copy_direction
 from .._csv import fit
-from .db import (DRIVER, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, NVTX, RUNTIME, SYNC, Ints, NsysDb,
+from .db import (DRIVER, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, RUNTIME, Ints, NsysDb,
                  split_global_id, time_order)
 from .devices import DeviceMap, StreamMap
 
@@ -22,11 +22,6 @@ I16, I32, I64 = (-(1 << 15), (1 << 15) - 1), (-(1 << 31), (1 << 31) - 1), (-(1 <
 # CUpti_ActivityMemcpyKind, for exports without ENUM_CUDA_MEMCPY_OPER
 MEMCPY_KINDS = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA",
                 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
-# CUpti_ActivitySynchronizationType; names as the Kineto reader's cuda_sync events
-SYNC_NAMES = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
-# ENUM_NSYS_EVENT_TYPE ids of NVTX marks and ranges, for exports without that table
-NVTX_TYPES = {"NvtxMark": 34, "NvtxPushPopRange": 59, "NvtxStartEndRange": 60}
-
 
 @dataclass
 class Ctx:
@@ -167,8 +162,8 @@ def raise_bad(ctx: Ctx, table: str, col: str):
 
 
 def api(ctx: Ctx) -> tuple[Part, np.ndarray]:
-    """Runtime, driver and synchronisation records in one time order; also the
-    domain rank per row (0 runtime, 1 driver, 2 sync) for linking."""
+    """Runtime and driver calls in one time order; also each row's table (0 runtime,
+    1 driver, in file order) for linking. Synchronisation records are markers."""
     parts, ranks = [], []
     for rank, (table, domain) in enumerate(((RUNTIME, "cuda_runtime"),
                                             (DRIVER, "cuda_driver"))):
@@ -177,54 +172,27 @@ def api(ctx: Ctx) -> tuple[Part, np.ndarray]:
         f = fetch(ctx, table, ("globalTid", "correlationId", "nameId"), f"{domain} calls")
         pid, tid = split_global_id(f["globalTid"])
         nm = names(ctx, f["nameId"], f"{domain} calls")
-        parts.append((f["start"], f["end"], nm, domain, pid, tid,
-                      f["correlationId"], Ints(np.zeros(len(nm), np.int64),
-                                               np.zeros(len(nm), bool)),
-                      np.full(len(nm), -1, np.int64)))
+        parts.append((f["start"], f["end"], nm, domain, pid, tid, f["correlationId"]))
         ranks.append(np.full(len(nm), rank))
-    if ctx.db.has(SYNC):
-        parts.append(_sync(ctx))
-        ranks.append(np.full(len(parts[-1][2]), 2))
     return _join_api(ctx, parts), (np.concatenate(ranks) if ranks else np.zeros(0, int))
-
-
-def _sync(ctx: Ctx) -> tuple:
-    f = fetch(ctx, SYNC, ("deviceId", "streamId", "correlationId", "globalPid", "syncType"),
-              "synchronisation records")
-    pid, _tid = split_global_id(f["globalPid"])
-    enum = ctx.db.enum("ENUM_CUPTI_SYNC_TYPE")
-    nm = [SYNC_NAMES.get(t, enum.get(t, f"Sync type {t}")) if ok else "Sync"
-          for t, ok in zip(f["syncType"].values.tolist(), f["syncType"].valid)]
-    device = ctx.devices.resolve(pid, f["deviceId"])
-    ctx.streams.add(pid, f["streamId"], device)
-    no_tid = Ints(np.zeros(len(nm), np.int64), np.zeros(len(nm), bool))
-    return (f["start"], f["end"], pa.array(nm, pa.string()).dictionary_encode(), "cuda_sync",
-            pid, no_tid,
-            f["correlationId"], f["streamId"], device)
 
 
 def _join_api(ctx: Ctx, parts: list[tuple]) -> Part:
     if not parts:
         return Part({}, 0)
-    cat = [np.concatenate([p[i].values for p in parts]) for i in (0, 1)]
-    ok = [np.concatenate([p[i].valid for p in parts]) for i in (0, 1)]
-    start, end = Ints(cat[0], ok[0]), Ints(cat[1], ok[1])
+    start, end, pid, tid, corr = (Ints(np.concatenate([p[i].values for p in parts]),
+                                       np.concatenate([p[i].valid for p in parts]))
+                                  for i in (0, 1, 4, 5, 6))
     order = time_order(start, end)
-    j = {k: Ints(np.concatenate([p[i].values for p in parts])[order],
-                 np.concatenate([p[i].valid for p in parts])[order])
-         for k, i in (("pid", 4), ("tid", 5), ("corr", 6), ("stream", 7))}
+    pid, tid, corr = pid.take(order), tid.take(order), corr.take(order)
     nm = pa.concat_arrays(pa.chunked_array([p[2] for p in parts]).unify_dictionaries().chunks)
     dom = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p[2]) for p in parts])
-    device = np.concatenate([p[8] for p in parts])[order]
-    ctx.pids.update(int(x) for x in np.unique(j["pid"].values[j["pid"].valid]))
+    ctx.pids.update(int(x) for x in np.unique(pid.values[pid.valid]))
     cols = {"name": nm.take(pa.array(order)),
             "domain": categorical(dom[order], [p[3] for p in parts]),
             "start": start.values[order], "end": end.values[order],
-            "pid": opt(j["pid"], I32), "tid": opt(j["tid"]),
-            "correlation_id": opt(j["corr"]),
-            "device": pa.array(device, mask=device < 0, type=pa.int16())}
-    return Part(cols, len(order), j["corr"], j["pid"], (j["pid"], j["stream"]),
-                {"order": order})
+            "pid": opt(pid, I32), "tid": opt(tid), "correlation_id": opt(corr)}
+    return Part(cols, len(order), corr, pid, None, {"order": order})
 
 
 def copies(ctx: Ctx) -> Part:
@@ -274,41 +242,3 @@ def _directions(ctx: Ctx, kind: Ints, memset: np.ndarray) -> tuple[list[str], li
         direction.append(copy_direction(text))
         label.append(f"CUDA memcpy {MEMCPY_KINDS.get(k) or enum.get(k) or 'Unknown'}")
     return direction, label
-
-
-def markers(ctx: Ctx) -> Part:
-    """NVTX marks and ranges (push/pop and start/end); other NVTX events (domain and
-    category registrations...) are not markers. A range that never ended is dropped."""
-    if not ctx.db.has(NVTX):
-        return Part({}, 0)
-    f = fetch(ctx, NVTX, ("eventType", "text", "textId", "globalTid"), "NVTX events")
-    types = {v: k for k, v in ctx.db.enum("ENUM_NSYS_EVENT_TYPE").items()}
-    mark = types.get("NvtxMark", NVTX_TYPES["NvtxMark"])
-    ranges = {types.get(n, i) for n, i in NVTX_TYPES.items() if n != "NvtxMark"}
-    et = f["eventType"]
-    if ctx.db.has(NVTX, "eventType"):
-        is_mark = et.valid & (et.values == mark)
-        is_range = et.valid & np.isin(et.values, list(ranges))
-    else:
-        is_mark, is_range = ~f["end"].valid, f["end"].valid
-    open_ = is_range & ~f["end"].valid
-    if open_.any():
-        ctx.warnings.append(f"dropped {int(open_.sum())} NVTX ranges that never ended "
-                            "(still open when the capture stopped)")
-        add_count(ctx.dropped, "NVTX ranges that never ended", int(open_.sum()))
-    keep = np.flatnonzero(is_mark | (is_range & f["end"].valid))
-    strings = ctx.db.strings()
-    nm = [f["text"][i] if f["text"][i] is not None else
-          strings.get(int(f["textId"].values[i]), "") if f["textId"].valid[i] else ""
-          for i in keep]
-    start = f["start"].values[keep]
-    end = np.where(is_mark[keep], start, f["end"].values[keep])
-    pid, tid = (x.take(keep) for x in split_global_id(f["globalTid"]))
-    thread = np.where(tid.valid, (pid.values << 24) | tid.values, -1)
-    start_end = is_range[keep] & (et.values[keep] != types.get("NvtxPushPopRange", 59))
-    group = thread * 2 + start_end      # push/pop ranges nest per thread; start/end apart
-    ctx.provenance["markers"] = "NVTX_EVENTS marks and ranges; text, else StringIds[textId]"
-    cols = {"name": nm, "domain": ["nvtx"] * len(keep), "start": start, "end": end,
-            "depth": nesting_depth(start, end, group), "pid": opt(pid, I32),
-            "tid": opt(tid)}
-    return Part(cols, len(keep))
