@@ -45,6 +45,7 @@ FORMAT_FILES = {
     "rocprof-compute": ("rocprof-compute",
                         SAMPLES / "rocprof-compute/vcopy-MI200-rocprofv1/pmc_perf.csv"),
     "ncu-csv": ("ncu-csv", SAMPLES / "ncu-csv/h200-generated/ncu_raw_metrics.csv"),
+    "nsys": ("nsys", DATA / "nsys/nsys_2025_schema.sqlite"),
 }
 
 

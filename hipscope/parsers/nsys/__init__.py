@@ -1,0 +1,210 @@
+"""Nsight Systems SQLite exports (``nsys export --type sqlite``, what ``nsys stats`` reads).
+
+Schema: NVIDIA's "SQLite Schema Reference" (Nsight Systems user guide) and the CUPTI
+activity records its tables mirror. Read here: ``CUPTI_ACTIVITY_KIND_KERNEL`` (kernels),
+``_RUNTIME`` / ``_DRIVER`` (API calls, domain ``cuda_runtime`` / ``cuda_driver``),
+``_SYNCHRONIZATION`` (GPU-side markers of domain ``cuda_sync``), ``_MEMCPY`` / ``_MEMSET``
+(copies), ``NVTX_EVENTS`` (marks, push/pop and start/end ranges), ``TARGET_INFO_GPU`` /
+``TARGET_INFO_CUDA_DEVICE`` (devices), ``StringIds`` (every ``*Name``/``nameId``/``textId``),
+``ENUM_*`` tables where present, ``META_DATA_EXPORT`` and
+``TARGET_INFO_SESSION_START_TIME``. Tables and columns are used by presence (they change
+between releases), and rows are sorted (2025.6+ no longer writes them in order).
+
+Facts used: times are ns on the session's clock; ``globalTid``/``globalPid`` are
+``hwId << 56 | vmId << 48 | pid << 24 | tid``; a kernel or copy shares ``correlationId``
+with the runtime (else driver) call that launched it, and the kernels of a graph replay
+share the ``cudaGraphLaunch``'s, so hipscope's graph-launch handling applies; with
+node-level graph tracing, kernels carry ``graphNodeId`` (and ``graphId`` in newer
+exports). Every file must pass ``PRAGMA quick_check`` (``parsers/_sqlite.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ...model import Trace, build_table, link_by_correlation
+from .._common import finish_meta, new_meta
+from .._sqlite import SQL_ERRORS, BackgroundCheck, connect_ro, error_text, is_sqlite, \
+    schema_names
+from ..base import TraceFormatError, check_cancel, register
+from .db import GRAPH_TRACE, KERNEL, NsysDb, nsys_confidence
+from .devices import DeviceMap, StreamMap
+from .markers import markers
+from .tables import Ctx, Part, api, copies, kernels
+
+__all__ = ["NsysReader"]
+
+CLOCK = "nsys session clock (ns)"
+
+
+@register
+class NsysReader:
+    name = "nsys"
+    description = "Nsight Systems SQLite export"
+    patterns = ("*.sqlite",)
+    priority = 55
+    directories = False
+
+    def sniff(self, path: Path) -> float:
+        path = Path(path)
+        if not path.is_file() or not is_sqlite(path):
+            return 0.0
+        try:
+            conn = connect_ro(path)
+            try:
+                names = set(schema_names(conn))
+            finally:
+                conn.close()
+        except SQL_ERRORS:
+            return 0.0
+        return nsys_confidence(names)
+
+    def read(self, path, progress, cancelled) -> Trace:
+        path = Path(path)
+        if not path.is_file():
+            raise TraceFormatError(path, None, "an Nsight Systems SQLite export", "not a file")
+        if not is_sqlite(path):
+            raise TraceFormatError(path, "byte 0", "an SQLite 3 database (Nsight Systems "
+                                   "export)", "no SQLite header")
+        check = BackgroundCheck(path, "Nsight Systems export")
+        try:
+            trace = self._read(path, progress, cancelled)
+        except TraceFormatError:
+            damage = check.failed()  # damage explains a failed read best
+            if damage is not None:
+                raise damage from None
+            raise
+        except BaseException:
+            check.stop()
+            raise
+        check.result()
+        return trace
+
+    def _read(self, path: Path, progress, cancelled) -> Trace:
+        db = NsysDb(path)
+        try:
+            return read_export(self.name, db, progress, cancelled)
+        except SQL_ERRORS as exc:
+            raise TraceFormatError(path, None, "a readable Nsight Systems export",
+                                   error_text(exc)) from None
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError,
+                pa.ArrowException) as exc:
+            raise TraceFormatError(path, None, "rows that follow the Nsight Systems schema",
+                                   f"{type(exc).__name__}: {exc}") from None
+        finally:
+            db.close()
+
+
+def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
+    """All tables of one export as a Trace."""
+    if not nsys_confidence(set(db.columns)):
+        raise TraceFormatError(db.path, "sqlite_master", "the tables of an Nsight Systems "
+                               "export (CUPTI_ACTIVITY_KIND_*, StringIds, NVTX_EVENTS...)",
+                               "none of them")
+    warnings: list[str] = []
+    provenance: dict[str, str] = {}
+    ctx = Ctx(db, DeviceMap(db, warnings, provenance), StreamMap(), warnings=warnings,
+              provenance=provenance)
+    k = kernels(ctx) if db.has(KERNEL) or db.has(GRAPH_TRACE) else Part({}, 0)
+    progress(0.4)
+    check_cancel(cancelled)
+    a, ranks = api(ctx)
+    c = copies(ctx)
+    check_cancel(cancelled)
+    m = markers(ctx)
+    progress(0.8)
+    ctx.streams.finish()
+    for part in (k, c, m):
+        if part.n and part.stream_key is not None:
+            s = ctx.streams.lookup(*part.stream_key)
+            part.cols["stream"] = pa.array(s, mask=s < 0, type=pa.int32())
+    for part in (k, c):
+        if part.n:
+            idx = part.extra["api_index"] = _link(part, a, ranks)
+            part.cols["api_index"] = pa.array(idx, mask=idx < 0, type=pa.int32())
+    if k.n:
+        ctx.pids.update(int(x) for x in np.unique(k.pid.values[k.pid.valid]))
+    graphs = _graphs(ctx, k, a)
+    trace = Trace(kernels=_table("kernels", k), api=_table("api", a),
+                  copies=_table("copies", c), markers=_table("markers", m),
+                  devices=ctx.devices.table(),
+                  streams=build_table("streams", ctx.streams.columns()),
+                  meta=_meta(name, ctx, graphs))
+    progress(1.0)
+    return trace
+
+
+def _table(spec: str, part: Part):
+    return build_table(spec, part.cols if part.n else {}, n=part.n)
+
+
+def _link(part: Part, a: Part, ranks: np.ndarray) -> np.ndarray:
+    """Row in api of each row's launching call: the runtime call with its correlation
+    id (and pid), else the driver call."""
+    out = np.full(part.n, -1, np.int64)
+    if not a.n or part.corr is None:
+        return out
+    ranks = ranks[a.extra["order"]]
+    for rank in (0, 1):
+        sel = np.flatnonzero((ranks == rank) & a.corr.valid)
+        if not len(sel):
+            continue
+        hit = link_by_correlation(part.corr.values, part.pid.values,
+                                  a.corr.values[sel], a.pid.values[sel])
+        take = (out < 0) & (hit >= 0) & part.corr.valid
+        out[take] = sel[hit[take]]
+    return out
+
+
+def _graphs(ctx: Ctx, k: Part, a: Part) -> dict | None:
+    """Graph facts for meta, and a warning for graph-node kernels that are not linked to
+    a graph launch (queue-delay figures would then count them one by one)."""
+    if not k.n or not (ctx.db.has(KERNEL, "graphNodeId") or ctx.graph_executions):
+        return None
+    node, gid = k.extra["graph_node"], k.extra["graph"]
+    from_graph = node.valid & (node.values != 0)
+    launch = np.zeros(a.n + 1, bool)                 # + 1: api_index -1 is no launch
+    if a.n:
+        nm = a.cols["name"]
+        is_launch = np.array(["graphlaunch" in str(c).lower()
+                              for c in nm.dictionary.to_pylist()] + [False])
+        launch[:-1] = is_launch[nm.indices.to_numpy(zero_copy_only=False)]
+    idx = k.extra["api_index"]
+    stray = int((from_graph & ~launch[idx]).sum())
+    if stray:
+        ctx.warnings.append(f"{stray} kernels carry a CUDA graph node id (graphNodeId) but "
+                            "are not linked to a graph launch call")
+    ctx.provenance["graphs"] = ("kernels with graphNodeId, and CUPTI_ACTIVITY_KIND_GRAPH_TRACE "
+                                "rows (one per graph execution traced as a whole); linked "
+                                "to their cudaGraphLaunch by correlationId")
+    ids = gid.values[from_graph & gid.valid]
+    return {"kernels_from_graph_nodes": int(from_graph.sum()),
+            "graph_nodes": int(len(np.unique(node.values[from_graph]))),
+            "graphs": int(len(np.unique(ids))) if ctx.db.has(KERNEL, "graphId") else None,
+            "graph_launch_calls": int(launch[:-1].sum()),
+            "graph_level_executions": ctx.graph_executions}
+
+
+def _meta(name: str, ctx: Ctx, graphs: dict | None) -> dict:
+    export = ctx.db.pairs("META_DATA_EXPORT")
+    meta = new_meta(name, [ctx.db.path], CLOCK, tool="Nsight Systems",
+                    pids=sorted(p for p in ctx.pids if p > 0))
+    if export.get("EXPORT_PRODUCT_VERSION"):
+        meta["tool_version"] = export["EXPORT_PRODUCT_VERSION"]
+    if export.get("EXPORT_SCHEMA_VERSION"):
+        meta["export_schema_version"] = export["EXPORT_SCHEMA_VERSION"]
+    start = ctx.db.rows("TARGET_INFO_SESSION_START_TIME", ("utcEpochNs",)) if ctx.db.has(
+        "TARGET_INFO_SESSION_START_TIME") else {"utcEpochNs": []}
+    if start["utcEpochNs"] and isinstance(start["utcEpochNs"][0], int):
+        meta["session_start_utc_ns"] = start["utcEpochNs"][0]
+    if graphs:
+        meta["cuda_graphs"] = graphs
+    meta["provenance"] = dict(ctx.provenance)
+    warnings = list(ctx.warnings)
+    for what, n in ctx.dropped.items():
+        if "without" in what or "before they start" in what:
+            warnings.append(f"dropped {n} {what}")
+    return finish_meta(meta, warnings, ctx.dropped)

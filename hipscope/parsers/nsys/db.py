@@ -1,0 +1,142 @@
+"""Nsight Systems SQLite access: which tables and columns a file has, column-wise fetches
+as numpy (ints with a validity mask), the string table and the enum tables.
+
+Tables are created lazily by the exporter and columns come and go between releases, so
+nothing here assumes a column: a column a table lacks reads as all-null."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from .._sqlite import SQL_ERRORS, connect_ro, error_text, schema_columns
+from ..base import TraceFormatError
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+DRIVER = "CUPTI_ACTIVITY_KIND_DRIVER"
+GRAPH_TRACE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+NVTX = "NVTX_EVENTS"
+GPU = "TARGET_INFO_GPU"
+CUDA_DEVICE = "TARGET_INFO_CUDA_DEVICE"
+# tables only an nsys export has (besides the CUPTI_ACTIVITY_KIND_* ones)
+NSYS_TABLES = {"StringIds", NVTX, GPU, CUDA_DEVICE, "TARGET_INFO_SESSION_START_TIME",
+               "META_DATA_EXPORT", "META_DATA_CAPTURE", "ThreadNames", "ENUM_NSYS_EVENT_TYPE"}
+
+
+def nsys_confidence(names: set[str]) -> float:
+    """How surely a set of table names is an nsys export: CUPTI activity tables, or the
+    string table with another nsys-only table. rocpd and legacy rocprof tables rule it out."""
+    if any(n.startswith("rocpd_") for n in names):
+        return 0.0
+    if any(n.startswith("CUPTI_ACTIVITY_KIND_") for n in names):
+        return 1.0
+    if "StringIds" in names and len(names & NSYS_TABLES) >= 2:
+        return 0.8
+    return 0.0
+
+
+class Ints:
+    """An int64 column with a validity mask (SQL NULL -> invalid)."""
+
+    __slots__ = ("values", "valid")
+
+    def __init__(self, values: np.ndarray, valid: np.ndarray):
+        self.values, self.valid = values, valid
+
+    def take(self, idx: np.ndarray) -> Ints:
+        return Ints(self.values[idx], self.valid[idx])
+
+
+class NsysDb:
+    """A read-only connection to one export, with its schema read once."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.conn = connect_ro(path)
+            self.columns = schema_columns(self.conn)
+        except SQL_ERRORS as exc:
+            raise TraceFormatError(path, "sqlite_master", "a readable SQLite database",
+                                   error_text(exc)) from None
+        self._strings: dict[int, str] | None = None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def has(self, table: str, col: str | None = None) -> bool:
+        cols = self.columns.get(table)
+        return cols is not None and (col is None or col in cols)
+
+    def rows(self, table: str, cols: tuple[str, ...]) -> dict[str, list]:
+        """The given columns of a table as lists (a column the table lacks: all None)."""
+        present = [c for c in cols if self.has(table, c)]
+        sel = ", ".join(f'"{c}"' for c in present) or "NULL"
+        try:
+            data = self.conn.execute(f'SELECT {sel} FROM "{table}"').fetchall()
+        except SQL_ERRORS as exc:
+            raise TraceFormatError(self.path, f"table {table}", "a readable table",
+                                   error_text(exc)) from None
+        out: dict[str, list] = {c: [None] * len(data) for c in cols}
+        for c, values in zip(present, zip(*data)):
+            out[c] = list(values)
+        return out
+
+    def ints(self, table: str, col: str, values: list) -> Ints:
+        """A fetched column as int64 + validity; a value that is not an integer is a
+        TraceFormatError naming the table, column and row."""
+        try:
+            arr = pa.array(values)             # fast; infers int64 only for int columns
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            arr = None
+        if arr is not None and arr.type in (pa.int64(), pa.null()):
+            valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+            filled = arr.fill_null(0) if arr.type == pa.int64() else pa.array(
+                np.zeros(len(values), np.int64))
+            return Ints(filled.to_numpy(zero_copy_only=False).astype(np.int64), valid)
+        bad = next(i for i, v in enumerate(values)
+                   if v is not None and not (isinstance(v, int) and -2**63 <= v < 2**63))
+        raise TraceFormatError(self.path, f"table {table}, column {col}, row {bad + 1}",
+                               "an integer", repr(values[bad])[:60])
+
+    def strings(self) -> dict[int, str]:
+        """The ``StringIds`` table (id -> text), read once."""
+        if self._strings is None:
+            self._strings = {}
+            if self.has("StringIds", "id") and self.has("StringIds", "value"):
+                rows = self.rows("StringIds", ("id", "value"))
+                self._strings = {i: str(v) for i, v in zip(rows["id"], rows["value"])
+                                 if isinstance(i, int) and v is not None}
+        return self._strings
+
+    def enum(self, table: str, col: str = "name") -> dict[int, str]:
+        """An ``ENUM_*`` table as id -> name (or label); empty when absent."""
+        if not (self.has(table, "id") and self.has(table, col)):
+            return {}
+        rows = self.rows(table, ("id", col))
+        return {i: str(v) for i, v in zip(rows["id"], rows[col])
+                if isinstance(i, int) and v is not None}
+
+    def pairs(self, table: str) -> dict[str, str]:
+        """A name/value table (``META_DATA_EXPORT``) as a dict."""
+        if not (self.has(table, "name") and self.has(table, "value")):
+            return {}
+        rows = self.rows(table, ("name", "value"))
+        return {str(n): str(v) for n, v in zip(rows["name"], rows["value"]) if n is not None}
+
+
+def split_global_id(gid: Ints) -> tuple[Ints, Ints]:
+    """pid and tid of serialized globalTid/globalPid values (hwId << 56 | vmId << 48 |
+    pid << 24 | tid)."""
+    v = gid.values
+    return (Ints((v >> 24) & 0xFFFFFF, gid.valid.copy()), Ints(v & 0xFFFFFF, gid.valid.copy()))
+
+
+def time_order(start: Ints, end: Ints) -> np.ndarray:
+    """Row order by (start, end, file order): exports from 2025.6 on are not sorted."""
+    return np.lexsort((np.arange(len(start.values)), end.values, start.values))
