@@ -478,5 +478,5 @@ def _load_builtin() -> None:
 
 BUILTIN_MODULES: Iterable[str] = (
     "rocprofv3_csv", "rocprofv3_json", "rocpd", "pftrace", "legacy_rocprof",
-    "kineto", "rocprof_compute", "ncu_csv",
+    "kineto", "rocprof_compute", "ncu_csv", "jax",
 )
