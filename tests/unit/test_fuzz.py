@@ -38,6 +38,8 @@ SEEDS = {
     "rocprof-compute": ("rocprof-compute",
                         SAMPLES / "rocprof-compute/vcopy-MI200-rocprofv1/pmc_perf.csv"),
     "ncu-csv": ("ncu-csv", SAMPLES / "ncu-csv/h200-generated/ncu_raw_metrics.csv"),
+    "jax": ("jax", DATA / "jax/gpu/gpu2.trace.json.gz"),
+    "xplane": ("xplane", DATA / "jax/cpu/vm.xplane.pb"),
 }
 MAX_SEED = 256 * 1024   # fuzz the head of big seeds: mutations there exercise the parser
 

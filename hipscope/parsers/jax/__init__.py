@@ -10,11 +10,12 @@ Sniffed by content: the trace viewer names its processes after XPlanes
 from __future__ import annotations
 
 import re
+import zlib
 from pathlib import Path
 
 from ...model import Trace
 from .._json import gc_paused
-from ..base import Cancelled, TraceFormatError, check_cancel, head_bytes, head_text, register
+from ..base import Cancelled, TraceFormatError, check_cancel, head_bytes, register
 from .decode import load
 from .tables import build
 
@@ -24,6 +25,19 @@ _KINETO = ('"schemaVersion"', '"deviceProperties"', '"baseTimeNanoseconds"', '"c
 JSON_HINT = ("the trace-viewer JSON that jax.profiler.trace writes beside it "
              "(<host>.trace.json.gz, or perfetto_trace.json.gz with "
              "create_perfetto_trace=True)")
+
+
+def _head_text(path: Path, n: int) -> str:
+    """The first ``n`` characters, un-gzipped; a gzip stream cut short still gives what
+    decompressed (a torn trace is still sniffed as what it is)."""
+    with open(path, "rb") as fh:
+        raw = fh.read(1 << 20)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
+        except zlib.error:
+            return ""
+    return raw[:n].decode("utf-8", errors="replace")
 
 
 @register
@@ -37,7 +51,7 @@ class JaxReader:
     def sniff(self, path: Path) -> float:
         if path.is_dir():
             return 0.0
-        head = head_text(path, 1 << 16)
+        head = _head_text(path, 1 << 16)
         if not head.lstrip().startswith("{") or '"traceEvents"' not in head:
             return 0.0
         if not (_PROCESS_NAME.search(head) and _PLANE_NAME.search(head)):

@@ -10,7 +10,7 @@ import numpy as np
 from ...model import Trace, build_table
 from ...model.trace import link_by_correlation
 from .._common import add_count, devices_table, finish_meta, nesting_depth, new_meta
-from ..base import check_cancel
+from ..base import TraceFormatError, check_cancel
 from .collect import DEVICE_RE, Collected, Router, Rows, names, times
 from .decode import Top
 
@@ -188,6 +188,10 @@ def _warn_empty(out: Collected, path: Path, warnings: list[str]) -> None:
 def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
           progress, cancelled) -> Trace:
     out = collect(top, cancelled)
+    if not any(n.startswith(("/host:", "/device:")) for n in out.process_names.values()):
+        raise TraceFormatError(path, "the process_name metadata of traceEvents",
+                               "a JAX / XLA trace-viewer JSON (processes named /host:CPU, "
+                               "/device:GPU:0, ...)", "no such process")
     progress(0.7)
     provenance: dict[str, Any] = {
         "start": "ts (µs from the session start) x 1000, rounded to the ns",

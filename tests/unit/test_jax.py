@@ -1,0 +1,295 @@
+"""JAX / XLA profiler traces (issue 13 item 6): the trace-viewer JSON that
+``jax.profiler.trace`` writes is read (kernels on GPU streams, copies, host ops, launch
+links, XLA op and module names), never taken as a PyTorch trace with 0 kernels; the
+native ``.xplane.pb`` is refused in one sentence that names the JSON to open instead.
+
+Expected figures come from plain json/gzip code over the fixture files:
+``jax/cpu/`` is a real CPU recording, ``jax/gpu/`` follows XLA's documented GPU layout
+(tests/data/README.md says how each was made).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hipscope.parsers import TraceFormatError, open_trace
+from hipscope.parsers.base import find_reader
+from tests.conftest import DATA, ROOT, SAMPLES
+
+CPU = DATA / "jax/cpu/vm.trace.json.gz"
+PERFETTO = DATA / "jax/cpu/perfetto_trace.json.gz"
+XPLANE = DATA / "jax/cpu/vm.xplane.pb"
+GPU = DATA / "jax/gpu/gpu2.trace.json.gz"
+
+
+# --------------------------------------------------------------------------- plain json
+
+def raw_events(path: Path) -> list[dict]:
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def names_of(evs: list[dict]) -> tuple[dict, dict]:
+    procs = {e["pid"]: e["args"]["name"] for e in evs
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    return procs, threads
+
+
+def ns(e: dict) -> tuple[int, int]:
+    start = round(e["ts"] * 1000)
+    return start, start + round(e["dur"] * 1000)
+
+
+def gpu_stream_events(path: Path) -> list[tuple[int, int, dict]]:
+    """(device ordinal, stream id, event) of every X event on a ``Stream #`` line."""
+    evs = raw_events(path)
+    procs, threads = names_of(evs)
+    out = []
+    for e in evs:
+        if e.get("ph") != "X":
+            continue
+        m = re.fullmatch(r"/device:GPU:(\d+)", procs.get(e["pid"], ""))
+        s = re.match(r"Stream #(\d+)", threads.get((e["pid"], e["tid"]), ""))
+        if m and s:
+            out.append((int(m.group(1)), int(s.group(1)), e))
+    return out
+
+
+def raw_kernels(path: Path) -> list[tuple[int, int, dict]]:
+    return [x for x in gpu_stream_events(path) if not x[2]["name"].startswith(("Memcpy",
+                                                                               "Memset"))]
+
+
+def rows(table, *cols: str) -> list[tuple]:
+    data = {c: table.column(c).to_pylist() for c in cols}
+    return sorted(zip(*(data[c] for c in cols)), key=repr)
+
+
+# --------------------------------------------------------------------------- sniffing
+
+@pytest.mark.parametrize("path", [CPU, PERFETTO, GPU], ids=["cpu", "perfetto", "gpu"])
+def test_jax_traces_go_to_the_jax_reader_not_kineto(path):
+    assert find_reader(path).name == "jax"
+    assert open_trace(path).format == "jax"
+
+
+KINETO_FILES = sorted(p for p in (SAMPLES / "kineto").rglob("*.json*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", KINETO_FILES, ids=[p.parent.name for p in KINETO_FILES])
+def test_kineto_samples_stay_with_kineto(path):
+    assert find_reader(path).name == "kineto"
+
+
+# --------------------------------------------------------------------------- real CPU trace
+
+@pytest.mark.parametrize("path", [CPU, PERFETTO], ids=["trace-viewer", "perfetto"])
+def test_real_cpu_trace_host_ops_read_with_a_no_kernels_warning(path):
+    evs = raw_events(path)
+    procs, threads = names_of(evs)
+    xs = [e for e in evs if e.get("ph") == "X"]
+    tr = open_trace(path)
+    assert len(tr.kernels) == 0 and len(tr.api) == 0
+    assert rows(tr.markers, "name", "start", "end", "tid") == sorted(
+        ((e["name"], *ns(e), e["tid"]) for e in xs), key=repr)
+    python = Counter(e["name"] for e in xs if e["name"].startswith("$"))
+    dom = Counter(n for n, d in zip(tr.markers.column("name").to_pylist(),
+                                    tr.markers.column("domain").to_pylist())
+                  if d == "python_function")
+    assert dom == python and python                   # jax's Python tracer frames
+    assert {"step0", "step1", "step2"} <= {e["name"] for e in xs}
+    assert set(procs.values()) == {"/host:CPU"} and len(threads) == 2
+    assert any("recorded no kernels" in w and str(path) in w for w in tr.warnings)
+
+
+def test_perfetto_json_and_trace_viewer_json_read_the_same():
+    a, b = open_trace(CPU), open_trace(PERFETTO)
+    assert rows(a.markers, "name", "start", "end") == rows(b.markers, "name", "start", "end")
+
+
+# --------------------------------------------------------------------------- GPU layout
+
+def test_gpu_kernels_on_their_device_and_stream_with_exact_times():
+    expected = sorted(((e["name"], dev, stream, *ns(e)) for dev, stream, e in
+                       raw_kernels(GPU)), key=repr)
+    tr = open_trace(GPU)
+    assert len(expected) == 17
+    assert rows(tr.kernels, "name", "device", "stream", "start", "end") == expected
+    assert sorted(tr.devices.column("index").to_pylist()) == [0, 1]
+    assert tr.devices.column("name").to_pylist() == ["/device:GPU:0", "/device:GPU:1"]
+    assert set(tr.devices.column("vendor").to_pylist()) == {"NVIDIA"}   # cu* launches
+
+
+def test_gpu_kernels_link_to_their_launch_call_by_correlation_id():
+    evs = raw_events(GPU)
+    procs, _ = names_of(evs)
+    host = {int(e["args"]["correlation_id"]): e for e in evs if e.get("ph") == "X"
+            and procs[e["pid"]] == "/host:CPU" and "correlation_id" in e.get("args", {})}
+    tr = open_trace(GPU)
+    api_names = tr.api.column("name").to_pylist()
+    api_start = tr.api.column("start").to_pylist()
+    linked = 0
+    for corr, idx in zip(tr.kernels.column("correlation_id").to_pylist(),
+                         tr.kernels.column("api_index").to_pylist()):
+        if corr in host:
+            assert (api_names[idx], api_start[idx]) == (host[corr]["name"], ns(host[corr])[0])
+            linked += 1
+        else:
+            assert idx is None
+    assert linked == 16
+    assert any("1 of 17 kernels have no launch call" in w for w in tr.warnings)
+
+
+def test_gpu_kernel_details_give_registers_shared_memory_and_grid():
+    want = []
+    for _d, _s, e in raw_kernels(GPU):
+        det = dict(re.findall(r"(\w+):(\S+)", e["args"]["kernel_details"]))
+        grid = [int(v) for v in det["grid"].split(",")]
+        block = [int(v) for v in det["block"].split(",")]
+        want.append((e["name"], ns(e)[0], int(det["regs"]), int(det["dynamic_shared"]),
+                     grid[0] * block[0], block[0]))
+    tr = open_trace(GPU)
+    assert rows(tr.kernels, "name", "start", "registers", "dyn_lds_bytes", "grid_x",
+                "block_x") == sorted(want, key=repr)
+
+
+def test_gpu_copies_and_memsets_with_direction_and_bytes():
+    direction = {"MemcpyH2D": "HtoD", "MemcpyD2H": "DtoH", "Memset": "memset"}
+    want = []
+    for dev, stream, e in gpu_stream_events(GPU):
+        if e["name"] in direction:
+            det = e["args"].get("memcpy_details") or e["args"]["memset_details"]
+            size = re.search(r"(?:size|num_bytes):(\d+)", det).group(1)
+            want.append((direction[e["name"]], dev, stream, *ns(e), int(size)))
+    tr = open_trace(GPU)
+    assert len(want) == 5
+    assert rows(tr.copies, "direction", "device", "stream", "start", "end", "bytes") == \
+        sorted(want, key=repr)
+    assert all(i is not None for i in tr.copies.column("api_index").to_pylist())
+
+
+def test_xla_ops_and_modules_are_device_markers():
+    evs = raw_events(GPU)
+    _procs, threads = names_of(evs)
+    lines = {"XLA Ops": "xla_op", "XLA Modules": "xla_module", "Steps": "step"}
+    want = [(e["name"], lines[threads[(e["pid"], e["tid"])]], e["pid"] - 1, *ns(e))
+            for e in evs if e.get("ph") == "X" and threads.get((e["pid"], e["tid"])) in lines]
+    # GPU 1 has no "XLA Ops" line: its kernels' args.hlo_op name the ops
+    want += [(e["args"]["hlo_op"], "xla_op", dev, *ns(e)) for dev, _s, e in raw_kernels(GPU)
+             if dev == 1]
+    tr = open_trace(GPU)
+    m = tr.markers
+    got = [r for r in rows(m, "name", "domain", "device", "start", "end") if r[2] is not None]
+    assert got == sorted(want, key=repr)
+    assert {"jit_train_step(17)", "jit_eval(23)", "dot.1"} <= {r[0] for r in got}
+
+
+def test_gpu_host_ops_are_host_markers_and_launches_are_api_calls():
+    evs = raw_events(GPU)
+    procs, _ = names_of(evs)
+    host = [e for e in evs if e.get("ph") == "X" and procs[e["pid"]] == "/host:CPU"]
+    calls = [e for e in host if e["name"].startswith("cu")]
+    tr = open_trace(GPU)
+    assert rows(tr.api, "name", "start", "end", "tid") == sorted(
+        ((e["name"], *ns(e), e["tid"]) for e in calls), key=repr)
+    assert set(tr.api.column("domain").to_pylist()) == {"cuda_driver"}
+    host_markers = [r for r in rows(tr.markers, "name", "device", "tid") if r[1] is None]
+    assert sorted((n, t) for n, _d, t in host_markers) == sorted(
+        (e["name"], e["tid"]) for e in host if not e["name"].startswith("cu"))
+
+
+# --------------------------------------------------------------------------- the CLI
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hipscope", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+def test_cli_report_json_of_a_gpu_trace():
+    proc = run_cli("report", "--json", "--no-cache", str(GPU))
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    kernels = raw_kernels(GPU)
+    assert rep["format"] == "jax"
+    assert rep["kernel_count"] == len(kernels)
+    assert [d["index"] for d in rep["devices"]] == [0, 1]
+    top = {k["name"]: k["count"] for k in rep["top_kernels"]}
+    assert top == dict(Counter(e["name"] for _d, _s, e in kernels))
+
+
+def test_cli_report_json_of_the_real_cpu_trace_warns_no_kernels():
+    proc = run_cli("report", "--json", "--no-cache", str(CPU))
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert rep["format"] == "jax" and rep["kernel_count"] == 0
+    assert any("recorded no kernels" in w for w in rep["warnings"])
+
+
+def test_cli_refuses_xplane_in_one_sentence_naming_the_json():
+    proc = run_cli("report", "--json", "--no-cache", str(XPLANE))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert str(XPLANE) in lines[0] and "XSpace protobuf" in lines[0]
+    assert ".trace.json.gz" in lines[0] and "create_perfetto_trace" in lines[0]
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_xplane_refused_by_content_whatever_its_name(tmp_path):
+    p = tmp_path / "profile.bin"
+    p.write_bytes(XPLANE.read_bytes())
+    with pytest.raises(TraceFormatError, match="XSpace protobuf"):
+        open_trace(p)
+
+
+def _write(tmp_path: Path, text: bytes, name: str = "host.trace.json") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text)
+    return p
+
+
+def test_json_cut_short_keeps_the_whole_events_with_a_warning(tmp_path):
+    text = gzip.decompress(GPU.read_bytes())
+    cut = text.rfind(b'"name":"MemcpyD2H"')           # inside the last copy event
+    tr = open_trace(_write(tmp_path, text[:cut]))
+    assert len(tr.kernels) == len(raw_kernels(GPU))
+    assert "DtoH" not in tr.copies.column("direction").to_pylist()
+    assert any("ends early" in w for w in tr.warnings)
+
+
+def test_gzip_cut_short_reads_what_decompressed_with_a_warning(tmp_path):
+    raw = GPU.read_bytes()
+    tr = open_trace(_write(tmp_path, raw[: len(raw) * 2 // 3], "gpu.trace.json.gz"))
+    assert 0 < len(tr.kernels) < len(raw_kernels(GPU))
+    assert any("ends early" in w for w in tr.warnings)
+
+
+def test_events_without_numeric_times_are_skipped_and_counted(tmp_path):
+    doc = json.loads(gzip.decompress(GPU.read_bytes()))
+    evs = doc["traceEvents"]
+    bad = [i for i, e in enumerate(evs) if e.get("name") == "wrapped_exp"]
+    for i in bad:
+        evs[i]["ts"] = "soon"
+    tr = open_trace(_write(tmp_path, json.dumps(doc).encode()))
+    assert len(tr.kernels) == len(raw_kernels(GPU)) - len(bad)
+    assert any(f"skipped {len(bad)} events without a numeric ts/dur" in w for w in tr.warnings)
+
+
+def test_a_chrome_trace_without_plane_names_is_refused_by_the_jax_reader(tmp_path):
+    from hipscope.parsers.base import get_reader
+
+    p = _write(tmp_path, json.dumps({"traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "python3 4242"}},
+        {"ph": "X", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0, "name": "op"}]}).encode())
+    with pytest.raises(TraceFormatError, match="/host:CPU"):
+        get_reader("jax").read(p, lambda f: None, lambda: False)
