@@ -32,28 +32,37 @@ _COPY_WORDS = (("H2D", "HtoD"), ("D2H", "DtoH"), ("D2D", "DtoD"), ("P2P", "PtoP"
                ("Memset", "memset"))
 
 
-@dataclass
 class Rows:
-    """Column lists of one table (None = null)."""
+    """Column lists of one table, filled row by row (None = null)."""
 
-    cols: dict[str, list] = field(default_factory=dict)
-    n: int = 0
+    def __init__(self, *columns: str):
+        self.cols: dict[str, list] = {c: [] for c in columns}
+        self._lists = list(self.cols.values())
 
-    def add(self, **values: Any) -> None:
-        for k, v in values.items():
-            self.cols.setdefault(k, [None] * self.n).append(v)
-        self.n += 1
-        for v in self.cols.values():
-            if len(v) < self.n:
-                v.append(None)
+    @property
+    def n(self) -> int:
+        return len(self._lists[0])
+
+    def add(self, *values: Any) -> None:
+        for col, v in zip(self._lists, values):
+            col.append(v)
+
+
+KERNEL_COLS = ("name", "device", "stream", "start", "end", "correlation_id", "registers",
+               "lds_bytes", "dyn_lds_bytes", "grid", "block_x", "block_y", "block_z",
+               "hlo_op", "hlo_module")
+COPY_COLS = ("direction", "name", "start", "end", "device", "stream", "correlation_id",
+             "bytes")
+API_COLS = ("name", "domain", "start", "end", "pid", "tid", "correlation_id", "device")
+MARKER_COLS = ("name", "domain", "start", "end", "pid", "tid", "device", "stream")
 
 
 @dataclass
 class Collected:
-    kernels: Rows = field(default_factory=Rows)
-    copies: Rows = field(default_factory=Rows)
-    api: Rows = field(default_factory=Rows)
-    markers: Rows = field(default_factory=Rows)
+    kernels: Rows = field(default_factory=lambda: Rows(*KERNEL_COLS))
+    copies: Rows = field(default_factory=lambda: Rows(*COPY_COLS))
+    api: Rows = field(default_factory=lambda: Rows(*API_COLS))
+    markers: Rows = field(default_factory=lambda: Rows(*MARKER_COLS))
     process_names: dict[int, str] = field(default_factory=dict)
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
     devices: dict[int, tuple[str, str, int]] = field(default_factory=dict)  # pid -> kind
@@ -62,23 +71,22 @@ class Collected:
 
 
 def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
+    """An integer arg (XLA writes every arg as a string; ``$$N`` for context ids)."""
+    if type(v) is int:
         return v
+    if type(v) is str:
+        s = v.strip().lstrip("$")
+        return int(s) if s.isdigit() else None
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str):
-        s = v.strip().lstrip("$")
-        if s.isdigit():
-            return int(s)
     return None
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    t = type(v)
+    if t is not float and t is not int:
         return None
-    return float(v) if v == v and abs(v) < 9e12 else None   # NaN, past 2^62 ns: no time
+    return v if -9e12 < v < 9e12 else None     # NaN and times past 2^62 ns: no time
 
 
 def names(evs: list) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
@@ -114,8 +122,16 @@ def _details(text: Any) -> dict[str, str]:
 
 def _xyz(text: str | None) -> list[int | None]:
     parts = (text or "").split(",")
-    out = [_int(p) for p in parts[:3]] if len(parts) == 3 else [None] * 3
-    return out
+    return [_int(p) for p in parts] if len(parts) == 3 else [None] * 3
+
+
+def kernel_details(text: Any) -> tuple:
+    """(regs, static_shared, dynamic_shared, (grid x, y, z), block x, y, z) of a
+    CUPTI/roctracer ``kernel_details`` string (nulls where absent)."""
+    det = _details(text)
+    block = _xyz(det.get("block"))
+    return (_int(det.get("regs")), _int(det.get("static_shared")),
+            _int(det.get("dynamic_shared")), _xyz(det.get("grid")), *block)
 
 
 class Router:
@@ -125,6 +141,7 @@ class Router:
         self.out = out
         self.device_index = device_index      # device pid -> hipscope device index
         self.lanes: dict[tuple[int, int], tuple] = {}
+        self.details: dict[Any, tuple] = {}      # kernel_details text -> parsed (few kinds)
 
     def lane(self, pid: int, tid: int) -> tuple:
         key = (pid, tid)
@@ -154,8 +171,7 @@ class Router:
         if kind == "stream":
             self._stream_event(e, name, lane[1], lane[2], start, end)
         elif kind == "gpu_marker":
-            self.out.markers.add(name=name, domain=lane[2], start=start, end=end,
-                                 device=lane[1])
+            self.out.markers.add(name, lane[2], start, end, None, None, lane[1], None)
         elif kind == "host":
             self._host_event(e, name, lane[1], lane[2], start, end)
         else:
@@ -168,14 +184,12 @@ class Router:
             add_count(self.out.skipped, "CUDA graph executions (their kernels are kept)")
         elif (a is not None and a.memcpy_details is not None) or name.startswith("Memcpy"):
             det = _details(a.memcpy_details if a else None)
-            self.out.copies.add(direction=copy_direction(name), name=name, start=start,
-                                end=end, device=dev, stream=stream, correlation_id=corr,
-                                bytes=_int(det.get("size")))
+            self.out.copies.add(copy_direction(name), name, start, end, dev, stream, corr,
+                                _int(det.get("size")))
         elif (a is not None and a.memset_details is not None) or name.startswith("Memset"):
             det = _details(a.memset_details if a else None)
-            self.out.copies.add(direction="memset", name=name, start=start, end=end,
-                                device=dev, stream=stream, correlation_id=corr,
-                                bytes=_int(det.get("num_bytes")))
+            self.out.copies.add("memset", name, start, end, dev, stream, corr,
+                                _int(det.get("num_bytes")))
         elif name.startswith("Memory") or name in ("MemoryAlloc", "MemoryFree"):
             add_count(self.out.skipped, f"{name} events")
         else:
@@ -183,16 +197,13 @@ class Router:
 
     def _kernel(self, e, name, dev, stream, start, end, corr) -> None:
         a = e.args
-        det = _details(a.kernel_details if a else None)
-        grid, block = _xyz(det.get("grid")), _xyz(det.get("block"))
-        self.out.kernels.add(
-            name=name, device=dev, stream=stream, start=start, end=end,
-            correlation_id=corr, registers=_int(det.get("regs")),
-            lds_bytes=_int(det.get("static_shared")),
-            dyn_lds_bytes=_int(det.get("dynamic_shared")),
-            grid=grid, block_x=block[0], block_y=block[1], block_z=block[2],
-            hlo_op=a.hlo_op if a and isinstance(a.hlo_op, str) else None,
-            hlo_module=a.hlo_module if a and isinstance(a.hlo_module, str) else None)
+        text = a.kernel_details if a else None
+        det = self.details.get(text)
+        if det is None:
+            det = self.details[text] = kernel_details(text)
+        op = a.hlo_op if a and isinstance(a.hlo_op, str) else None
+        module = a.hlo_module if a and isinstance(a.hlo_module, str) else None
+        self.out.kernels.add(name, dev, stream, start, end, corr, *det, op, module)
 
     def _host_event(self, e, name: str, pid: int, tid: int, start: int, end: int) -> None:
         a = e.args
@@ -201,15 +212,13 @@ class Router:
             domain = ("HIP_RUNTIME_API" if name.startswith("hip") else
                       "HSA_CORE_API" if name.startswith("hsa_") else
                       "cuda_runtime" if name.startswith("cuda") else "cuda_driver")
-            dev = self.device_index.get((_int(a.device_id) or 0) + 1) if a and \
-                a.device_id is not None else None
-            self.out.api.add(name=name, domain=domain, start=start, end=end, pid=pid,
-                             tid=tid, correlation_id=corr, device=dev)
+            d = _int(a.device_id) if a else None    # CUDA ordinal N: plane pid N + 1
+            dev = self.device_index.get(d + 1) if d is not None else None
+            self.out.api.add(name, domain, start, end, pid, tid, corr, dev)
             return
         domain = ("python_function" if name.startswith("$") else
                   "nvtx" if name.startswith("NVTX:") else "xla_host")
-        self.out.markers.add(name=name, domain=domain, start=start, end=end, pid=pid,
-                             tid=tid)
+        self.out.markers.add(name, domain, start, end, pid, tid, None, None)
 
 
 def times(e) -> tuple[int, int] | None:

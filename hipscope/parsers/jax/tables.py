@@ -89,8 +89,8 @@ def _xla_op_markers(out: Collected, provenance: dict[str, str]) -> None:
     for i in range(out.kernels.n):
         op, dev = k["hlo_op"][i], k["device"][i]
         if op and dev not in have:
-            out.markers.add(name=op, domain="xla_op", start=k["start"][i], end=k["end"][i],
-                            device=dev, stream=k["stream"][i])
+            out.markers.add(op, "xla_op", k["start"][i], k["end"][i], None, None, dev,
+                            k["stream"][i])
             added += 1
     if added:
         provenance["markers.xla_op"] = ("the 'XLA Ops' line of each device; where a device "
@@ -102,14 +102,13 @@ def _marker_table(mk: Rows):
         return build_table("markers", {}, n=0)
     start = np.asarray(mk.cols["start"], np.int64)
     end = np.asarray(mk.cols["end"], np.int64)
-    dev = np.asarray([-1 if d is None else d for d in mk.cols.get("device", [None] * mk.n)])
-    pid = np.asarray([-1 if p is None else p for p in mk.cols.get("pid", [None] * mk.n)])
-    tid = np.asarray([-1 if t is None else t for t in mk.cols.get("tid", [None] * mk.n)],
-                     dtype=object)
+    dev = [-1 if d is None else d for d in mk.cols["device"]]
+    pid = [-1 if p is None else p for p in mk.cols["pid"]]
+    tid = [-1 if t is None else t for t in mk.cols["tid"]]
     # one nesting group per host thread and per device
     keys = {}
     group = np.fromiter((keys.setdefault((d, p, t), len(keys)) for d, p, t in
-                         zip(dev.tolist(), pid.tolist(), tid.tolist())), np.int64, mk.n)
+                         zip(dev, pid, tid)), np.int64, mk.n)
     depth = nesting_depth(start, end, group)
     return build_table("markers", {**mk.cols, "depth": depth}, n=mk.n)
 
