@@ -293,3 +293,50 @@ def test_a_chrome_trace_without_plane_names_is_refused_by_the_jax_reader(tmp_pat
         {"ph": "X", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0, "name": "op"}]}).encode())
     with pytest.raises(TraceFormatError, match="/host:CPU"):
         get_reader("jax").read(p, lambda f: None, lambda: False)
+
+
+# --------------------------------------------------------------------------- ROCm and TPU
+
+HIP_NAMES = {"cuLaunchKernel": "hipModuleLaunchKernel",
+             "cuMemcpyHtoDAsync_v2": "hipMemcpyHtoDAsync",
+             "cuMemcpyDtoHAsync_v2": "hipMemcpyDtoHAsync", "cuMemsetD32Async": "hipMemsetAsync"}
+
+
+def test_rocm_trace_links_hip_launches_and_leaves_grid_unknown(tmp_path):
+    """XLA's roctracer collector writes the same layout with hip* host calls; its grid
+    unit depends on the launch call, so grid_x stays null (block is known)."""
+    doc = json.loads(gzip.decompress(GPU.read_bytes()))
+    for e in doc["traceEvents"]:
+        e["name"] = HIP_NAMES.get(e.get("name"), e.get("name"))
+    tr = open_trace(_write(tmp_path, json.dumps(doc).encode(), "rocm.trace.json"))
+    blocks = sorted(int(e["args"]["kernel_details"].split("block:")[1].split(",")[0])
+                    for _d, _s, e in raw_kernels(GPU))
+    assert set(tr.devices.column("vendor").to_pylist()) == {"AMD"}
+    assert set(tr.api.column("domain").to_pylist()) == {"HIP_RUNTIME_API"}
+    assert sorted(tr.kernels.column("block_x").to_pylist()) == blocks
+    assert tr.kernels.column("grid_x").null_count == len(tr.kernels)
+    linked = [i for i in tr.kernels.column("api_index").to_pylist() if i is not None]
+    assert len(linked) == 16
+    assert {tr.api.column("name").to_pylist()[i] for i in linked} == {"hipModuleLaunchKernel"}
+
+
+def test_tpu_trace_has_no_kernels_but_its_xla_ops_on_the_device_with_a_warning(tmp_path):
+    evs = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:TPU:0"}},
+           {"ph": "M", "pid": 1, "tid": 3735928563, "name": "thread_name",
+            "args": {"name": "XLA Modules"}},
+           {"ph": "M", "pid": 1, "tid": 3735928564, "name": "thread_name",
+            "args": {"name": "XLA Ops"}},
+           {"ph": "M", "pid": 701, "name": "process_name", "args": {"name": "/host:CPU"}},
+           {"ph": "X", "pid": 1, "tid": 3735928563, "ts": 10.5, "dur": 20.25,
+            "name": "jit_step(3)"},
+           {"ph": "X", "pid": 1, "tid": 3735928564, "ts": 11.0, "dur": 5.0, "name": "fusion.1"},
+           {"ph": "X", "pid": 1, "tid": 3735928564, "ts": 16.5, "dur": 9.0, "name": "dot.2"},
+           {}]
+    tr = open_trace(_write(tmp_path, json.dumps({"traceEvents": evs}).encode()))
+    assert len(tr.kernels) == 0
+    assert rows(tr.markers, "name", "domain", "device", "start", "end", "depth") == sorted([
+        ("jit_step(3)", "xla_module", 0, 10500, 30750, 0),
+        ("fusion.1", "xla_op", 0, 11000, 16000, 1), ("dot.2", "xla_op", 0, 16500, 25500, 1)],
+        key=repr)
+    assert tr.devices.column("name").to_pylist() == ["/device:TPU:0"]
+    assert any("no GPU kernels" in w and "TPU" in w for w in tr.warnings)
