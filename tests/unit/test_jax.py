@@ -340,3 +340,38 @@ def test_tpu_trace_has_no_kernels_but_its_xla_ops_on_the_device_with_a_warning(t
         key=repr)
     assert tr.devices.column("name").to_pylist() == ["/device:TPU:0"]
     assert any("no GPU kernels" in w and "TPU" in w for w in tr.warnings)
+
+
+# --------------------------------------------------------------------------- log folders
+
+def _run_dir(root: Path, run: str, files=(CPU, PERFETTO, XPLANE)) -> Path:
+    d = root / "plugins" / "profile" / run
+    d.mkdir(parents=True)
+    for f in files:
+        (d / f.name).write_bytes(f.read_bytes())
+    return d
+
+
+def test_the_log_dir_of_jax_profiler_trace_opens_its_run(tmp_path):
+    run = _run_dir(tmp_path, "2026_12_01_09_41_59")
+    for folder in (tmp_path, run):
+        tr = open_trace(folder)
+        assert tr.format == "jax"
+        assert tr.meta["sources"] == [str(run / CPU.name)]
+        assert len(tr.markers) == sum(1 for e in raw_events(CPU) if e.get("ph") == "X")
+
+
+def test_a_log_dir_with_two_runs_is_refused_naming_them(tmp_path):
+    _run_dir(tmp_path, "run_a")
+    _run_dir(tmp_path, "run_b")
+    with pytest.raises(TraceFormatError, match="2 runs .*run_a.*run_b.*open one run"):
+        open_trace(tmp_path)
+
+
+def test_a_log_dir_with_only_xplane_is_refused_naming_the_json(tmp_path):
+    _run_dir(tmp_path, "run_a", files=(XPLANE,))
+    with pytest.raises(TraceFormatError) as err:
+        open_trace(tmp_path)
+    msg = str(err.value)
+    assert msg.startswith(str(tmp_path)) and "XSpace protobufs" in msg
+    assert ".trace.json.gz" in msg and "create_perfetto_trace" in msg

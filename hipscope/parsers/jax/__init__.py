@@ -17,12 +17,13 @@ from ...model import Trace
 from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_bytes, register
 from .decode import load
+from .folder import run_files, the_trace_file
 from .tables import build
 
 _PLANE_NAME = re.compile(r'"name"\s*:\s*"/(?:host:[A-Za-z_-]+|device:[A-Za-z_]+:\d+)"')
 _PROCESS_NAME = re.compile(r'"process_name"')
 _KINETO = ('"schemaVersion"', '"deviceProperties"', '"baseTimeNanoseconds"', '"cpu_op"')
-JSON_HINT = ("the trace-viewer JSON that jax.profiler.trace writes beside it "
+JSON_HINT = ("the trace-viewer JSON that jax.profiler.trace writes beside the .xplane.pb "
              "(<host>.trace.json.gz, or perfetto_trace.json.gz with "
              "create_perfetto_trace=True)")
 
@@ -46,11 +47,15 @@ class JaxReader:
     description = "JAX / XLA profiler trace (trace viewer JSON)"
     patterns = ("*.trace.json.gz", "*.trace.json", "perfetto_trace.json.gz")
     priority = 60
-    directories = False
+    directories = True
 
     def sniff(self, path: Path) -> float:
         if path.is_dir():
-            return 0.0
+            runs = run_files(path)
+            files = [f for fs in runs.values() for f in fs]
+            if not runs or (files and not all(self.sniff(f) > 0.9 for f in files)):
+                return 0.0
+            return 0.9      # a jax.profiler log dir (or one only of .xplane.pb: refused)
         head = _head_text(path, 1 << 16)
         if not head.lstrip().startswith("{") or '"traceEvents"' not in head:
             return 0.0
@@ -62,6 +67,8 @@ class JaxReader:
 
     def read(self, path, progress, cancelled) -> Trace:
         path = Path(path)
+        if path.is_dir():
+            path = the_trace_file(path, JSON_HINT)
         with gc_paused():
             try:
                 warnings: list[str] = []

@@ -208,6 +208,7 @@ def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
     meta = new_meta("jax", [path], CLOCK, tool="JAX / XLA profiler (trace viewer JSON)",
                     vendor=vendor, events=out.n_events, device_planes=dev_names,
                     processes={str(p): n for p, n in sorted(out.process_names.items())},
+                    threads={f"{p}/{t}": n for (p, t), n in sorted(out.thread_names.items())},
                     skipped=dict(out.skipped), provenance=provenance)
     progress(0.9)
     return Trace(kernels=kernels, copies=build_table("copies", out.copies.cols, n=out.copies.n),
