@@ -375,3 +375,17 @@ def test_a_log_dir_with_only_xplane_is_refused_naming_the_json(tmp_path):
     msg = str(err.value)
     assert msg.startswith(str(tmp_path)) and "XSpace protobufs" in msg
     assert ".trace.json.gz" in msg and "create_perfetto_trace" in msg
+
+
+def test_launch_calls_whose_gpu_work_was_not_recorded_still_load(tmp_path):
+    """Fuzzing found it: a trace cut before any GPU event has launch calls that name
+    device 0; that device is listed, the calls are kept, and no kernels is warned."""
+    doc = json.loads(gzip.decompress(GPU.read_bytes()))
+    procs, _ = names_of(doc["traceEvents"])
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ph") == "M" or
+                          procs.get(e.get("pid")) == "/host:CPU"]
+    n_calls = sum(1 for e in doc["traceEvents"] if e.get("name", "").startswith("cu"))
+    tr = open_trace(_write(tmp_path, json.dumps(doc).encode()))
+    assert len(tr.kernels) == 0 and len(tr.api) == n_calls
+    assert set(tr.api.column("device").to_pylist()) <= set(tr.devices.column("index").to_pylist())
+    assert any("recorded no kernels" in w for w in tr.warnings)

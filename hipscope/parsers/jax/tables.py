@@ -124,7 +124,7 @@ def _vendor(out: Collected) -> str | None:
 
 def _devices(out: Collected, vendor: str | None):
     used = set()
-    for rows in (out.kernels, out.copies, out.markers):
+    for rows in (out.kernels, out.copies, out.markers, out.api):
         used |= {d for d in rows.cols.get("device", []) if d is not None}
     rows = []
     for pid, (kind, pname, idx) in sorted(out.devices.items(), key=lambda x: x[1][2]):
