@@ -202,6 +202,8 @@ def test_gpu_host_ops_are_host_markers_and_launches_are_api_calls():
     assert rows(tr.api, "name", "start", "end", "tid") == sorted(
         ((e["name"], *ns(e), e["tid"]) for e in calls), key=repr)
     assert set(tr.api.column("domain").to_pylist()) == {"cuda_driver"}
+    assert rows(tr.api, "start", "device") == sorted(      # args.device_id: the GPU ordinal
+        (ns(e)[0], int(e["args"]["device_id"])) for e in calls)
     host_markers = [r for r in rows(tr.markers, "name", "device", "tid") if r[1] is None]
     assert sorted((n, t) for n, _d, t in host_markers) == sorted(
         (e["name"], e["tid"]) for e in host if not e["name"].startswith("cu"))

@@ -142,6 +142,8 @@ class Router:
         self.device_index = device_index      # device pid -> hipscope device index
         self.lanes: dict[tuple[int, int], tuple] = {}
         self.details: dict[Any, tuple] = {}      # kernel_details text -> parsed (few kinds)
+        self.gpu_ordinal = {int(m.group(2)): idx for kind, pname, idx in out.devices.values()
+                            if (m := DEVICE_RE.match(pname)) and m.group(1) == "GPU"}
 
     def lane(self, pid: int, tid: int) -> tuple:
         key = (pid, tid)
@@ -190,7 +192,7 @@ class Router:
             det = _details(a.memset_details if a else None)
             self.out.copies.add("memset", name, start, end, dev, stream, corr,
                                 _int(det.get("num_bytes")))
-        elif name.startswith("Memory") or name in ("MemoryAlloc", "MemoryFree"):
+        elif name.startswith("Memory"):         # MemoryAlloc, MemoryFree, MemoryResidency
             add_count(self.out.skipped, f"{name} events")
         else:
             self._kernel(e, name, dev, stream, start, end, corr)
@@ -212,8 +214,8 @@ class Router:
             domain = ("HIP_RUNTIME_API" if name.startswith("hip") else
                       "HSA_CORE_API" if name.startswith("hsa_") else
                       "cuda_runtime" if name.startswith("cuda") else "cuda_driver")
-            d = _int(a.device_id) if a else None    # CUDA ordinal N: plane pid N + 1
-            dev = self.device_index.get(d + 1) if d is not None else None
+            d = _int(a.device_id) if a else None    # the ordinal N of /device:GPU:N
+            dev = self.gpu_ordinal.get(d) if d is not None else None
             self.out.api.add(name, domain, start, end, pid, tid, corr, dev)
             return
         domain = ("python_function" if name.startswith("$") else
