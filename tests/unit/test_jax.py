@@ -1,7 +1,7 @@
 """JAX / XLA profiler traces (issue 13 item 6): the trace-viewer JSON that
 ``jax.profiler.trace`` writes is read (kernels on GPU streams, copies, host ops, launch
 links, XLA op and module names), never taken as a PyTorch trace with 0 kernels; the
-native ``.xplane.pb`` is refused in one sentence that names the JSON to open instead.
+native ``.xplane.pb`` is read into the same tables, and so is the log folder.
 
 Expected figures come from plain json/gzip code over the fixture files:
 ``jax/cpu/`` is a real CPU recording, ``jax/gpu/`` follows XLA's documented GPU layout
@@ -236,22 +236,40 @@ def test_cli_report_json_of_the_real_cpu_trace_warns_no_kernels():
     assert any("recorded no kernels" in w for w in rep["warnings"])
 
 
-def test_cli_refuses_xplane_in_one_sentence_naming_the_json():
+def test_cli_report_json_of_the_real_xplane_matches_its_json():
     proc = run_cli("report", "--json", "--no-cache", str(XPLANE))
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert str(XPLANE) in lines[0] and "XSpace protobuf" in lines[0]
-    assert ".trace.json.gz" in lines[0] and "create_perfetto_trace" in lines[0]
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert rep["format"] == "xplane" and rep["kernel_count"] == 0
+    assert rep["marker_count"] == sum(1 for e in raw_events(CPU) if e.get("ph") == "X")
 
 
-# --------------------------------------------------------------------------- bad input
+# --------------------------------------------------------------------------- XSpace
 
-def test_xplane_refused_by_content_whatever_its_name(tmp_path):
+def test_real_xplane_reads_the_same_host_events_as_its_json():
+    """The .xplane.pb and the .trace.json.gz of one real recording: same events, same
+    ns, same threads (jax wrote both from one XSpace)."""
+    a, b = open_trace(XPLANE), open_trace(CPU)
+    cols = ("name", "domain", "start", "end", "tid", "depth")
+    assert rows(a.markers, *cols) == rows(b.markers, *cols)
+    assert a.meta["threads"] == b.meta["threads"]
+
+
+def test_xplane_recognised_by_content_whatever_its_name(tmp_path):
     p = tmp_path / "profile.bin"
     p.write_bytes(XPLANE.read_bytes())
-    with pytest.raises(TraceFormatError, match="XSpace protobuf"):
+    assert find_reader(p).name == "xplane"
+    assert len(open_trace(p).markers) == len(open_trace(XPLANE).markers)
+
+
+def test_damaged_xplane_is_one_sentence(tmp_path):
+    raw = XPLANE.read_bytes()
+    p = tmp_path / "vm.xplane.pb"
+    p.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(TraceFormatError) as err:
         open_trace(p)
+    msg = str(err.value)
+    assert msg.startswith(str(p)) and "XSpace protobuf" in msg and "\n" not in msg
 
 
 def _write(tmp_path: Path, text: bytes, name: str = "host.trace.json") -> Path:
@@ -370,13 +388,11 @@ def test_a_log_dir_with_two_runs_is_refused_naming_them(tmp_path):
         open_trace(tmp_path)
 
 
-def test_a_log_dir_with_only_xplane_is_refused_naming_the_json(tmp_path):
-    _run_dir(tmp_path, "run_a", files=(XPLANE,))
-    with pytest.raises(TraceFormatError) as err:
-        open_trace(tmp_path)
-    msg = str(err.value)
-    assert msg.startswith(str(tmp_path)) and "XSpace protobufs" in msg
-    assert ".trace.json.gz" in msg and "create_perfetto_trace" in msg
+def test_a_log_dir_with_only_xplane_reads_it(tmp_path):
+    run = _run_dir(tmp_path, "run_a", files=(XPLANE,))
+    tr = open_trace(tmp_path)
+    assert tr.format == "xplane" and tr.meta["sources"] == [str(run / XPLANE.name)]
+
 
 
 def test_launch_calls_whose_gpu_work_was_not_recorded_still_load(tmp_path):

@@ -1,7 +1,8 @@
 """JAX / XLA profiler output: the trace-viewer JSON that ``jax.profiler.trace`` writes
 (``<host>.trace.json.gz``; with ``create_perfetto_trace=True`` also
-``perfetto_trace.json.gz``, the same JSON) is read; XLA's native XSpace protobuf
-(``<host>.xplane.pb``) is refused in one sentence that names the JSON beside it.
+``perfetto_trace.json.gz``, the same JSON), XLA's native XSpace protobuf
+(``<host>.xplane.pb``, decoded by :mod:`.xplane` into the same events) and the log
+folder holding them.
 
 Sniffed by content: the trace viewer names its processes after XPlanes
 (``/host:CPU``, ``/device:GPU:0``), which no PyTorch (Kineto) trace does.
@@ -19,13 +20,11 @@ from ..base import Cancelled, TraceFormatError, check_cancel, head_bytes, regist
 from .decode import load
 from .folder import run_files, the_trace_file
 from .tables import build
+from .xplane import load_xspace
 
 _PLANE_NAME = re.compile(r'"name"\s*:\s*"/(?:host:[A-Za-z_-]+|device:[A-Za-z_]+:\d+)"')
 _PROCESS_NAME = re.compile(r'"process_name"')
 _KINETO = ('"schemaVersion"', '"deviceProperties"', '"baseTimeNanoseconds"', '"cpu_op"')
-JSON_HINT = ("the trace-viewer JSON that jax.profiler.trace writes beside the .xplane.pb "
-             "(<host>.trace.json.gz, or perfetto_trace.json.gz with "
-             "create_perfetto_trace=True)")
 
 
 def _head_text(path: Path, n: int) -> str:
@@ -68,34 +67,44 @@ class JaxReader:
     def read(self, path, progress, cancelled) -> Trace:
         path = Path(path)
         if path.is_dir():
-            path = the_trace_file(path, JSON_HINT)
-        with gc_paused():
-            try:
-                warnings: list[str] = []
-                dropped: dict[str, int] = {}
-                top = load(path, warnings, dropped)
-                progress(0.5)
-                check_cancel(cancelled)
-                return build(path, top, warnings, dropped, progress, cancelled)
-            except (TraceFormatError, Cancelled):
-                raise
-            except MemoryError:
-                raise TraceFormatError(path, None, "a trace that fits in memory",
-                                       "not enough memory") from None
-            except Exception as exc:  # noqa: BLE001 - contract: nothing else escapes read()
-                raise TraceFormatError(path, None, "a readable JAX / XLA trace-viewer JSON",
-                                       f"{type(exc).__name__}: {exc}") from exc
+            path = the_trace_file(path)
+            if path.name.endswith(".pb"):
+                return _read(path, progress, cancelled, xspace=True)
+        return _read(path, progress, cancelled)
+
+
+def _read(path: Path, progress, cancelled, xspace: bool = False) -> Trace:
+    """One trace-viewer JSON or XSpace file; anything unexpected as one sentence."""
+    with gc_paused():
+        try:
+            warnings: list[str] = []
+            dropped: dict[str, int] = {}
+            top = load_xspace(path, warnings) if xspace else load(path, warnings, dropped)
+            progress(0.5)
+            check_cancel(cancelled)
+            if xspace:
+                return build(path, top, warnings, dropped, progress, cancelled, "xplane",
+                             "JAX / XLA profiler (XSpace protobuf)")
+            return build(path, top, warnings, dropped, progress, cancelled)
+        except (TraceFormatError, Cancelled):
+            raise
+        except MemoryError:
+            raise TraceFormatError(path, None, "a trace that fits in memory",
+                                   "not enough memory") from None
+        except Exception as exc:  # noqa: BLE001 - contract: nothing else escapes read()
+            what = "XLA XSpace protobuf" if xspace else "JAX / XLA trace-viewer JSON"
+            raise TraceFormatError(path, None, f"a readable {what}",
+                                   f"{type(exc).__name__}: {exc}") from exc
 
 
 @register
 class XPlaneReader:
-    """Recognises XLA's XSpace protobuf only to refuse it clearly (hipscope reads the
-    trace-viewer JSON that the same ``jax.profiler.trace`` call writes)."""
+    """XLA's XSpace protobuf, read into the same tables as its trace-viewer JSON."""
 
     name = "xplane"
-    description = "XLA XSpace protobuf (refused: open the trace JSON)"
+    description = "XLA XSpace protobuf (jax.profiler .xplane.pb)"
     patterns = ("*.xplane.pb",)
-    priority = 10
+    priority = 55
     directories = False
 
     def sniff(self, path: Path) -> float:
@@ -108,9 +117,7 @@ class XPlaneReader:
         return 0.9 if path.name.endswith(".xplane.pb") else 0.6
 
     def read(self, path, progress, cancelled) -> Trace:
-        raise TraceFormatError(path, None, JSON_HINT,
-                               "an XLA XSpace protobuf (.xplane.pb), which hipscope does "
-                               "not read")
+        return _read(Path(path), progress, cancelled, xspace=True)
 
 
 __all__ = ["JaxReader", "XPlaneReader"]

@@ -31,18 +31,17 @@ def run_files(folder: Path) -> dict[Path, list[Path]]:
     return runs
 
 
-def the_trace_file(folder: Path, hint: str) -> Path:
-    """The one trace-viewer JSON of the one run in ``folder``, or a TraceFormatError."""
+def the_trace_file(folder: Path) -> Path:
+    """The one host's trace of the one run in ``folder`` (its trace-viewer JSON, else
+    its ``.xplane.pb``), or a TraceFormatError saying what to open instead."""
     runs = run_files(folder)
     if len(runs) > 1:
         names = ", ".join(str(r.relative_to(folder)) for r in list(runs)[:4])
         raise TraceFormatError(folder, None, "one jax.profiler run",
                                f"{len(runs)} runs ({names}{', ...' if len(runs) > 4 else ''}); "
                                "open one run's folder")
-    files = next(iter(runs.values()), [])
-    if not files:
-        raise TraceFormatError(folder, None, hint, "only XLA XSpace protobufs (.xplane.pb), "
-                               "which hipscope does not read")
+    run, files = next(iter(runs.items()))
+    files = files or sorted(run.glob("*.xplane.pb"))
     if len(files) > 1:
         raise TraceFormatError(folder, None, "one host's trace in the run",
                                f"{len(files)} files ({', '.join(p.name for p in files[:4])}); "

@@ -185,7 +185,8 @@ def _warn_empty(out: Collected, path: Path, warnings: list[str]) -> None:
 
 
 def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
-          progress, cancelled) -> Trace:
+          progress, cancelled, fmt: str = "jax",
+          tool: str = "JAX / XLA profiler (trace viewer JSON)") -> Trace:
     out = collect(top, cancelled)
     if not any(n.startswith(("/host:", "/device:")) for n in out.process_names.values()):
         raise TraceFormatError(path, "the process_name metadata of traceEvents",
@@ -205,7 +206,7 @@ def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
     _warn_empty(out, path, warnings)
     for what, n in sorted(out.skipped.items()):
         warnings.append(f"{path}: skipped {n:,} {what}")
-    meta = new_meta("jax", [path], CLOCK, tool="JAX / XLA profiler (trace viewer JSON)",
+    meta = new_meta(fmt, [path], CLOCK, tool=tool,
                     vendor=vendor, events=out.n_events, device_planes=dev_names,
                     processes={str(p): n for p, n in sorted(out.process_names.items())},
                     threads={f"{p}/{t}": n for (p, t), n in sorted(out.thread_names.items())},
