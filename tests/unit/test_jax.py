@@ -407,3 +407,81 @@ def test_launch_calls_whose_gpu_work_was_not_recorded_still_load(tmp_path):
     assert len(tr.kernels) == 0 and len(tr.api) == n_calls
     assert set(tr.api.column("device").to_pylist()) <= set(tr.devices.column("index").to_pylist())
     assert any("recorded no kernels" in w for w in tr.warnings)
+
+
+# --------------------------------------------------------------------------- XSpace of GPUs
+
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _pb(field: int, value) -> bytes:
+    if isinstance(value, int):
+        return _pb_varint(field << 3) + _pb_varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return _pb_varint(field << 3 | 2) + _pb_varint(len(data)) + data
+
+
+def to_xspace(doc: dict) -> bytes:
+    """An XSpace protobuf (xplane.proto field numbers) holding a trace-viewer JSON's
+    events, written the way XLA's collectors do: numeric stats as uint64, details
+    strings as ref_value to a stat metadata entry, other stats as str_value."""
+    evs = doc["traceEvents"]
+    procs, threads = names_of(evs)
+    out = b""
+    for pid, pname in procs.items():
+        stat_ids: dict[str, int] = {}
+        event_ids: dict[str, int] = {}
+
+        def sid(name: str) -> int:
+            return stat_ids.setdefault(name, len(stat_ids) + 1)
+
+        lines = b""
+        for (p, tid), tname in threads.items():
+            if p != pid:
+                continue
+            events = b""
+            for e in evs:
+                if e.get("ph") != "X" or (e["pid"], e["tid"]) != (p, tid):
+                    continue
+                stats = b""
+                for k, v in e.get("args", {}).items():
+                    if v.isdigit():
+                        stats += _pb(4, _pb(1, sid(k)) + _pb(3, int(v)))
+                    elif k.endswith("_details"):
+                        stats += _pb(4, _pb(1, sid(k)) + _pb(7, sid(v)))
+                    else:
+                        stats += _pb(4, _pb(1, sid(k)) + _pb(5, v))
+                mid = event_ids.setdefault(e["name"], len(event_ids) + 1)
+                events += _pb(4, _pb(1, mid) + _pb(2, round(e["ts"] * 1e6)) +
+                              _pb(3, round(e["dur"] * 1e6)) + stats)
+            lines += _pb(3, _pb(1, tid) + _pb(10, tid) + _pb(2, tname) + _pb(3, 0) + events)
+        meta = b"".join(_pb(4, _pb(1, i) + _pb(2, _pb(1, i) + _pb(2, n)))
+                        for n, i in event_ids.items())
+        meta += b"".join(_pb(5, _pb(1, i) + _pb(2, _pb(1, i) + _pb(2, n)))
+                         for n, i in stat_ids.items())
+        plane_id = pid - 1 if pname.startswith("/device:") else 0
+        out += _pb(1, _pb(1, plane_id) + _pb(2, pname) + lines + meta)
+    return out
+
+
+def test_gpu_xspace_reads_the_same_tables_as_its_json(tmp_path):
+    doc = json.loads(gzip.decompress(GPU.read_bytes()))
+    p = tmp_path / "host.xplane.pb"
+    p.write_bytes(to_xspace(doc))
+    a, b = open_trace(p), open_trace(GPU)
+    assert a.format == "xplane" and len(a.kernels) == len(raw_kernels(GPU))
+    for table, cols in (("kernels", ("name", "device", "stream", "start", "end",
+                                     "correlation_id", "api_index", "grid_x", "registers")),
+                        ("copies", ("direction", "device", "start", "end", "bytes")),
+                        ("api", ("name", "start", "end", "correlation_id", "device")),
+                        ("markers", ("name", "domain", "device", "start", "end"))):
+        # (depth left out: which of two identical ranges, a step and its module, is
+        # drawn outside follows the order of the input)
+        assert rows(getattr(a, table), *cols) == rows(getattr(b, table), *cols), table
