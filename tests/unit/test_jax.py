@@ -485,3 +485,19 @@ def test_gpu_xspace_reads_the_same_tables_as_its_json(tmp_path):
         # (depth left out: which of two identical ranges, a step and its module, is
         # drawn outside follows the order of the input)
         assert rows(getattr(a, table), *cols) == rows(getattr(b, table), *cols), table
+
+
+def test_a_run_with_two_hosts_is_refused_and_their_gpus_stay_apart_when_merged(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    files = [run / f"{h}.trace.json.gz" for h in ("node1", "node2")]
+    for f in files:
+        f.write_bytes(GPU.read_bytes())
+    with pytest.raises(TraceFormatError, match="2 files .*open one host's file"):
+        open_trace(tmp_path)
+    tr = open_trace(files)
+    assert sorted(zip(tr.devices.column("host").to_pylist(),
+                      tr.devices.column("name").to_pylist())) == [
+        ("node1", "/device:GPU:0"), ("node1", "/device:GPU:1"),
+        ("node2", "/device:GPU:0"), ("node2", "/device:GPU:1")]
+    assert len(tr.kernels) == 2 * len(raw_kernels(GPU))

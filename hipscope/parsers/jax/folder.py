@@ -45,5 +45,15 @@ def the_trace_file(folder: Path) -> Path:
     if len(files) > 1:
         raise TraceFormatError(folder, None, "one host's trace in the run",
                                f"{len(files)} files ({', '.join(p.name for p in files[:4])}); "
-                               "open them together as files to merge the hosts")
+                               "open one host's file (each host's times count from its "
+                               "own session start)")
     return files[0]
+
+
+def host_of(path: Path) -> str | None:
+    """The host name jax puts in its file names (``<host>.trace.json.gz``,
+    ``<host>.xplane.pb``); None for ``perfetto_trace.json.gz`` and other names."""
+    for suffix in (".trace.json.gz", ".trace.json", ".xplane.pb"):
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            return path.name[: -len(suffix)]
+    return None

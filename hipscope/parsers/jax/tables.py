@@ -13,6 +13,7 @@ from .._common import add_count, devices_table, finish_meta, nesting_depth, new_
 from ..base import TraceFormatError, check_cancel
 from .collect import DEVICE_RE, Collected, Router, Rows, names, times
 from .decode import Top
+from .folder import host_of
 
 CLOCK = "JAX/XLA profiler session (ns from the start of jax.profiler tracing)"
 _SHORT_COLS = {"registers": 32767, "block_x": 32767, "block_y": 32767, "block_z": 32767}
@@ -122,7 +123,7 @@ def _vendor(out: Collected) -> str | None:
     return None
 
 
-def _devices(out: Collected, vendor: str | None):
+def _devices(out: Collected, vendor: str | None, host: str | None):
     used = set()
     for rows in (out.kernels, out.copies, out.markers, out.api):
         used |= {d for d in rows.cols.get("device", []) if d is not None}
@@ -130,7 +131,7 @@ def _devices(out: Collected, vendor: str | None):
     for pid, (kind, pname, idx) in sorted(out.devices.items(), key=lambda x: x[1][2]):
         if idx in used:
             rows.append({"index": idx, "name": pname, "raw_id": f"{pname} (pid {pid})",
-                         "vendor": vendor if kind == "GPU" else None})
+                         "vendor": vendor if kind == "GPU" else None, "host": host})
     return devices_table(rows), [r["name"] for r in rows]
 
 
@@ -201,13 +202,15 @@ def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
     vendor = _vendor(out)
     _link(out, path, warnings)
     _xla_op_markers(out, provenance)
-    devices, dev_names = _devices(out, vendor)
+    host = host_of(path)
+    devices, dev_names = _devices(out, vendor, host)
     kernels = _kernel_table(out.kernels, vendor, provenance)
     _warn_empty(out, path, warnings)
     for what, n in sorted(out.skipped.items()):
         warnings.append(f"{path}: skipped {n:,} {what}")
     meta = new_meta(fmt, [path], CLOCK, tool=tool,
                     vendor=vendor, events=out.n_events, device_planes=dev_names,
+                    **({"host": host} if host else {}),
                     processes={str(p): n for p, n in sorted(out.process_names.items())},
                     threads={f"{p}/{t}": n for (p, t), n in sorted(out.thread_names.items())},
                     skipped=dict(out.skipped), provenance=provenance)

@@ -65,7 +65,10 @@ def fields(buf: bytes, pos: int = 0, end: int | None = None):
 
 
 def _i64(v: Any) -> int:
-    return v - (1 << 64) if isinstance(v, int) and v >= 1 << 63 else (v if isinstance(v, int) else 0)
+    """A varint as int64 (0 for a field of the wrong wire type)."""
+    if not isinstance(v, int):
+        return 0
+    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 def _text(v: Any) -> str:
