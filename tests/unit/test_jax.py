@@ -501,3 +501,14 @@ def test_a_run_with_two_hosts_is_refused_and_their_gpus_stay_apart_when_merged(t
         ("node1", "/device:GPU:0"), ("node1", "/device:GPU:1"),
         ("node2", "/device:GPU:0"), ("node2", "/device:GPU:1")]
     assert len(tr.kernels) == 2 * len(raw_kernels(GPU))
+
+
+def test_a_value_too_big_for_its_column_is_null_with_a_warning(tmp_path):
+    doc = json.loads(gzip.decompress(GPU.read_bytes()))
+    hit = next(e for e in doc["traceEvents"] if e.get("name") == "wrapped_exp")
+    hit["args"]["kernel_details"] = hit["args"]["kernel_details"].replace(
+        "static_shared:0", "static_shared:99999999999")
+    tr = open_trace(_write(tmp_path, json.dumps(doc).encode()))
+    lds = tr.kernels.column("lds_bytes").to_pylist()
+    assert len(tr.kernels) == len(raw_kernels(GPU)) and lds.count(None) == 1
+    assert any("1 kernels.lds_bytes values do not fit" in w for w in tr.warnings)

@@ -158,7 +158,8 @@ class Router:
             dev = self.device_index[pid]
             m = STREAM_RE.match(tname)
             if m:
-                return ("stream", dev, int(m.group(1)))
+                sid = int(m.group(1))
+                return ("stream", dev, sid if sid < 1 << 31 else None)
             if tname in DERIVED:
                 return ("gpu_marker", dev, DERIVED[tname])
             return ("skip", f"events on device line {tname or tid!r}")

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from ...model import Trace, build_table
+from ...model import SPECS, Trace, build_table
 from ...model.trace import link_by_correlation
 from .._common import add_count, devices_table, finish_meta, nesting_depth, new_meta
 from ..base import TraceFormatError, check_cancel
@@ -16,7 +17,28 @@ from .decode import Top
 from .folder import host_of
 
 CLOCK = "JAX/XLA profiler session (ns from the start of jax.profiler tracing)"
-_SHORT_COLS = {"registers": 32767, "block_x": 32767, "block_y": 32767, "block_z": 32767}
+PROVENANCE = {
+    "start": "ts (µs from the session start) x 1000, rounded to the ns",
+    "end": "start + dur x 1000", "pid": "the trace viewer's process id (701 = /host:CPU, "
+    "N+1 = /device:*:N), not an OS pid", "tid": "the XLine id of the thread",
+    "correlation_id": "args.correlation_id (CUPTI/roctracer)"}
+_BITS = {pa.int16(): 15, pa.int32(): 31, pa.int64(): 63}
+
+
+def _table(name: str, cols: dict[str, list], n: int, counts: dict[str, int]):
+    """``build_table`` with integers that do not fit their column made null (counted:
+    a damaged value must not refuse the whole file)."""
+    spec = SPECS[name]
+    for c, vals in cols.items():
+        bits = _BITS.get(spec.by_name[c].type) if c in spec.by_name else None
+        if bits is None or c in spec.required:
+            continue
+        lo, hi = -(1 << bits), (1 << bits) - 1
+        bad = sum(1 for v in vals if v is not None and not lo <= v <= hi)
+        if bad:
+            cols[c] = [v if v is None or lo <= v <= hi else None for v in vals]
+            add_count(counts, f"{name}.{c} values", bad)
+    return build_table(name, cols, n=n)
 
 
 def _device_processes(out: Collected) -> dict[int, int]:
@@ -58,7 +80,8 @@ def collect(top: Top, cancelled) -> Collected:
     return out
 
 
-def _kernel_table(k: Rows, vendor: str | None, provenance: dict[str, str]):
+def _kernel_table(k: Rows, vendor: str | None, provenance: dict[str, str],
+                  counts: dict[str, int]):
     cols = {c: v for c, v in k.cols.items() if c not in ("grid", "hlo_op", "hlo_module")}
     grids = k.cols.get("grid", [])
     blocks = [k.cols.get(f"block_{a}", [None] * k.n) for a in "xyz"]
@@ -68,15 +91,12 @@ def _kernel_table(k: Rows, vendor: str | None, provenance: dict[str, str]):
             ok = vendor == "NVIDIA" and g[j] is not None and b is not None
             vals.append(g[j] * b if ok and g[j] * b < 2**31 else None)
         cols[f"grid_{axis}"] = vals
-    for c, hi in _SHORT_COLS.items():
-        if c in cols:
-            cols[c] = [v if v is not None and 0 <= v <= hi else None for v in cols[c]]
     provenance["grid_x"] = ("args.kernel_details grid (blocks) x block (threads per block) "
                             "for CUPTI traces; null for other vendors (unit not documented)")
     provenance["registers"] = "args.kernel_details regs"
     provenance["lds_bytes"] = "args.kernel_details static_shared"
     provenance["dyn_lds_bytes"] = "args.kernel_details dynamic_shared"
-    return build_table("kernels", cols, n=k.n)
+    return _table("kernels", cols, k.n, counts)
 
 
 def _xla_op_markers(out: Collected, provenance: dict[str, str]) -> None:
@@ -98,7 +118,7 @@ def _xla_op_markers(out: Collected, provenance: dict[str, str]) -> None:
                                         "has none, each kernel's args.hlo_op")
 
 
-def _marker_table(mk: Rows):
+def _marker_table(mk: Rows, counts: dict[str, int]):
     if not mk.n:
         return build_table("markers", {}, n=0)
     start = np.asarray(mk.cols["start"], np.int64)
@@ -111,7 +131,7 @@ def _marker_table(mk: Rows):
     group = np.fromiter((keys.setdefault((d, p, t), len(keys)) for d, p, t in
                          zip(dev, pid, tid)), np.int64, mk.n)
     depth = nesting_depth(start, end, group)
-    return build_table("markers", {**mk.cols, "depth": depth}, n=mk.n)
+    return _table("markers", {**mk.cols, "depth": depth}, mk.n, counts)
 
 
 def _vendor(out: Collected) -> str | None:
@@ -159,7 +179,7 @@ def _link(out: Collected, path: Path, warnings: list[str]) -> None:
 
 def _streams(out: Collected):
     pairs = sorted({(d, s) for rows in (out.kernels, out.copies)
-                    for d, s in zip(rows.cols.get("device", []), rows.cols.get("stream", []))})
+                    for d, s in zip(rows.cols["device"], rows.cols["stream"]) if s is not None})
     names_by = {}
     for (pid, tid), tname in out.thread_names.items():
         if pid in out.devices:
@@ -194,20 +214,22 @@ def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
                                "a JAX / XLA trace-viewer JSON (processes named /host:CPU, "
                                "/device:GPU:0, ...)", "no such process")
     progress(0.7)
-    provenance: dict[str, Any] = {
-        "start": "ts (µs from the session start) x 1000, rounded to the ns",
-        "end": "start + dur x 1000", "pid": "the trace viewer's process id (701/501 = "
-        "/host:CPU, N+1 = /device:*:N), not an OS pid", "tid": "the XLine id of the thread",
-        "correlation_id": "args.correlation_id (CUPTI/roctracer)"}
+    provenance: dict[str, Any] = dict(PROVENANCE)
+    nulls: dict[str, int] = {}
     vendor = _vendor(out)
     _link(out, path, warnings)
     _xla_op_markers(out, provenance)
     host = host_of(path)
     devices, dev_names = _devices(out, vendor, host)
-    kernels = _kernel_table(out.kernels, vendor, provenance)
+    kernels = _kernel_table(out.kernels, vendor, provenance, nulls)
+    copies = _table("copies", out.copies.cols, out.copies.n, nulls)
+    api = _table("api", out.api.cols, out.api.n, nulls)
+    markers = _marker_table(out.markers, nulls)
     _warn_empty(out, path, warnings)
     for what, n in sorted(out.skipped.items()):
         warnings.append(f"{path}: skipped {n:,} {what}")
+    for what, n in sorted(nulls.items()):
+        warnings.append(f"{path}: {n:,} {what} do not fit their column; stored as null")
     meta = new_meta(fmt, [path], CLOCK, tool=tool,
                     vendor=vendor, events=out.n_events, device_planes=dev_names,
                     **({"host": host} if host else {}),
@@ -215,7 +237,6 @@ def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
                     threads={f"{p}/{t}": n for (p, t), n in sorted(out.thread_names.items())},
                     skipped=dict(out.skipped), provenance=provenance)
     progress(0.9)
-    return Trace(kernels=kernels, copies=build_table("copies", out.copies.cols, n=out.copies.n),
-                 api=build_table("api", out.api.cols, n=out.api.n),
-                 markers=_marker_table(out.markers), devices=devices,
+    return Trace(kernels=kernels, copies=copies, api=api,
+                 markers=markers, devices=devices,
                  streams=_streams(out), meta=finish_meta(meta, warnings, dropped))
