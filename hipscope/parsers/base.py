@@ -499,5 +499,5 @@ def _load_builtin() -> None:
 
 BUILTIN_MODULES: Iterable[str] = (
     "rocprofv3_csv", "rocprofv3_json", "rocpd", "pftrace", "legacy_rocprof",
-    "kineto", "rocprof_compute", "ncu_csv", "nsys",
+    "kineto", "rocprof_compute", "ncu_csv", "nsys", "jax",
 )

@@ -46,6 +46,8 @@ FORMAT_FILES = {
                         SAMPLES / "rocprof-compute/vcopy-MI200-rocprofv1/pmc_perf.csv"),
     "ncu-csv": ("ncu-csv", SAMPLES / "ncu-csv/h200-generated/ncu_raw_metrics.csv"),
     "nsys": ("nsys", DATA / "nsys/nsys_2025_schema.sqlite"),
+    "jax": ("jax", DATA / "jax/gpu/gpu2.trace.json.gz"),
+    "xplane": ("xplane", DATA / "jax/cpu/vm.xplane.pb"),
 }
 
 
