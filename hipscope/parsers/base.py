@@ -159,7 +159,8 @@ def find_reader(path: str | os.PathLike) -> Reader:
         raise TraceFormatError(
             p, None,
             "a trace hipscope can read (rocprofv3 CSV/JSON/rocpd/pftrace, legacy rocprof, "
-            "PyTorch profiler JSON, rocprof-compute workload, Nsight Compute CSV)",
+            "PyTorch profiler JSON, JAX/XLA trace, rocprof-compute workload, Nsight Compute "
+            "CSV, Nsight Systems SQLite export)",
             f"a {what} no reader recognises")
     return cands[0].reader
 

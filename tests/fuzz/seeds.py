@@ -14,7 +14,8 @@ from pathlib import Path
 from tests.conftest import DATA, SAMPLES
 
 # trace fixtures in tests/data (the rest is Python, docs and ground truth)
-DATA_DIRS = ("rocpd", "pftrace", "rocprofv3-csv-twin/node01", "telemetry", "gpu", "gpu/proof")
+DATA_DIRS = ("rocpd", "pftrace", "rocprofv3-csv-twin/node01", "telemetry", "gpu", "gpu/proof",
+             "nsys", "jax/cpu", "jax/gpu", "ncu", "kineto-2021")
 SKIP_SUFFIXES = (".py", ".md", ".cu", ".sh", ".pyc")
 
 
