@@ -50,7 +50,7 @@ def test_launch_bound_proposes_graph_capture_first(traces):
     # idle of the launch-bound stretches, so at most all of it and (in this program,
     # which is one launch-bound loop) most of it
     whole = (idle["host_wait"] + idle["launch_overhead"]) / span
-    assert 0.9 * whole <= g.estimated_gain_fraction <= whole
+    assert 0.9 * whole <= g.estimate.span_fraction <= whole
     assert g.evidence.figures["kernels_in_stretches"] >= 1400
     assert g.experiment.recipe and "reduce-overhead" in g.experiment.recipe
     assert any(r.t0 is not None and r.t1 > r.t0 for r in g.evidence.refs)
