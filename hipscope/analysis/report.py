@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.units import fmt_duration
 from . import queue_delay as qd
 from .concurrency import concurrency, launch_stats
 from .idle import idle_breakdown
@@ -173,13 +174,4 @@ def _short(name: str, n: int = 100) -> str:
 
 
 def _ns(v: float | int | None) -> str:
-    if v is None:
-        return "-"
-    a = abs(v)
-    if a >= 1e9:
-        return f"{v / 1e9:.3f} s"
-    if a >= 1e6:
-        return f"{v / 1e6:.3f} ms"
-    if a >= 1e3:
-        return f"{v / 1e3:.2f} us"
-    return f"{int(v)} ns"
+    return "-" if v is None else fmt_duration(v)
