@@ -145,8 +145,8 @@ def format_text(rep: dict[str, Any]) -> str:
         lines.append("Queue delay: not available (the trace does not link kernels to launches)")
     idle = rep.get("idle_breakdown_ns")
     if idle:
-        tot = idle["total"]
-        all_idle = sum(tot.values())
+        tot = idle["total"]          # wall clock: time several GPUs idle at once counts once
+        all_idle = idle.get("any_idle_ns") or sum(tot.values())
         if all_idle:
             parts = ", ".join(f"{k.replace('_', ' ')} {_ns(v)} ({v / all_idle:.0%})"
                               for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if v)

@@ -15,6 +15,7 @@ import pytest
 from hipscope.analysis.idle import idle_breakdown
 from hipscope.model import Trace
 from hipscope.model.table import build_table
+from hipscope.model.units import fmt_duration
 from hipscope.parsers import open_trace
 from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.tuner.rules import RULES, graph_node_cost_ns, propose
@@ -356,3 +357,234 @@ def test_tuner_state_notifies_and_keeps_selection():
         st.update_experiment("c", status="exploded")
     with pytest.raises(KeyError):
         st.select("zzz")
+
+
+# ============================================================ bounded gains, per step
+# (issue 12, sections 2 and 4) Expected figures come from plain numpy over the
+# hand-made intervals: a boolean clock at 1 ns resolution, True where any GPU waits.
+PERIOD, CALL, LATENCY, KERNEL = 20_000, 5_000, 3_000, 2_000
+
+
+def _multi_gpu_trace(n_dev=8, n=100, setup_ns=0, sync_every=0, step_every=0):
+    """n_dev GPUs, each fed by its own host thread in lock-step: kernel i of every GPU
+    is launched at setup + i x PERIOD (call CALL long), starts LATENCY after the call
+    returns and runs KERNEL: all GPUs wait at the same time. ``sync_every``: every
+    k-th launch is followed by a cudaDeviceSynchronize that returns 1 us after its
+    kernel ends; ``step_every``: a 'step N' range on the main thread every k launches;
+    ``setup_ns``: a cudaMalloc before the first launch (set-up inside the span)."""
+    call_s = setup_ns + np.arange(n, dtype=np.int64) * PERIOD
+    call_e = call_s + CALL
+    ks = call_e + LATENCY
+    ke = ks + KERNEL
+    api = {"name": [], "start": [], "end": [], "tid": []}
+    kern = {"device": [], "start": [], "end": [], "api_index": [], "tid": []}
+    for d in range(n_dev):
+        for i in range(n):
+            kern["api_index"].append(len(api["name"]))
+            api["name"].append("cudaLaunchKernel")
+            api["start"].append(call_s[i])
+            api["end"].append(call_e[i])
+            api["tid"].append(100 + d)
+            kern["device"].append(d)
+            kern["start"].append(ks[i])
+            kern["end"].append(ke[i])
+            kern["tid"].append(100 + d)
+            if sync_every and i % sync_every == sync_every - 1:
+                api["name"].append("cudaDeviceSynchronize")
+                api["start"].append(call_e[i] + 100)
+                api["end"].append(ke[i] + 1_000)
+                api["tid"].append(100 + d)
+    if setup_ns:
+        api["name"].append("cudaMalloc")
+        api["start"].append(0)
+        api["end"].append(setup_ns - 1_000)
+        api["tid"].append(99)
+    na, nk = len(api["name"]), len(kern["start"])
+    api_t = build_table("api", {
+        "name": api["name"], "domain": ["cuda_runtime"] * na,
+        "start": np.array(api["start"], np.int64), "end": np.array(api["end"], np.int64),
+        "pid": np.full(na, 7, np.int32), "tid": np.array(api["tid"], np.int64),
+        "correlation_id": np.arange(1, na + 1)})
+    kernels = build_table("kernels", {
+        "name": ["k"] * nk, "device": np.array(kern["device"], np.int16),
+        "start": np.array(kern["start"], np.int64), "end": np.array(kern["end"], np.int64),
+        "stream": np.zeros(nk, np.int32), "pid": np.full(nk, 7, np.int32),
+        "tid": np.array(kern["tid"], np.int64),
+        "correlation_id": np.array(kern["api_index"]) + 1,
+        "api_index": np.array(kern["api_index"], np.int32)})
+    markers = None
+    if step_every:
+        b = call_s[::step_every] - 1_000
+        e = np.append(b[1:], call_s[-1] + PERIOD - 1_000)
+        markers = build_table("markers", {
+            "name": [f"step {j}" for j in range(len(b))],
+            "domain": ["user_annotation"] * len(b), "start": b, "end": e,
+            "depth": np.zeros(len(b), np.int16), "pid": np.full(len(b), 7, np.int32),
+            "tid": np.full(len(b), 99, np.int64)})
+    devices = build_table("devices", {"index": np.arange(n_dev, dtype=np.int16),
+                                      "name": ["NVIDIA H200"] * n_dev,
+                                      "vendor": ["NVIDIA"] * n_dev})
+    t = Trace(kernels=kernels, api=api_t, devices=devices,
+              meta={"format": "test", "pids": [7]},
+              **({"markers": markers} if markers is not None else {}))
+    return t, dict(call_s=call_s, call_e=call_e, ks=ks, ke=ke)
+
+
+def _clock(intervals, t_end) -> np.ndarray:
+    """True at each ns inside any of the (start, end) intervals."""
+    c = np.zeros(int(t_end) + 1, dtype=bool)
+    for a, b in intervals:
+        c[int(a):int(b)] = True
+    return c
+
+
+def _percentages(text: str) -> list[float]:
+    import re
+    return [float(x) for x in re.findall(r"(\d+(?:\.\d+)?) ?%", text)]
+
+
+def test_eight_gpus_waiting_at_once_count_once_against_the_span():
+    t, x = _multi_gpu_trace(n_dev=8)
+    ks, ke, call_e = x["ks"], x["ke"], x["call_e"]
+    t0, t1 = t.time_range()
+    # every GPU waits in [end of kernel i-1, start of kernel i): host wait until the
+    # launch call returns, then launch latency; all 8 at the same time
+    wait = _clock([(ke[i - 1], ks[i]) for i in range(1, len(ks))], t1)
+    host = _clock([(ke[i - 1], call_e[i]) for i in range(1, len(ks))], t1)
+    launch = _clock([(call_e[i], ks[i]) for i in range(1, len(ks))], t1)
+    window = ke[-1] - ks[0]                     # no steps: the kernel window
+    assert idle_breakdown(t).total()["host_wait"] == host.sum()
+    props = propose(t)
+    g = next(p for p in props if p.id == "graph-capture")
+    est = g.estimate
+    assert est.span_gain_ns == wait.sum() <= t1 - t0
+    assert est.basis == "kernel window" and est.window_ns == window
+    assert est.gain_ns == wait[ks[0]:ke[-1]].sum()
+    assert g.estimated_gain_fraction == pytest.approx(wait.sum() / window)
+    # the per-GPU breakdown beside it: each GPU's own wait, the same for all 8
+    assert est.per_device == {str(d): int(wait.sum()) for d in range(8)}
+    assert est.per_thread == {f"7/{100 + d}": int(wait.sum()) for d in range(8)}
+    assert g.evidence.figures["host_wait_ns"] == host.sum()
+    assert g.evidence.figures["launch_overhead_ns"] == launch.sum()
+    for p in props:
+        assert p.estimate.gain_ns <= p.estimate.window_ns
+        assert p.estimate.span_gain_ns <= t1 - t0
+        for text in (p.title, p.confidence.why, p.estimate_text()):
+            assert all(v <= 100 for v in _percentages(text)), text
+
+
+def test_eight_gpus_with_syncs_and_steps_give_per_step_estimates_below_the_step():
+    t, x = _multi_gpu_trace(n_dev=8, n=120, setup_ns=2_000_000, sync_every=4, step_every=10)
+    ks, ke, call_s = x["ks"], x["ke"], x["call_s"]
+    t1 = t.time_range()[1]
+    synced = [i for i in range(len(ks) - 1) if i % 4 == 3]
+    # remove-syncs: the gaps in which a synchronize returned, once however many GPUs
+    bubble = _clock([(ke[i], ks[i + 1]) for i in synced], t1)
+    # graph capture: every gap less the sync part (the host blocked 1 us after the
+    # kernel ended)
+    cap = _clock([(ke[i - 1] + (1_000 if i - 1 in synced else 0), ks[i])
+                  for i in range(1, len(ks))], t1)
+    b = call_s[::10] - 1_000
+    e = np.append(b[1:], call_s[-1] + PERIOD - 1_000)
+    steady = list(zip(b[1:], e[1:]))            # the first of 12 steps is warm-up
+    props = {p.id: p for p in propose(t)}
+    assert {"graph-capture", "remove-syncs"} <= set(props)
+    for pid, clock in (("remove-syncs", bubble), ("graph-capture", cap)):
+        est = props[pid].estimate
+        per_step = [int(clock[s0:s1].sum()) for s0, s1 in steady]
+        assert est.basis == "steps" and est.steps == 11
+        assert est.step_ns == int(np.median([s1 - s0 for s0, s1 in steady])) == 10 * PERIOD
+        assert est.gain_ns == sum(per_step) < est.window_ns
+        assert props[pid].estimated_gain_fraction == pytest.approx(
+            sum(per_step) / (11 * 10 * PERIOD))
+        assert est.per_device == {str(d): sum(per_step) for d in range(8)}
+        assert props[pid].estimate_text().startswith(
+            f"step {fmt_duration(10 * PERIOD)} -> about ")
+    # the set-up before the first kernel is in the span but not in the estimate
+    span_frac = props["graph-capture"].estimate.span_fraction
+    assert span_frac < props["graph-capture"].estimated_gain_fraction
+
+
+def test_tuner_reuses_the_idle_figures_of_the_dock_and_the_report(traces):
+    """kineto_s1_eager-like traces: the tuner said host wait 265 ms and launch
+    overhead 0 where the Queue delay dock said 252 ms and 13.1 ms."""
+    from hipscope.analysis.delay_views import headline
+    from hipscope.analysis.report import build_report
+    for name in ("eager", "launch_bound"):
+        t = traces[name]
+        fig = next(p for p in propose(t) if p.id == "graph-capture").evidence.figures
+        dock = headline(t).idle[0]
+        report = build_report(t)["idle_breakdown_ns"]["total"]
+        assert fig["trace_host_wait_ns"] == dock["host_wait"] == report["host_wait"]
+        assert fig["trace_launch_overhead_ns"] == dock["launch_overhead"] \
+            == report["launch_overhead"]
+        # the stretches hold (nearly) every gap of these launch-bound loops: their
+        # host wait and launch overhead are the dock's, never more
+        assert 0.95 * dock["host_wait"] <= fig["host_wait_ns"] <= dock["host_wait"]
+        assert 0.95 * dock["launch_overhead"] <= fig["launch_overhead_ns"] \
+            <= dock["launch_overhead"]
+
+
+def _raw_steps(path) -> list[int]:
+    """Durations (ns) of the 'step N' user annotations, in order, from the raw JSON."""
+    import gzip
+    ev = json.load(gzip.open(path))["traceEvents"]
+    st = sorted((e for e in ev if e.get("cat") == "user_annotation"
+                 and str(e.get("name", "")).startswith("step ")), key=lambda e: e["ts"])
+    return [int(round(float(e["dur"]) * 1000)) for e in st]
+
+
+def test_eager_estimate_is_per_step_and_matches_the_graph_step_time(traces):
+    """H200 traces: 5 steps of an MLP, eager and replayed from a CUDA graph."""
+    eager = _raw_steps(GPU / "eager.json.gz")
+    node = graph_node_cost_ns(traces["graph"])
+    p = next(p for p in propose(traces["eager"], {"graph_node_ns": node})
+             if p.id == "graph-capture")
+    est = p.estimate
+    assert est.basis == "steps" and est.steps == len(eager) - 1
+    assert abs(est.step_ns - np.median(eager[1:])) <= 1
+    predicted = est.step_ns * (1 - est.fraction)
+    # the graph program's own step time, by CUDA events (4.1 ms; the eager one 17.5 ms)
+    measured = WALL["graph"]["cuda_event_ms"] * 1e6 / WALL["graph"]["steps"]
+    assert abs(predicted - measured) <= 0.1 * measured
+    assert p.estimate_text().startswith(f"step {fmt_duration(est.step_ns)} -> about "
+                                        f"{fmt_duration(predicted)}")
+
+
+def test_without_steps_the_estimate_is_over_the_kernel_window_and_says_so():
+    t, x = _multi_gpu_trace(n_dev=2, setup_ns=5_000_000)
+    g = next(p for p in propose(t) if p.id == "graph-capture")
+    assert g.estimate.basis == "kernel window"
+    assert g.estimate.window_ns == x["ke"][-1] - x["ks"][0]
+    assert "marks no steps" in g.estimate_text()
+    assert g.estimate.span_fraction < 0.5 < g.estimated_gain_fraction
+
+
+def _sample_traces() -> list[Path]:
+    out = []
+    for d in sorted(p for p in SAMPLES.glob("*/*") if p.is_dir()):
+        files = sorted(f for f in d.iterdir() if f.is_file()
+                       and f.name.endswith((".json.gz", ".pftrace", ".db", ".json", ".csv")))
+        out.append(d)
+        out.extend(f for f in files if f.name.endswith((".json.gz", ".pftrace")))
+    return out
+
+
+@pytest.mark.parametrize("path", _sample_traces(),
+                         ids=lambda p: "/".join(p.parts[-2:]))
+def test_no_proposal_on_any_sample_exceeds_the_span(path):
+    from hipscope.parsers.base import TraceFormatError
+    try:
+        t = open_trace([path])
+    except TraceFormatError:
+        pytest.skip("not a trace on its own (its folder or files are opened instead)")
+    tr = t.time_range()
+    for p in propose(t):
+        span = tr[1] - tr[0]
+        assert p.estimate.span_gain_ns <= span and p.estimate.gain_ns <= p.estimate.window_ns
+        assert p.estimate.window_ns <= span
+        for k, v in p.evidence.figures.items():
+            if k.endswith("_ns") and isinstance(v, (int, float)) and k != "graph_node_ns":
+                assert v <= span, (p.id, k, v, span)
+        for text in (p.title, p.confidence.why, p.estimate_text()):
+            assert all(v <= 100 for v in _percentages(text)), text
