@@ -31,24 +31,28 @@ class Pieces:
     start: np.ndarray
     end: np.ndarray
     device: np.ndarray                 # int64
-    thread: np.ndarray                 # object: "pid/tid" labels ('' unknown)
+    thread: np.ndarray                 # int64 index into ``labels``
+    labels: list[str]                  # "pid/tid" ('' unknown)
 
     @classmethod
     def of(cls, groups: list[tuple[Coverage, int, str]]) -> Pieces:
         """Pieces from (coverage, device, thread) groups."""
         z = np.zeros(0, np.int64)
         if not groups:
-            return cls(z, z, z, np.zeros(0, object))
+            return cls(z, z, z, z, [])
+        labels = sorted({t for _, _, t in groups})
+        n = np.array([len(c.s) for c, _, _ in groups])
         return cls(np.concatenate([c.s for c, _, _ in groups]),
                    np.concatenate([c.e for c, _, _ in groups]),
-                   np.concatenate([np.full(len(c.s), d, np.int64) for c, d, _ in groups]),
-                   np.concatenate([np.full(len(c.s), t, object) for c, _, t in groups]))
+                   np.repeat(np.array([d for _, d, _ in groups], np.int64), n),
+                   np.repeat(np.array([labels.index(t) for _, _, t in groups], np.int64), n),
+                   labels)
 
     def scaled(self, f: float) -> Pieces:
         """Each piece shortened to ``f`` of its length (a gain below the idle it uses)."""
         f = min(max(float(f), 0.0), 1.0)
         return Pieces(self.start, self.start + ((self.end - self.start) * f).astype(np.int64),
-                      self.device, self.thread)
+                      self.device, self.thread, self.labels)
 
     @property
     def wall(self) -> Coverage:
@@ -85,9 +89,9 @@ def estimate(ctx: TraceContext, pieces: Pieces) -> Estimate:
     wall = pieces.wall
     per_device = {str(int(d)): int(Coverage(pieces.start[m], pieces.end[m]).within(ws, we).sum())
                   for d in np.unique(pieces.device) for m in [pieces.device == d]}
-    per_thread = {str(t): int(Coverage(pieces.start[m], pieces.end[m]).within(ws, we).sum())
-                  for t in sorted(set(pieces.thread.tolist())) if t
-                  for m in [pieces.thread == t]}
+    per_thread = {t: int(Coverage(pieces.start[m], pieces.end[m]).within(ws, we).sum())
+                  for i, t in enumerate(pieces.labels) if t
+                  for m in [pieces.thread == i]}
     return Estimate(
         gain_ns=int(wall.within(ws, we).sum()), window_ns=int((we - ws).sum()), basis=basis,
         span_ns=t1 - t0, span_gain_ns=int(wall.within(np.array([t0]), np.array([t1]))[0]),
@@ -105,7 +109,7 @@ def spread_estimate(ctx: TraceContext, span_gain_ns: float) -> Estimate:
         return estimate(ctx, Pieces.of([]))
     dens = min(1.0, max(0.0, float(span_gain_ns)) / (k1 - k0))
     pieces = Pieces(np.array([k0], np.int64), np.array([k0 + int(dens * (k1 - k0))], np.int64),
-                    np.array([-1], np.int64), np.array([""], object))
+                    np.array([-1], np.int64), np.array([0], np.int64), [""])
     basis, ws, we, _ = _windows(ctx)
     est = estimate(ctx, pieces)
     inside = np.clip(np.minimum(we, k1) - np.maximum(ws, k0), 0, None).sum()

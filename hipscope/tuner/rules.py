@@ -191,15 +191,25 @@ def stretch_pieces(ctx: TraceContext, kept: list[tuple[float, float, Stretch]],
     when ``scale``; tagged with the GPU and the launching host thread."""
     starts = ctx.trace.kernels.numpy("start")
     groups = []
-    for gain, _, s in kept:
-        di = ctx.idle.devices[s.device]
-        sel = (di.gap_end > s.t0) & (di.gap_end <= starts[s.last_row])
+    for d in sorted({s.device for _, _, s in kept}):
+        di = ctx.idle.devices[d]
+        mine = sorted((s.t0, int(starts[s.last_row]), g / s.recoverable_ns if scale and
+                       s.recoverable_ns else 1.0) for g, _, s in kept if s.device == d)
+        lo = np.array([m[0] for m in mine], np.int64)
+        hi = np.array([m[1] for m in mine], np.int64)
+        # the stretch each gap belongs to: its next kernel starts in (t0, last start]
+        j = np.searchsorted(lo, di.gap_end, side="left") - 1
+        jc = np.maximum(j, 0)
+        sel = (j >= 0) & (di.gap_end <= hi[jc])
+        f = np.minimum(np.array([m[2] for m in mine])[jc], 1.0)
         a, b = category_pieces(di, cats)
-        f = gain / s.recoverable_ns if scale and s.recoverable_ns else 1.0
-        b = a + ((b - a) * min(f, 1.0)).astype(np.int64)
-        for pid, tid in set(zip(di.gap_pid[sel].tolist(), di.gap_tid[sel].tolist())):
-            m = sel & (di.gap_pid == pid) & (di.gap_tid == tid)
-            groups.append((Coverage(a[m], b[m]), s.device, thread_label(pid, tid)))
+        b = a + ((b - a) * f).astype(np.int64)
+        key = di.gap_pid * (1 << 32) + (di.gap_tid & 0xFFFFFFFF)
+        for k in np.unique(key[sel]):
+            m = sel & (key == k)
+            i = int(np.flatnonzero(m)[0])
+            groups.append((Coverage(a[m], b[m]), d,
+                           thread_label(int(di.gap_pid[i]), int(di.gap_tid[i]))))
     return Pieces.of(groups)
 
 

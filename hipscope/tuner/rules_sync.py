@@ -137,9 +137,9 @@ def async_copies(ctx: TraceContext) -> list[Proposal]:
     busy = union_length(k.numpy("start"), k.numpy("end"))      # any GPU busy, wall clock
     gain = min(idle, busy)
     est = estimate(ctx, sc.copy_idle.scaled(gain / idle))
-    api = ctx.trace.api
-    names = api.strings("name")
-    called = sorted({names[i] for i in sc.copy_rows})
+    codes, cats = ctx.trace.api.codes("name")
+    names = {int(r): cats[codes[r]] for r in sc.copy_rows}       # only the rows shown
+    called = sorted(set(names.values()))
     steps = _steps(ctx)
     ev = Evidence(
         figures={"blocking_copy_calls": int(len(sc.copy_rows)), "calls": ", ".join(called[:5]),
@@ -239,7 +239,8 @@ def remove_syncs(ctx: TraceContext) -> list[Proposal]:
     if len(sc.sync_rows) == 0 or span <= 0 or sc.sync_bubble_ns < 0.01 * span:
         return []
     est = estimate(ctx, sc.bubbles)
-    names = ctx.trace.api.strings("name")
+    codes, cats = ctx.trace.api.codes("name")
+    names = {int(r): cats[codes[r]] for r in sc.sync_rows}       # only the rows shown
     kinds: dict[str, int] = {}
     for r in sc.sync_rows:
         kinds[names[r]] = kinds.get(names[r], 0) + 1
