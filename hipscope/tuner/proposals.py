@@ -128,7 +128,10 @@ class Estimate:
                  sorted(self.per_device.items(), key=lambda kv: -kv[1])[:8]]
         parts += [f"thread {t} {fmt_duration(v)}" for t, v in
                   sorted(self.per_thread.items(), key=lambda kv: -kv[1])[:4]]
-        return ", ".join(parts)
+        if not parts:
+            return ""
+        where = "the steady-state steps" if self.basis == "steps" else "the kernel window"
+        return ", ".join(parts) + f" (in {where})"
 
 
 @dataclass(frozen=True)
