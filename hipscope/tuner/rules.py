@@ -221,23 +221,26 @@ def _replay_cost(ctx: TraceContext) -> tuple[float | None, str | None]:
     return node_ns, ("this trace's graph replays" if node_ns is not None else None)
 
 
+def _kept_stretches(ctx: TraceContext, node_ns: float | None
+                    ) -> list[tuple[float, float, Stretch]]:
+    """(gain, replay cost, stretch) of the launch-bound stretches, largest gain first:
+    the GPU idled for at least 30 % of the stretch and capture still gains."""
+    kept = []
+    for s in launch_stretches(ctx):
+        replay = (node_ns or 0.0) * s.kernels
+        gain_ns = max(0.0, s.recoverable_ns - replay)
+        if s.recoverable_ns >= 0.3 * (s.t1 - s.t0) and gain_ns > 0:
+            kept.append((gain_ns, replay, s))
+    return sorted(kept, key=lambda x: -x[0])
+
+
 @rule("graph-capture")
 def graph_capture(ctx: TraceContext) -> list[Proposal]:
     span = ctx.span_ns
-    stretches = launch_stretches(ctx)
-    if span <= 0 or not stretches:
-        return []
     node_ns, probe_src = _replay_cost(ctx)
-    kept = []
-    for s in stretches:
-        replay = (node_ns or 0.0) * s.kernels
-        gain_ns = max(0.0, s.recoverable_ns - replay)
-        # only launch-bound stretches: the GPU idled for at least 30 % of the stretch
-        if s.recoverable_ns >= 0.3 * (s.t1 - s.t0) and gain_ns > 0:
-            kept.append((gain_ns, replay, s))
+    kept = _kept_stretches(ctx, node_ns) if span > 0 else []
     if not kept:
         return []
-    kept.sort(key=lambda x: -x[0])
     est = estimate(ctx, stretch_pieces(ctx, kept))
     hw = stretch_pieces(ctx, kept, ("host_wait",), scale=False).wall.length
     lo = stretch_pieces(ctx, kept, ("launch_overhead",), scale=False).wall.length

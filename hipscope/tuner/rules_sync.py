@@ -168,6 +168,24 @@ def async_copies(ctx: TraceContext) -> list[Proposal]:
         applies_to="both", docs=[knobs.PINNED_MEMORY])]
 
 
+def _pageable(ctx: TraceContext, names: list[str]) -> tuple[np.ndarray, str]:
+    """Copies from pageable memory, and how they were recognised."""
+    c = ctx.trace.copies
+    pageable = np.array(["pageable" in n.lower() for n in names], dtype=bool)
+    if pageable.any() or not c.has("api_index"):
+        return pageable, "the profiler labels them Pageable"
+    # copy calls named Async that still blocked the host: pageable memory is the
+    # usual reason (analysis.idle's blocking-copy detection)
+    blocked = blocking_copy_calls(ctx.trace)
+    ai = c.numpy("api_index", fill=-1).astype(np.int64)
+    codes, anames = ctx.trace.api.codes("name")
+    is_async = np.array(["async" in n.lower() for n in anames] + [False])
+    ok = ai >= 0
+    pageable = np.zeros(len(ai), dtype=bool)
+    pageable[ok] = blocked[ai[ok]] & is_async[codes[ai[ok]]]
+    return pageable, "Async copy calls that blocked the host until the copy ended"
+
+
 @rule("pinned-memory")
 def pinned_memory(ctx: TraceContext) -> list[Proposal]:
     c = ctx.trace.copies
@@ -175,17 +193,7 @@ def pinned_memory(ctx: TraceContext) -> list[Proposal]:
     if len(c) == 0 or span <= 0:
         return []
     names = [n or "" for n in c.strings("name")] if c.has("name") else [""] * len(c)
-    pageable = np.array(["pageable" in n.lower() for n in names])
-    how = "the profiler labels them Pageable"
-    if not pageable.any() and c.has("api_index"):
-        # copy calls named Async that still blocked the host: pageable memory is the
-        # usual reason (analysis.idle's blocking-copy detection)
-        blocked = blocking_copy_calls(ctx.trace)
-        ai = c.numpy("api_index", fill=-1).astype(np.int64)
-        anames = ctx.trace.api.strings("name")
-        pageable = np.array([i >= 0 and blocked[i] and "async" in anames[i].lower()
-                             for i in ai])
-        how = "Async copy calls that blocked the host until the copy ended"
+    pageable, how = _pageable(ctx, names)
     if not pageable.any():
         return []
     s, e = c.numpy("start")[pageable], c.numpy("end")[pageable]

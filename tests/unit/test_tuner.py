@@ -593,3 +593,46 @@ def test_no_proposal_on_any_sample_exceeds_the_span(folder):
             for text in (p.title, p.confidence.why, p.estimate_text()):
                 assert all(v <= 100 for v in _percentages(text)), text
     assert opened or folder.name in NO_TRACE_SAMPLES
+
+
+def test_pinned_memory_on_two_gpus_copying_at_once_counts_the_copy_time_once():
+    """Async copy calls that blocked the host until their copy ended (pageable memory),
+    on two GPUs at the same time: the copy time and the GPU idle during the copies are
+    wall-clock figures, not the two GPUs' sum."""
+    n_dev, reps, period = 2, 4, 1_100_000
+    api, kern, cop = [], [], []
+    for d in range(n_dev):
+        for r in range(reps):
+            t = r * period
+            kern.append((d, t, t + 10_000, len(api)))            # kernel A (no call)
+            cop.append((d, t + 10_000, t + 1_000_000, len(api)))
+            api.append(("cudaMemcpyAsync", t + 10_000, t + 1_010_000, 100 + d))
+            kern.append((d, t + 1_015_000, t + 1_020_000, len(api)))
+            api.append(("cudaLaunchKernel", t + 1_010_000, t + 1_012_000, 100 + d))
+    na = len(api)
+    api_t = build_table("api", {
+        "name": [a[0] for a in api], "domain": ["cuda_runtime"] * na,
+        "start": np.array([a[1] for a in api], np.int64),
+        "end": np.array([a[2] for a in api], np.int64), "pid": np.full(na, 7, np.int32),
+        "tid": np.array([a[3] for a in api], np.int64), "correlation_id": np.arange(na)})
+    kernels = build_table("kernels", {
+        "name": ["k"] * len(kern), "device": np.array([k[0] for k in kern], np.int16),
+        "start": np.array([k[1] for k in kern], np.int64),
+        "end": np.array([k[2] for k in kern], np.int64),
+        "api_index": [k[3] if i % 2 else None for i, k in enumerate(kern)]})  # B: launched
+    copies = build_table("copies", {
+        "direction": ["HtoD"] * len(cop), "name": ["Memcpy HtoD"] * len(cop),
+        "start": np.array([c[1] for c in cop], np.int64),
+        "end": np.array([c[2] for c in cop], np.int64),
+        "bytes": np.full(len(cop), 64 << 20, np.int64),
+        "device": np.array([c[0] for c in cop], np.int16),
+        "api_index": np.array([c[3] for c in cop], np.int32)})
+    t = Trace(kernels=kernels, api=api_t, copies=copies, meta={"format": "test"})
+    p = next(p for p in propose(t) if p.id == "pinned-memory")
+    t1 = t.time_range()[1]
+    copy = _clock([(c[1], c[2]) for c in cop], t1)                   # the same for both GPUs
+    assert p.evidence.figures["detected_by"].startswith("Async copy calls that blocked")
+    assert p.evidence.figures["copy_ns"] == copy.sum() == reps * 990_000
+    assert p.evidence.figures["gpu_idle_during_copies_ns"] == copy.sum()
+    assert p.estimate.span_gain_ns == copy.sum() // 2       # assumed 2x: half the copy time
+    assert p.estimate.per_device == {"0": copy.sum() // 2, "1": copy.sum() // 2}

@@ -83,7 +83,8 @@ class FrameStats:
 
 
 # ----------------------------------------------------------------------------- axis
-_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))   # axis tick units (labels: model.units)
+# axis tick units (one shared unit per axis); duration labels come from model.units
+_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 
 
 def ticks(t0: int, t1: int, origin: int, width: int, spacing: int = 110):
