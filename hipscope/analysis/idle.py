@@ -76,11 +76,14 @@ class DeviceIdle:
 class IdleBreakdown:
     threshold_ns: int
     devices: dict[int, DeviceIdle]
+    _total: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def total(self) -> dict[str, int]:
         """Per category: wall-clock time during which at least one device idled for
-        that reason (time several devices wait at once counts once)."""
-        return {c: self.wall((c,)).length for c in CATEGORIES}
+        that reason (time several devices wait at once counts once). Computed once."""
+        if self._total is None:
+            self._total = {c: self.wall((c,)).length for c in CATEGORIES}
+        return dict(self._total)
 
     def wall(self, cats: tuple[str, ...] = CATEGORIES) -> Coverage:
         """The union over devices of the gap pieces of ``cats``, on the wall clock."""

@@ -455,6 +455,8 @@ def test_eight_gpus_waiting_at_once_count_once_against_the_span():
     launch = _clock([(call_e[i], ks[i]) for i in range(1, len(ks))], t1)
     window = ke[-1] - ks[0]                     # no steps: the kernel window
     assert idle_breakdown(t).total()["host_wait"] == host.sum()
+    from hipscope.analysis.report import build_report
+    assert build_report(t)["idle_breakdown_ns"]["any_idle_ns"] == wait.sum()
     props = propose(t)
     g = next(p for p in props if p.id == "graph-capture")
     est = g.estimate
@@ -636,3 +638,19 @@ def test_pinned_memory_on_two_gpus_copying_at_once_counts_the_copy_time_once():
     assert p.evidence.figures["gpu_idle_during_copies_ns"] == copy.sum()
     assert p.estimate.span_gain_ns == copy.sum() // 2       # assumed 2x: half the copy time
     assert p.estimate.per_device == {"0": copy.sum() // 2, "1": copy.sum() // 2}
+
+
+def test_wall_clock_interval_arithmetic_matches_a_plain_clock():
+    from hipscope.analysis.idle import Coverage
+    rng = np.random.default_rng(7)
+    a0 = rng.integers(0, 5_000, 60)
+    a = (a0, a0 + rng.integers(0, 300, 60))
+    b0 = rng.integers(0, 5_000, 40)
+    b = (b0, b0 + rng.integers(0, 300, 40))
+    ca, cb = _clock(zip(*a), 6_000), _clock(zip(*b), 6_000)
+    A, B = Coverage(*a), Coverage(*b)
+    assert A.length == ca.sum()
+    assert A.intersect(B).length == (ca & cb).sum()
+    assert A.minus(B).length == (ca & ~cb).sum()
+    assert A.clip(1_000, 2_000).length == ca[1_000:2_000].sum()
+    assert np.all(A.s[1:] > A.e[:-1])                      # merged and disjoint
