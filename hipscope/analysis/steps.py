@@ -4,8 +4,9 @@ A trace has steps when it marks them: PyTorch's ``ProfilerStep#N`` ranges, else 
 host range that repeats at the top level of its thread with only a number changing
 (``step 0``, ``step 1``, ...; or the same text every time), from user annotations,
 NVTX or roctx. Ranges drawn on GPU streams and framework op ranges (``cpu_op``,
-``python_function``) are not steps. Among several repeating names the one covering
-the most time wins.
+``python_function``) are not steps. Steps are one thread's ranges (the ranks of a
+merged multi-process trace step at the same time, on one wall clock); among several
+candidates the one covering the most time wins.
 
 *Steady state* leaves out warm-up: with three or more steps the first is dropped (it
 pays one-time costs: lazy initialisation, allocator growth, autotuning), and so is
@@ -86,17 +87,20 @@ def find_steps(trace: Trace) -> Steps | None:
     tid = m.numpy("tid", fill=-1).astype(np.int64)
     rows = np.flatnonzero(ok)
     top = rows[_top_level(s[rows], e[rows], pid[rows], tid[rows])]
-    best: tuple[float, str, np.ndarray] | None = None
+    key = pid * (1 << 32) + (tid & 0xFFFFFFFF)
+    best: tuple[tuple, str, np.ndarray] | None = None
     for pat in sorted(set(pattern[top].tolist())):
-        r = top[pattern[top] == pat]
-        r = r[np.argsort(s[r], kind="stable")]
-        if len(r) < MIN_REPEATS and pat != "ProfilerStep#N":
-            continue
-        if np.any(s[r][1:] < e[r][:-1]):
-            continue                       # overlapping repeats: not iterations
-        rank = (pat == "ProfilerStep#N", float((e[r] - s[r]).sum()))
-        if best is None or rank > best[0]:
-            best = (rank, pat, r)          # type: ignore[assignment]
+        # one thread's ranges: several ranks' steps run at once on one wall clock
+        for k in np.unique(key[top[pattern[top] == pat]]):
+            r = top[(pattern[top] == pat) & (key[top] == k)]
+            r = r[np.argsort(s[r], kind="stable")]
+            if len(r) < MIN_REPEATS and pat != "ProfilerStep#N":
+                continue
+            if np.any(s[r][1:] < e[r][:-1]):
+                continue                   # overlapping repeats: not iterations
+            rank = (pat == "ProfilerStep#N", float((e[r] - s[r]).sum()), -int(k))
+            if best is None or rank > best[0]:
+                best = (rank, pat, r)
     if best is None:
         return None
     _, pat, r = best

@@ -126,3 +126,12 @@ def test_steady_mask():
     s2 = np.array([0, 100, 200, 230, 260])
     e2 = np.array([100, 200, 230, 260, 290])
     assert steady_mask(s2, e2).tolist() == [False, False, True, True, True]
+
+
+def test_ranks_stepping_at_once_give_one_thread_s_steps():
+    """A merged trace of 4 ranks (one thread each) whose ProfilerSteps run at once."""
+    rows = [(f"ProfilerStep#{i}", "user_annotation", i * 1000 + r, i * 1000 + r + 900, 10 + r,
+             None) for r in range(4) for i in range(3)]
+    st = find_steps(_markers(rows))
+    assert st is not None and st.name == "ProfilerStep#N" and len(st) == 3
+    assert np.all(np.diff(st.start) == 1000)
