@@ -79,7 +79,7 @@ def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | No
         ks = np.sort(ctx.trace.kernels.numpy("start"))
         if np.any(np.searchsorted(ks, we) > np.searchsorted(ks, ws)):   # steps hold kernels
             return "steps", ws, we, st
-    return "kernel window", np.array([k0], np.int64), np.array([k1], np.int64), None
+    return "kernel window", np.array([k0], np.int64), np.array([k1], np.int64), st
 
 
 def estimate(ctx: TraceContext, pieces: Pieces) -> Estimate:
@@ -95,7 +95,8 @@ def estimate(ctx: TraceContext, pieces: Pieces) -> Estimate:
     return Estimate(
         gain_ns=int(wall.within(ws, we).sum()), window_ns=int((we - ws).sum()), basis=basis,
         span_ns=t1 - t0, span_gain_ns=int(wall.within(np.array([t0]), np.array([t1]))[0]),
-        steps=st.steady_count if st else 0, step_ns=int(st.median_ns) if st else 0,
+        steps=st.steady_count if basis == "steps" else 0,
+        step_ns=int(st.median_ns) if basis == "steps" else 0,
         step_source=st.source if st else "",
         per_device={k: v for k, v in per_device.items() if v},
         per_thread={k: v for k, v in per_thread.items() if v})

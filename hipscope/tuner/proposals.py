@@ -119,8 +119,10 @@ class Estimate:
             return (f"step {fmt_duration(self.step_ns)} -> about {fmt_duration(after)} "
                     f"(-{self.fraction:.0%}) over {self.steps} steady-state "
                     f"step{'s' if self.steps != 1 else ''} ({self.step_source}); {span}")
+        why = (f"its steps ({self.step_source}) hold no kernels" if self.step_source
+               else "the trace marks no steps")
         return (f"{self.fraction:.1%} of the {fmt_duration(self.window_ns)} kernel window "
-                f"(the trace marks no steps); {span}")
+                f"({why}); {span}")
 
     def breakdown_text(self) -> str:
         """Each GPU's and host thread's own recoverable time (largest first)."""

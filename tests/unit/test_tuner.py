@@ -654,3 +654,17 @@ def test_wall_clock_interval_arithmetic_matches_a_plain_clock():
     assert A.minus(B).length == (ca & ~cb).sum()
     assert A.clip(1_000, 2_000).length == ca[1_000:2_000].sum()
     assert np.all(A.s[1:] > A.e[:-1])                      # merged and disjoint
+
+
+def test_steps_that_hold_no_kernels_fall_back_to_the_kernel_window_and_say_so():
+    from dataclasses import replace
+    t, x = _multi_gpu_trace(n_dev=2, setup_ns=5_000_000)
+    b = np.arange(4, dtype=np.int64) * 1_000_000            # steps inside the set-up only
+    t = replace(t, markers=build_table("markers", {
+        "name": [f"step {i}" for i in range(4)], "domain": ["user_annotation"] * 4,
+        "start": b, "end": b + 900_000, "depth": np.zeros(4, np.int16),
+        "pid": np.full(4, 7, np.int32), "tid": np.full(4, 99, np.int64)}))
+    g = next(p for p in propose(t) if p.id == "graph-capture")
+    assert g.estimate.basis == "kernel window" and g.estimate.steps == 0
+    assert g.estimate.window_ns == x["ke"][-1] - x["ks"][0]
+    assert "hold no kernels" in g.estimate_text()
