@@ -55,11 +55,16 @@ def _gap_groups(ctx: TraceContext, mask_of=None) -> list[tuple[Coverage, int, st
     selects."""
     out = []
     for d, di in ctx.idle.devices.items():
-        m = np.ones(len(di.gap_start), bool) if mask_of is None else mask_of(di)
-        for pid, tid in set(zip(di.gap_pid[m].tolist(), di.gap_tid[m].tolist())):
-            sel = m & (di.gap_pid == pid) & (di.gap_tid == tid)
-            out.append((Coverage(di.gap_start[sel], di.gap_end[sel]), int(d),
-                        thread_label(pid, tid)))
+        rows = np.flatnonzero(mask_of(di)) if mask_of is not None else \
+            np.arange(len(di.gap_start))
+        key = di.gap_pid[rows] * (1 << 32) + (di.gap_tid[rows] & 0xFFFFFFFF)
+        order = np.argsort(key, kind="stable")
+        rows, key = rows[order], key[order]
+        cut = np.flatnonzero(np.diff(key)) + 1
+        for grp in np.split(rows, cut) if len(rows) else []:
+            i = grp[0]
+            out.append((Coverage(di.gap_start[grp], di.gap_end[grp]), int(d),
+                        thread_label(int(di.gap_pid[i]), int(di.gap_tid[i]))))
     return out
 
 
