@@ -566,28 +566,42 @@ def test_without_steps_the_estimate_is_over_the_kernel_window_and_says_so():
 NO_TRACE_SAMPLES = {"rocm-blogs-sys-trace"}     # summary statistics only: refused, rightly
 
 
-def _sample_traces(folder: Path) -> Iterator[Trace]:
-    """The folder opened as one set, else each trace file in it."""
+def _sample_traces(folder: Path) -> Iterator[tuple[Trace, int | None]]:
+    """The folder opened as one set, else each trace file in it; with the span of a
+    Kineto file from its raw JSON (first event start to last event end), else None."""
     from hipscope.parsers.base import TraceFormatError
     for paths in [[folder]] + [[f] for f in sorted(folder.iterdir()) if f.is_file()]:
         try:
-            yield open_trace(paths, use_cache=False)
+            t = open_trace(paths, use_cache=False)
         except TraceFormatError:
             continue
+        yield t, _raw_kineto_span(paths[0])
         if paths == [folder]:
             return
+
+
+def _raw_kineto_span(path: Path) -> int | None:
+    import gzip
+    if not path.name.endswith(".json.gz") or "kineto" not in path.parts:
+        return None
+    ev = [e for e in json.load(gzip.open(path))["traceEvents"]
+          if e.get("ph") == "X" and "ts" in e]
+    lo = min(float(e["ts"]) for e in ev)
+    hi = max(float(e["ts"]) + float(e.get("dur", 0)) for e in ev)
+    return int((hi - lo) * 1000) + 1
 
 
 @pytest.mark.parametrize("folder", sorted(p for p in SAMPLES.glob("*/*") if p.is_dir()),
                          ids=lambda p: p.name)
 def test_no_proposal_on_any_sample_exceeds_the_span(folder):
     opened = 0
-    for t in _sample_traces(folder):
+    for t, raw_span in _sample_traces(folder):
         opened += 1
         tr = t.time_range()
         for p in propose(t):
             span = tr[1] - tr[0]
             assert p.estimate.span_gain_ns <= span
+            assert raw_span is None or p.estimate.span_gain_ns <= raw_span
             assert p.estimate.gain_ns <= p.estimate.window_ns <= span
             for k, v in p.evidence.figures.items():
                 if k.endswith("_ns") and isinstance(v, (int, float)) and k != "graph_node_ns":
