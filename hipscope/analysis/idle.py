@@ -19,6 +19,13 @@ launched by host call L (``api_index``). The gap is split, in this order:
 * Kernels with no linked launch call: gap (less sync) <= threshold -> launch_overhead,
   else ``other``. Kernels of one graph launch are all queued when the graph launch
   returns, so gaps between graph nodes fall into launch_overhead / other.
+
+Several devices are on one wall clock: :meth:`IdleBreakdown.total` counts the time
+during which at least one device idled for a reason once (a union across devices),
+never a sum of the devices' overlapping gaps, so no total exceeds the span. To place
+a category's time on that clock, each gap is laid out in the order its parts happen:
+sync (the host blocked until the GPU drained), host wait, then launch overhead or
+other (after N was queued); :func:`category_pieces` gives those intervals.
 """
 
 from __future__ import annotations
@@ -56,6 +63,9 @@ class DeviceIdle:
     gap_end: np.ndarray = field(repr=False)
     gap_category: np.ndarray = field(repr=False)  # index into CATEGORIES: dominant part
     gap_next_kernel: np.ndarray = field(repr=False)  # row in trace.kernels
+    gap_parts: np.ndarray | None = field(default=None, repr=False)  # (4, gaps) ns per CATEGORY
+    gap_pid: np.ndarray | None = field(default=None, repr=False)    # launching thread of N
+    gap_tid: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def idle_ns(self) -> int:
@@ -66,23 +76,55 @@ class DeviceIdle:
 class IdleBreakdown:
     threshold_ns: int
     devices: dict[int, DeviceIdle]
+    _total: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def total(self) -> dict[str, int]:
-        out = dict.fromkeys(CATEGORIES, 0)
-        for d in self.devices.values():
-            for k, v in d.breakdown.items():
-                out[k] += v
-        return out
+        """Per category: wall-clock time during which at least one device idled for
+        that reason (time several devices wait at once counts once). Computed once."""
+        if self._total is None:
+            self._total = {c: self.wall((c,)).length for c in CATEGORIES}
+        return dict(self._total)
+
+    def wall(self, cats: tuple[str, ...] = CATEGORIES) -> Coverage:
+        """The union over devices of the gap pieces of ``cats``, on the wall clock."""
+        pieces = [category_pieces(d, cats) for d in self.devices.values()]
+        if not pieces:
+            return Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return Coverage(np.concatenate([p[0] for p in pieces]),
+                        np.concatenate([p[1] for p in pieces]))
 
     def to_json(self) -> dict:
         per = {str(d): dict(v.breakdown) for d, v in sorted(self.devices.items())}
-        return {"threshold_ns": self.threshold_ns, "per_device": per, "total": self.total()}
+        return {"threshold_ns": self.threshold_ns, "per_device": per, "total": self.total(),
+                "any_idle_ns": self.wall().length}
 
 
-class _Coverage:
-    """Union of intervals with O(log n) 'covered length inside [a, b)' queries."""
+def category_pieces(di: DeviceIdle, cats: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap of ``di``, the interval (possibly empty) holding its parts of ``cats``,
+    the parts laid out in the order they happen: sync, host wait, launch overhead,
+    other. ``cats`` must be a contiguous run of that order (one interval per gap)."""
+    order = ("sync", "host_wait", "launch_overhead", "other")
+    idx = sorted(order.index(c) for c in cats)
+    if idx != list(range(idx[0], idx[-1] + 1)):
+        raise ValueError(f"categories {cats} are not contiguous in {order}")
+    parts = di.gap_parts if di.gap_parts is not None else np.zeros((4, len(di.gap_start)), np.int64)
+    laid = parts[[CATEGORIES.index(c) for c in order]]
+    before = laid[: idx[0]].sum(axis=0)
+    length = laid[idx[0]: idx[-1] + 1].sum(axis=0)
+    start = di.gap_start + before
+    return start, start + length
+
+
+class Coverage:
+    """Union of intervals with O(log n) 'covered length inside [a, b)' queries; ``s``
+    and ``e`` are the merged, disjoint, sorted intervals. The one home of the wall-clock
+    interval arithmetic the idle breakdown and the tuner's gains use."""
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray):
+        starts = np.asarray(starts, dtype=np.int64)
+        ends = np.asarray(ends, dtype=np.int64)
+        keep = ends > starts
+        starts, ends = starts[keep], ends[keep]
         if len(starts) == 0:
             self.s = self.e = self.before = np.zeros(0, dtype=np.int64)
             return
@@ -110,12 +152,40 @@ class _Coverage:
     def within(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self.upto(b) - self.upto(a)
 
+    @property
+    def length(self) -> int:
+        return int((self.e - self.s).sum())
 
-def _sync_coverage(trace: Trace) -> tuple[dict, _Coverage]:
+    def _contains(self, t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.s, t, side="right") - 1
+        return (i >= 0) & (t < self.e[np.maximum(i, 0)]) if len(self.s) else np.zeros(len(t), bool)
+
+    def _combine(self, other: Coverage, keep_other: bool) -> Coverage:
+        pts = np.unique(np.concatenate((self.s, self.e, other.s, other.e)))
+        if len(pts) < 2:
+            return Coverage(pts[:0], pts[:0])
+        a, b = pts[:-1], pts[1:]
+        mid = a + (b - a) // 2              # elementary segments are at least 1 ns long
+        keep = self._contains(mid) & (other._contains(mid) == keep_other)
+        return Coverage(a[keep], b[keep])
+
+    def intersect(self, other: Coverage) -> Coverage:
+        return self._combine(other, True)
+
+    def minus(self, other: Coverage) -> Coverage:
+        return self._combine(other, False)
+
+    def clip(self, t0: int, t1: int) -> Coverage:
+        return self.intersect(Coverage(np.array([t0]), np.array([t1])))
+
+
+
+
+def _sync_coverage(trace: Trace) -> tuple[dict, Coverage]:
     """Sync-call coverage per (pid, tid), per pid, and overall."""
     api = trace.api
     if len(api) == 0:
-        return {}, _Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return {}, Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
     codes, names = api.codes("name")
     dcodes, domains = api.codes("domain")
     sync_name = np.array([is_sync_call(n) for n in names] + [False])
@@ -128,11 +198,11 @@ def _sync_coverage(trace: Trace) -> tuple[dict, _Coverage]:
     per: dict = {}
     for key in set(zip(pid.tolist(), tid.tolist())):
         sel = (pid == key[0]) & (tid == key[1])
-        per[key] = _Coverage(s[sel], e[sel])
+        per[key] = Coverage(s[sel], e[sel])
     for p in set(pid.tolist()):
         sel = pid == p
-        per[(p, None)] = _Coverage(s[sel], e[sel])
-    return per, _Coverage(s, e)
+        per[(p, None)] = Coverage(s[sel], e[sel])
+    return per, Coverage(s, e)
 
 
 def blocking_copy_calls(trace: Trace) -> np.ndarray:
@@ -155,7 +225,7 @@ def blocking_copy_calls(trace: Trace) -> np.ndarray:
     return out
 
 
-def _thread_coverage(per_thread: dict, overall: _Coverage, pid: int, tid: int) -> _Coverage:
+def _thread_coverage(per_thread: dict, overall: Coverage, pid: int, tid: int) -> Coverage:
     cov = per_thread.get((pid, tid)) if tid != -1 else None
     if cov is None:
         cov = per_thread.get((pid, None), overall) if pid != -1 else overall
@@ -211,6 +281,6 @@ def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Id
             device=int(d), window_ns=window, busy_ns=window - int(gap_len.sum()),
             breakdown={c: int(parts[i].sum()) for i, c in enumerate(CATEGORIES)},
             gap_start=g0, gap_end=g1, gap_category=np.argmax(parts, axis=0).astype(np.int8),
-            gap_next_kernel=nxt,
+            gap_next_kernel=nxt, gap_parts=parts.astype(np.int64), gap_pid=pid, gap_tid=tid,
         )
     return IdleBreakdown(threshold_ns, out)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.units import fmt_duration
 from . import queue_delay as qd
 from .concurrency import concurrency, launch_stats
 from .idle import idle_breakdown
@@ -146,8 +147,8 @@ def format_text(rep: dict[str, Any]) -> str:
         lines.append("Queue delay: not available (the trace does not link kernels to launches)")
     idle = rep.get("idle_breakdown_ns")
     if idle:
-        tot = idle["total"]
-        all_idle = sum(tot.values())
+        tot = idle["total"]          # wall clock: time several GPUs idle at once counts once
+        all_idle = idle.get("any_idle_ns") or sum(tot.values())
         if all_idle:
             parts = ", ".join(f"{k.replace('_', ' ')} {_ns(v)} ({v / all_idle:.0%})"
                               for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if v)
@@ -193,13 +194,4 @@ def _short(name: str, n: int = 100) -> str:
 
 
 def _ns(v: float | int | None) -> str:
-    if v is None:
-        return "-"
-    a = abs(v)
-    if a >= 1e9:
-        return f"{v / 1e9:.3f} s"
-    if a >= 1e6:
-        return f"{v / 1e6:.3f} ms"
-    if a >= 1e3:
-        return f"{v / 1e3:.2f} us"
-    return f"{int(v)} ns"
+    return "-" if v is None else fmt_duration(v)

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..model.units import fmt_duration
+
 DESCRIPTION = """\
 Compare run B (or several: each against A) with run A: headline figures A | B | delta,
 kernels matched by normalised name and sorted by impact on GPU time, added and removed
@@ -118,20 +120,12 @@ def _val(v: Any, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "ns":
-        return _ns(v)
+        return fmt_duration(v)
     if unit == "fraction":
         return f"{v:.1%}"
     if unit == "bytes":
         return f"{v:,} B"
     return f"{v:,.0f}" if isinstance(v, float) else f"{v:,}"
-
-
-def _ns(v: float | int) -> str:
-    a = abs(v)
-    for div, unit, fmt in ((1e9, "s", ".3f"), (1e6, "ms", ".3f"), (1e3, "us", ".2f")):
-        if a >= div:
-            return f"{v / div:{fmt}} {unit}"
-    return f"{int(v)} ns"
 
 
 def _ratio(r: float | None) -> str:
@@ -147,8 +141,8 @@ def _kernel_lines(kernels: list[dict[str, Any]], name_width: int) -> list[str]:
         tag = {"added": "[added] ", "removed": "[removed] "}.get(k["status"], "")
         name = tag + k["name"]
         name = name if len(name) <= name_width else name[:name_width - 3] + "..."
-        lines.append(f"{_ns(k['a_total_ns']):>12} {_ns(k['b_total_ns']):>12} "
-                     f"{_ns(k['delta_ns']):>12} {_ratio(k['ratio']):>8} "
+        lines.append(f"{fmt_duration(k['a_total_ns']):>12} {fmt_duration(k['b_total_ns']):>12} "
+                     f"{fmt_duration(k['delta_ns']):>12} {_ratio(k['ratio']):>8} "
                      f"{k['a_count']:>7,} {k['b_count']:>7,}  {name}")
     return lines
 

@@ -98,8 +98,10 @@ def _propose(args) -> int:
         return 0
     for i, p in enumerate(props, 1):
         print(f"{i}. [{p.id}] {p.title}")
-        print(f"   estimated gain {p.estimated_gain_fraction:.1%} of the span "
+        print(f"   estimated gain: {p.estimate_text()} "
               f"({p.confidence.level} confidence: {p.confidence.why})")
+        if p.estimate is not None and p.estimate.breakdown_text():
+            print(f"   per GPU / host thread: {p.estimate.breakdown_text()}")
         print(f"   formula: {p.formula}")
         ex = p.experiment
         if ex.env:

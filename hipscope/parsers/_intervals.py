@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from ..model import Trace
 from ..model.table import Table
+from ..model.units import fmt_duration
 
 LIMIT_NS = 1 << 62
 INT64_MAX = np.iinfo(np.int64).max
@@ -208,14 +209,7 @@ def _far_warning(tables: dict[str, Table], prefix: str) -> str | None:
             parts.append(f"{k:,} {_NOUNS[name][k != 1]}")
             dist = max(dist, int(max(lo - s[far].min(), e[far].max() - hi, 0)))
     what = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return (f"{prefix}{what} {'lies' if n_far == 1 else 'lie'} up to {_duration_text(dist)} away from the other "
-            f"{n_all - n_far:,} timed rows (which span {_duration_text(hi - lo)}): "
+    return (f"{prefix}{what} {'lies' if n_far == 1 else 'lie'} up to {fmt_duration(dist)} away from the other "
+            f"{n_all - n_far:,} timed rows (which span {fmt_duration(hi - lo)}): "
             "their timestamps look wrong, and the trace's time span is mostly that gap")
 
-
-def _duration_text(ns: int) -> str:
-    for unit, size in (("days", 86_400e9), ("h", 3_600e9), ("min", 60e9), ("s", 1e9),
-                       ("ms", 1e6), ("µs", 1e3)):
-        if ns >= size:
-            return f"{ns / size:.1f} {unit}"
-    return f"{ns} ns"

@@ -2,15 +2,18 @@
 
 A proposal says *what* to try (``experiment``), *why* (``evidence``: figures from this
 trace and references the GUI can link to the timeline), *how much* it may give
-(``estimated_gain_fraction`` of the profiled span, with the ``formula`` that produced
-it), *how sure* hipscope is (``confidence``) and *where the knob is documented*
-(``docs``). Rules (``rules.py``) build proposals; nothing here computes.
+(``estimate``: per steady-state step where the trace has steps, else over the kernel
+window; ``estimated_gain_fraction`` is its fraction, with the ``formula`` that
+produced it), *how sure* hipscope is (``confidence``) and *where the knob is
+documented* (``docs``). Rules (``rules.py``) build proposals; nothing here computes.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from ..model.units import fmt_duration
 
 CONFIDENCE_LEVELS = ("low", "medium", "high")
 VENDORS = ("AMD", "NVIDIA", "both")
@@ -79,6 +82,60 @@ class Experiment:
         return bool(self.env or self.args) and self.recipe is None
 
 
+@dataclass
+class Estimate:
+    """How much a proposal may give, in the unit the user compares (``tuner.estimate``).
+
+    ``gain_ns``: wall-clock time recoverable inside ``window_ns`` (time several GPUs
+    wait at once counted once, so never more than the window); ``basis``: "steps"
+    (the steady-state steps) or "kernel window" (first kernel start to last kernel
+    end, when the trace marks no steps); ``per_device`` / ``per_thread``: each GPU's and
+    each launching host thread's own recoverable time in the window, beside it."""
+
+    gain_ns: int
+    window_ns: int
+    basis: str
+    span_ns: int
+    span_gain_ns: int
+    steps: int = 0                  # steady-state steps used
+    step_ns: int = 0                # median steady-state step
+    step_source: str = ""
+    per_device: dict[str, int] = field(default_factory=dict)
+    per_thread: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def fraction(self) -> float:
+        return self.gain_ns / self.window_ns if self.window_ns > 0 else 0.0
+
+    @property
+    def span_fraction(self) -> float:
+        return self.span_gain_ns / self.span_ns if self.span_ns > 0 else 0.0
+
+    def text(self) -> str:
+        """'step 2.90 ms -> about 0.800 ms (-72 %) over 4 steady-state steps; ...'."""
+        span = f"{self.span_fraction:.1%} of the {fmt_duration(self.span_ns)} span"
+        if self.basis == "steps":
+            after = self.step_ns * (1 - self.fraction)
+            return (f"step {fmt_duration(self.step_ns)} -> about {fmt_duration(after)} "
+                    f"(-{self.fraction:.0%}) over {self.steps} steady-state "
+                    f"step{'s' if self.steps != 1 else ''} ({self.step_source}); {span}")
+        why = (f"its steps ({self.step_source}) hold no kernels" if self.step_source
+               else "the trace marks no steps")
+        return (f"{self.fraction:.1%} of the {fmt_duration(self.window_ns)} kernel window "
+                f"({why}); {span}")
+
+    def breakdown_text(self) -> str:
+        """Each GPU's and host thread's own recoverable time (largest first)."""
+        parts = [f"GPU {d} {fmt_duration(v)}" for d, v in
+                 sorted(self.per_device.items(), key=lambda kv: -kv[1])[:8]]
+        parts += [f"thread {t} {fmt_duration(v)}" for t, v in
+                  sorted(self.per_thread.items(), key=lambda kv: -kv[1])[:4]]
+        if not parts:
+            return ""
+        where = "the steady-state steps" if self.basis == "steps" else "the kernel window"
+        return ", ".join(parts) + f" (in {where})"
+
+
 @dataclass(frozen=True)
 class Citation:
     title: str
@@ -101,12 +158,21 @@ class Proposal:
     experiment: Experiment
     applies_to: str = "both"
     docs: list[Citation] = field(default_factory=list)
+    estimate: Estimate | None = None
 
     def __post_init__(self) -> None:
         if self.applies_to not in VENDORS:
             raise ValueError(f"applies_to must be one of {VENDORS}")
+        if self.estimate is not None:
+            self.estimated_gain_fraction = self.estimate.fraction
         g = float(self.estimated_gain_fraction)
         self.estimated_gain_fraction = min(max(g, 0.0), 1.0)
+
+    def estimate_text(self) -> str:
+        """The estimate for people: per step where the trace has steps."""
+        if self.estimate is None:
+            return f"{self.estimated_gain_fraction:.1%} of the profiled span"
+        return self.estimate.text()
 
     def sort_key(self) -> tuple:
         """Best first: larger gain, then higher confidence, then id (stable)."""

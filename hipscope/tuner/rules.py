@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.idle import CATEGORIES, Coverage, category_pieces
 from ..model import Trace
+from ..model.units import fmt_duration
 from . import knobs
 from .context import TraceContext
+from .estimate import Pieces, estimate, spread_estimate, thread_label
 from .proposals import Confidence, Evidence, Experiment, Proposal, Ref
 
 log = logging.getLogger(__name__)
@@ -26,8 +29,8 @@ log = logging.getLogger(__name__)
 Rule = Callable[[TraceContext], list[Proposal]]
 RULES: dict[str, Rule] = {}
 
-HOST_WAIT, LAUNCH_OVERHEAD = 0, 1      # indices into analysis.idle.CATEGORIES
-MIN_GAIN = 0.01                        # proposals below 1 % of the span are dropped
+HOST_WAIT, LAUNCH_OVERHEAD = CATEGORIES.index("host_wait"), CATEGORIES.index("launch_overhead")
+MIN_GAIN = 0.01                        # proposals below 1 % (of a step, or the window) dropped
 
 
 def rule(name: str) -> Callable[[Rule], Rule]:
@@ -56,12 +59,22 @@ def propose(trace: Trace, probes: dict[str, float] | None = None,
         if only is not None and name not in only:
             continue
         try:
-            out.extend(p for p in fn(ctx) if p.estimated_gain_fraction >= MIN_GAIN
+            props = [_bounded(ctx, p) for p in fn(ctx)]
+            out.extend(p for p in props if p.estimated_gain_fraction >= MIN_GAIN
                        or p.confidence.level == "high")
         except Exception:  # noqa: BLE001 - a rule's bug must not hide the others
             log.exception("tuner rule %s failed", name)
     out.sort(key=Proposal.sort_key)
     return out
+
+
+def _bounded(ctx: TraceContext, p: Proposal) -> Proposal:
+    """Give a proposal whose rule set only a span fraction its estimate (spread over
+    the kernel window), so every proposal speaks per step and none exceeds its window."""
+    if p.estimate is None:
+        p.estimate = spread_estimate(ctx, p.estimated_gain_fraction * ctx.span_ns)
+        p.estimated_gain_fraction = min(max(p.estimate.fraction, 0.0), 1.0)
+    return p
 
 
 def _load_rule_modules() -> None:
@@ -100,10 +113,14 @@ def launch_stretches(ctx: TraceContext, max_gap_ns: int = 200_000,
     starts, ends, dev = k.numpy("start"), k.numpy("end"), k.numpy("device")
     gap_len = np.zeros(len(k), dtype=np.int64)
     gap_cat = np.full(len(k), -1, dtype=np.int8)
+    gap_hw = np.zeros(len(k), dtype=np.int64)
+    gap_lo = np.zeros(len(k), dtype=np.int64)
     out: list[Stretch] = []
     for d, di in ctx.idle.devices.items():
         gap_len[di.gap_next_kernel] = di.gap_end - di.gap_start
         gap_cat[di.gap_next_kernel] = di.gap_category
+        gap_hw[di.gap_next_kernel] = di.gap_parts[HOST_WAIT]
+        gap_lo[di.gap_next_kernel] = di.gap_parts[LAUNCH_OVERHEAD]
         rows = np.flatnonzero(dev == d)
         rows = rows[np.argsort(starts[rows], kind="stable")]
         gl, gc, graph = gap_len[rows], gap_cat[rows], ctx.graph_kernel[rows]
@@ -115,9 +132,10 @@ def launch_stretches(ctx: TraceContext, max_gap_ns: int = 200_000,
         for a, b in zip(bounds[:-1], bounds[1:]):
             if b - a < min_kernels or graph[a]:
                 continue
-            inner = slice(a + 1, b)
-            hw = int(gl[inner][gc[inner] == HOST_WAIT].sum())
-            lo = int(gl[inner][gc[inner] == LAUNCH_OVERHEAD].sum())
+            inner = rows[a + 1:b]
+            # the idle breakdown's own parts of each gap (the figures the Queue delay
+            # dock and `report` show), not whole gaps by their dominant category
+            hw, lo = int(gap_hw[inner].sum()), int(gap_lo[inner].sum())
             r = rows[a:b]
             out.append(Stretch(int(d), int(r[0]), int(r[-1]), int(starts[r[0]]),
                                int(ends[r].max()), int(b - a), hw, lo))
@@ -133,7 +151,7 @@ def graph_node_cost_ns(trace_or_ctx: Trace | TraceContext, threshold_ns: int = 3
     n = int(ctx.graph_kernel.sum())
     if n == 0:
         return None
-    total = 0
+    total = 0                           # GPU time per node: a per-device sum is right here
     for di in ctx.idle.devices.values():
         gl = di.gap_end - di.gap_start
         sel = ctx.graph_kernel[di.gap_next_kernel] & (gl <= threshold_ns)
@@ -165,47 +183,89 @@ hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0);
 for (int step = 0; step < steps; ++step) hipGraphLaunch(exec, stream);"""
 
 
+def stretch_pieces(ctx: TraceContext, kept: list[tuple[float, float, Stretch]],
+                   cats: tuple[str, ...] = ("host_wait", "launch_overhead"),
+                   scale: bool = True) -> Pieces:
+    """Where the stretches' host wait / launch gaps lie on the wall clock (from the
+    idle breakdown's gap parts), each stretch's pieces shortened by its replay cost
+    when ``scale``; tagged with the GPU and the launching host thread."""
+    starts = ctx.trace.kernels.numpy("start")
+    groups = []
+    for d in sorted({s.device for _, _, s in kept}):
+        di = ctx.idle.devices[d]
+        mine = sorted((s.t0, int(starts[s.last_row]), g / s.recoverable_ns if scale and
+                       s.recoverable_ns else 1.0) for g, _, s in kept if s.device == d)
+        lo = np.array([m[0] for m in mine], np.int64)
+        hi = np.array([m[1] for m in mine], np.int64)
+        # the stretch each gap belongs to: its next kernel starts in (t0, last start]
+        j = np.searchsorted(lo, di.gap_end, side="left") - 1
+        jc = np.maximum(j, 0)
+        sel = (j >= 0) & (di.gap_end <= hi[jc])
+        f = np.minimum(np.array([m[2] for m in mine])[jc], 1.0)
+        a, b = category_pieces(di, cats)
+        b = a + ((b - a) * f).astype(np.int64)
+        key = di.gap_pid * (1 << 32) + (di.gap_tid & 0xFFFFFFFF)
+        for k in np.unique(key[sel]):
+            m = sel & (key == k)
+            i = int(np.flatnonzero(m)[0])
+            groups.append((Coverage(a[m], b[m]), d,
+                           thread_label(int(di.gap_pid[i]), int(di.gap_tid[i]))))
+    return Pieces.of(groups)
+
+
+def _replay_cost(ctx: TraceContext) -> tuple[float | None, str | None]:
+    node_ns = ctx.probes.get("graph_node_ns")
+    if node_ns is not None:
+        return node_ns, "probe"
+    node_ns = graph_node_cost_ns(ctx)        # this trace's own graph replays
+    return node_ns, ("this trace's graph replays" if node_ns is not None else None)
+
+
+def _kept_stretches(ctx: TraceContext, node_ns: float | None
+                    ) -> list[tuple[float, float, Stretch]]:
+    """(gain, replay cost, stretch) of the launch-bound stretches, largest gain first:
+    the GPU idled for at least 30 % of the stretch and capture still gains."""
+    kept = []
+    for s in launch_stretches(ctx):
+        replay = (node_ns or 0.0) * s.kernels
+        gain_ns = max(0.0, s.recoverable_ns - replay)
+        if s.recoverable_ns >= 0.3 * (s.t1 - s.t0) and gain_ns > 0:
+            kept.append((gain_ns, replay, s))
+    return sorted(kept, key=lambda x: -x[0])
+
+
 @rule("graph-capture")
 def graph_capture(ctx: TraceContext) -> list[Proposal]:
     span = ctx.span_ns
-    stretches = launch_stretches(ctx)
-    if span <= 0 or not stretches:
-        return []
-    node_ns = ctx.probes.get("graph_node_ns")
-    probe_src = "probe" if node_ns is not None else None
-    if node_ns is None:
-        node_ns = graph_node_cost_ns(ctx)        # this trace's own graph replays
-        probe_src = "this trace's graph replays" if node_ns is not None else None
-    kept = []
-    for s in stretches:
-        replay = (node_ns or 0.0) * s.kernels
-        gain_ns = max(0.0, s.recoverable_ns - replay)
-        # only launch-bound stretches: the GPU idled for at least 30 % of the stretch
-        if s.recoverable_ns >= 0.3 * (s.t1 - s.t0) and gain_ns > 0:
-            kept.append((gain_ns, replay, s))
+    node_ns, probe_src = _replay_cost(ctx)
+    kept = _kept_stretches(ctx, node_ns) if span > 0 else []
     if not kept:
         return []
-    kept.sort(key=lambda x: -x[0])
-    gain_ns = sum(g for g, _, _ in kept)
-    hw = sum(s.host_wait_ns for _, _, s in kept)
-    lo = sum(s.launch_ns for _, _, s in kept)
+    est = estimate(ctx, stretch_pieces(ctx, kept))
+    hw = stretch_pieces(ctx, kept, ("host_wait",), scale=False).wall.length
+    lo = stretch_pieces(ctx, kept, ("launch_overhead",), scale=False).wall.length
+    waits = stretch_pieces(ctx, kept, scale=False).wall.length
     nodes = sum(s.kernels for _, _, s in kept)
-    frac = gain_ns / span
+    frac = est.fraction
     level = "high" if frac >= 0.3 and probe_src else ("medium" if frac >= 0.1 else "low")
-    why = (f"{frac:.0%} of the span is host wait and launch gaps between kernels of "
+    where = "of each step" if est.basis == "steps" else "of the kernel window"
+    why = (f"{frac:.0%} {where} is host wait and launch gaps between kernels of "
            f"launch-bound stretches ({nodes:,} kernels)")
     why += (f"; graph replay cost from {probe_src}" if probe_src else
             "; no graph-replay probe: the estimate is an upper bound (replay is not free)")
     if not ctx.linked:
         level, why = "low", why + "; kernels are not linked to launches (host wait unknown)"
+    trace_idle = ctx.idle.total()
     ev = Evidence(
         figures={"span_ns": span, "stretches": len(kept), "kernels_in_stretches": nodes,
                  "host_wait_ns": hw, "launch_overhead_ns": lo,
+                 "trace_host_wait_ns": trace_idle["host_wait"],
+                 "trace_launch_overhead_ns": trace_idle["launch_overhead"],
                  "graph_node_ns": None if node_ns is None else round(node_ns, 1),
                  "replay_cost_ns": int(sum(r for _, r, _ in kept)),
-                 "recoverable_ns": int(gain_ns)},
+                 "recoverable_ns": est.span_gain_ns},
         refs=[Ref.span(s.t0, s.t1, f"launch-bound stretch on device {s.device}: "
-                       f"{s.kernels} kernels, {s.recoverable_ns / 1e3:.0f} us of launch gaps")
+                       f"{s.kernels} kernels, {fmt_duration(s.recoverable_ns)} of launch gaps")
               for _, _, s in kept[:8]]
         + [Ref.at_row("kernels", kept[0][2].first_row, "first kernel of the largest stretch")],
     )
@@ -214,13 +274,14 @@ def graph_capture(ctx: TraceContext) -> list[Proposal]:
     return [Proposal(
         id="graph-capture", rule="graph-capture",
         title=(f"Capture the launch-bound stretches into a graph: {nodes:,} kernels wait "
-               f"{(hw + lo) / 1e6:.1f} ms for the host"),
+               f"{fmt_duration(waits)} for the host"),
         evidence=ev, estimated_gain_fraction=frac,
-        formula="sum over launch-bound stretches of (host_wait + launch_overhead idle in "
-                "the stretch - graph_node_ns x kernels in the stretch) / span",
+        formula="wall-clock union over GPUs of (host_wait + launch_overhead idle in the "
+                "launch-bound stretches, each stretch less graph_node_ns x its kernels) "
+                "per steady-state step / step time (no steps: over the kernel window)",
         confidence=Confidence(level, why),
         experiment=Experiment(recipe=recipe, note=(
             "Only the program's code can capture a graph; compare a run of the captured "
             "version against this one with the A/B sweep.")),
-        applies_to="both", docs=[knobs.CUDA_GRAPHS, knobs.HIP_GRAPHS],
+        applies_to="both", docs=[knobs.CUDA_GRAPHS, knobs.HIP_GRAPHS], estimate=est,
     )]

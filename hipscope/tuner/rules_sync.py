@@ -4,7 +4,8 @@ Which calls block the host is decided by ``analysis.idle`` (``is_sync_call`` and
 blocking-copy detection: a copy call during which the host stayed for at least half
 of the copy it issued), the same definition the idle breakdown's *sync* category
 uses. "In the hot loop" means overlapping the kernel window (first kernel start to
-last kernel end).
+last kernel end). Gains are wall-clock (``tuner.estimate``): the GPUs' idle time is
+counted once however many GPUs idle at once.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.idle import blocking_copy_calls, is_sync_call
+from ..analysis.idle import Coverage, blocking_copy_calls, is_sync_call
+from ..analysis.stats import union_length
+from ..model.units import fmt_duration
 from . import knobs
 from .context import TraceContext
+from .estimate import Pieces, estimate, steps_of, thread_label
 from .proposals import Confidence, Evidence, Experiment, Proposal, Ref
 from .rules import rule
 
@@ -29,43 +33,60 @@ DEFAULT_PINNED_SPEEDUP = 2.0
 
 @dataclass
 class SyncCalls:
-    """API rows (in the kernel window) by kind, and the GPU idle they overlap."""
+    """API rows (in the kernel window) by kind, and where the GPUs idle because of
+    them, on the wall clock (time several GPUs idle at once counted once)."""
 
     copy_rows: np.ndarray        # blocking copy calls
     sync_rows: np.ndarray        # other blocking calls (synchronize, ...)
-    copy_idle_ns: int            # device idle while the host was in a blocking copy
-    sync_bubble_ns: int          # idle gaps in which a sync call returned, less copy idle
+    copy_idle: Pieces            # GPU idle while the host was in a blocking copy
+    bubbles: Pieces              # idle gaps in which a sync call returned, less copy idle
+
+    @property
+    def copy_idle_ns(self) -> int:
+        return self.copy_idle.wall.length
+
+    @property
+    def sync_bubble_ns(self) -> int:
+        return self.bubbles.wall.length
 
 
-def _gaps(ctx: TraceContext) -> tuple[np.ndarray, np.ndarray]:
-    g0 = np.concatenate([d.gap_start for d in ctx.idle.devices.values()] or [np.zeros(0)])
-    g1 = np.concatenate([d.gap_end for d in ctx.idle.devices.values()] or [np.zeros(0)])
-    order = np.argsort(g0, kind="stable")
-    return g0[order].astype(np.int64), g1[order].astype(np.int64)
+def _gap_groups(ctx: TraceContext, mask_of=None) -> list[tuple[Coverage, int, str]]:
+    """The idle gaps per (GPU, launching thread), optionally only those ``mask_of(di)``
+    selects."""
+    out = []
+    for d, di in ctx.idle.devices.items():
+        rows = np.flatnonzero(mask_of(di)) if mask_of is not None else \
+            np.arange(len(di.gap_start))
+        key = di.gap_pid[rows] * (1 << 32) + (di.gap_tid[rows] & 0xFFFFFFFF)
+        order = np.argsort(key, kind="stable")
+        rows, key = rows[order], key[order]
+        cut = np.flatnonzero(np.diff(key)) + 1
+        for grp in np.split(rows, cut) if len(rows) else []:
+            i = grp[0]
+            out.append((Coverage(di.gap_start[grp], di.gap_end[grp]), int(d),
+                        thread_label(int(di.gap_pid[i]), int(di.gap_tid[i]))))
+    return out
 
 
-def _covered(g0: np.ndarray, g1: np.ndarray, a0: np.ndarray, a1: np.ndarray) -> np.ndarray:
-    """Per interval [a0, a1): length covered by the (sorted) gaps [g0, g1).
-    Gaps of several devices may overlap; each counts (idle is per device)."""
-    if len(g0) == 0 or len(a0) == 0:
-        return np.zeros(len(a0), dtype=np.int64)
-    lens = g1 - g0
-    before = np.concatenate(([0], np.cumsum(lens)))
-
-    def upto(t: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(g0, t, side="right") - 1
-        ic = np.maximum(i, 0)
-        part = np.clip(t - g0[ic], 0, lens[ic])
-        return np.where(i >= 0, before[ic] + part, 0)
-
-    return upto(a1) - upto(a0)
+def _during(groups: list[tuple[Coverage, int, str]], starts: np.ndarray, ends: np.ndarray,
+            threads: np.ndarray | None = None) -> Pieces:
+    """The gaps' parts that fall inside [starts, ends); tagged with the interval's
+    thread when ``threads`` is given (else the gap's)."""
+    out = []
+    labels = [""] if threads is None else sorted(set(threads.tolist()))
+    for t in labels:
+        m = np.ones(len(starts), bool) if threads is None else threads == t
+        cov = Coverage(starts[m], ends[m])
+        for g, d, gt in groups:
+            out.append((g.intersect(cov), d, gt if threads is None else t))
+    return Pieces.of(out)
 
 
 def sync_calls(ctx: TraceContext) -> SyncCalls:
     api = ctx.trace.api
     empty = np.zeros(0, dtype=np.int64)
     if len(api) == 0:
-        return SyncCalls(empty, empty, 0, 0)
+        return SyncCalls(empty, empty, Pieces.of([]), Pieces.of([]))
     codes, names = api.codes("name")
     dcodes, domains = api.codes("domain")
     is_sync = np.array([is_sync_call(n) for n in names] + [False])[codes]
@@ -77,29 +98,33 @@ def sync_calls(ctx: TraceContext) -> SyncCalls:
     inside = (e > w0) & (s < w1)
     copy_rows = np.flatnonzero(blocking_copy & inside)
     sync_rows = np.flatnonzero(is_sync & ~is_copy & ~blocking_copy & inside)
-    g0, g1 = _gaps(ctx)
-    copy_idle = int(_covered(g0, g1, s[copy_rows], e[copy_rows]).sum())
+    copy_idle = _during(_gap_groups(ctx), s[copy_rows], e[copy_rows],
+                        _api_threads(ctx, copy_rows))
     # A gap in which a sync call returned is a drain-and-relaunch bubble: the host
     # waited for the GPU to finish, then had to queue new work.
     ends = np.sort(e[sync_rows])
-    lo = np.searchsorted(ends, g0, side="left")
-    hi = np.searchsorted(ends, g1, side="right")
-    has_end = hi > lo
-    bubble = int((g1 - g0)[has_end].sum())
-    bubble -= int(_covered(g0[has_end], g1[has_end], s[copy_rows], e[copy_rows]).sum()
-                  if has_end.any() else 0)
-    return SyncCalls(copy_rows, sync_rows, copy_idle, max(0, bubble))
+
+    def returned(di) -> np.ndarray:
+        return np.searchsorted(ends, di.gap_end, side="right") > np.searchsorted(
+            ends, di.gap_start, side="left")
+
+    copies = Coverage(s[copy_rows], e[copy_rows])
+    bubbles = Pieces.of([(g.minus(copies), d, t) for g, d, t in _gap_groups(ctx, returned)])
+    return SyncCalls(copy_rows, sync_rows, copy_idle, bubbles)
+
+
+def _api_threads(ctx: TraceContext, rows: np.ndarray) -> np.ndarray:
+    api = ctx.trace.api
+    pid = api.numpy("pid", fill=-1).astype(np.int64)[rows]
+    tid = api.numpy("tid", fill=-1).astype(np.int64)[rows]
+    return np.array([thread_label(p, t) for p, t in zip(pid.tolist(), tid.tolist())],
+                    dtype=object)
 
 
 def _steps(ctx: TraceContext) -> int | None:
-    """Number of profiler steps when the trace marks them ('ProfilerStep#N', 'step N')."""
-    m = ctx.trace.markers
-    if len(m) == 0:
-        return None
-    codes, names = m.codes("name")
-    used = set(codes[codes >= 0].tolist())
-    steps = {names[c] for c in used if re.match(r"(ProfilerStep#\d+|step \d+)$", names[c])}
-    return len(steps) or None
+    """Number of steps the trace marks (``analysis.steps``), None without any."""
+    st = steps_of(ctx)
+    return len(st) if st is not None else None
 
 
 def _n(n: int, one: str, many: str | None = None) -> str:
@@ -110,13 +135,16 @@ def _n(n: int, one: str, many: str | None = None) -> str:
 def async_copies(ctx: TraceContext) -> list[Proposal]:
     sc = sync_calls(ctx)
     span = ctx.span_ns
-    if len(sc.copy_rows) == 0 or span <= 0 or sc.copy_idle_ns < 0.02 * span:
+    idle = sc.copy_idle_ns
+    if len(sc.copy_rows) == 0 or span <= 0 or idle < 0.02 * span:
         return []
-    busy = sum(ctx.device_busy(d) for d in ctx.idle.devices)
-    gain = min(sc.copy_idle_ns, busy)
-    api = ctx.trace.api
-    names = api.strings("name")
-    called = sorted({names[i] for i in sc.copy_rows})
+    k = ctx.trace.kernels
+    busy = union_length(k.numpy("start"), k.numpy("end"))      # any GPU busy, wall clock
+    gain = min(idle, busy)
+    est = estimate(ctx, sc.copy_idle.scaled(gain / idle))
+    codes, cats = ctx.trace.api.codes("name")
+    names = {int(r): cats[codes[r]] for r in sc.copy_rows}       # only the rows shown
+    called = sorted(set(names.values()))
     steps = _steps(ctx)
     ev = Evidence(
         figures={"blocking_copy_calls": int(len(sc.copy_rows)), "calls": ", ".join(called[:5]),
@@ -128,12 +156,12 @@ def async_copies(ctx: TraceContext) -> list[Proposal]:
         id="async-copies", rule="async-copies",
         title=(f"Make the {_n(len(sc.copy_rows), 'blocking copy', 'blocking copies')} in "
                "the hot loop asynchronous so they overlap with kernels: the GPU idles "
-               f"{sc.copy_idle_ns / 1e6:.1f} ms "
-               "during them"),
-        evidence=ev, estimated_gain_fraction=gain / span,
-        formula="min(GPU idle while the host is in blocking copy calls, GPU kernel busy "
-                "time it could overlap with) / span",
-        confidence=Confidence("medium" if gain >= 0.05 * span else "low",
+               f"{fmt_duration(idle)} during them"),
+        evidence=ev, estimated_gain_fraction=est.fraction, estimate=est,
+        formula="min(wall-clock GPU idle while the host is in blocking copy calls, GPU "
+                "kernel busy time it could overlap with), per steady-state step / step "
+                "time (no steps: over the kernel window)",
+        confidence=Confidence("medium" if est.fraction >= 0.05 else "low",
                               "overlap needs independent work to hide the copy behind; "
                               "the estimate assumes all kernel time is available"),
         experiment=Experiment(recipe=(
@@ -145,6 +173,24 @@ def async_copies(ctx: TraceContext) -> list[Proposal]:
         applies_to="both", docs=[knobs.PINNED_MEMORY])]
 
 
+def _pageable(ctx: TraceContext, names: list[str]) -> tuple[np.ndarray, str]:
+    """Copies from pageable memory, and how they were recognised."""
+    c = ctx.trace.copies
+    pageable = np.array(["pageable" in n.lower() for n in names], dtype=bool)
+    if pageable.any() or not c.has("api_index"):
+        return pageable, "the profiler labels them Pageable"
+    # copy calls named Async that still blocked the host: pageable memory is the
+    # usual reason (analysis.idle's blocking-copy detection)
+    blocked = blocking_copy_calls(ctx.trace)
+    ai = c.numpy("api_index", fill=-1).astype(np.int64)
+    codes, anames = ctx.trace.api.codes("name")
+    is_async = np.array(["async" in n.lower() for n in anames] + [False])
+    ok = ai >= 0
+    pageable = np.zeros(len(ai), dtype=bool)
+    pageable[ok] = blocked[ai[ok]] & is_async[codes[ai[ok]]]
+    return pageable, "Async copy calls that blocked the host until the copy ended"
+
+
 @rule("pinned-memory")
 def pinned_memory(ctx: TraceContext) -> list[Proposal]:
     c = ctx.trace.copies
@@ -152,30 +198,26 @@ def pinned_memory(ctx: TraceContext) -> list[Proposal]:
     if len(c) == 0 or span <= 0:
         return []
     names = [n or "" for n in c.strings("name")] if c.has("name") else [""] * len(c)
-    pageable = np.array(["pageable" in n.lower() for n in names])
-    how = "the profiler labels them Pageable"
-    if not pageable.any() and c.has("api_index"):
-        # copy calls named Async that still blocked the host: pageable memory is the
-        # usual reason (analysis.idle's blocking-copy detection)
-        blocked = blocking_copy_calls(ctx.trace)
-        ai = c.numpy("api_index", fill=-1).astype(np.int64)
-        anames = ctx.trace.api.strings("name")
-        pageable = np.array([i >= 0 and blocked[i] and "async" in anames[i].lower()
-                             for i in ai])
-        how = "Async copy calls that blocked the host until the copy ended"
+    pageable, how = _pageable(ctx, names)
     if not pageable.any():
         return []
     s, e = c.numpy("start")[pageable], c.numpy("end")[pageable]
-    dur = int((e - s).sum())
+    dur = union_length(s, e)                  # wall clock: copies may overlap
     nbytes = int(c.numpy("bytes", fill=0)[pageable].sum())
-    g0, g1 = _gaps(ctx)
-    idle = int(_covered(g0, g1, s, e).sum())
+    threads = None
+    if c.has("api_index") and len(ctx.trace.api):
+        ai = c.numpy("api_index", fill=-1).astype(np.int64)[pageable]
+        threads = np.where(ai >= 0, _api_threads(ctx, np.maximum(ai, 0)), "")
+    during = _during(_gap_groups(ctx), s, e, threads)
+    idle = during.wall.length
     speedup = float(ctx.probes.get("pinned_speedup", DEFAULT_PINNED_SPEEDUP))
     gain = min(dur * (1 - 1 / speedup), idle)
-    if gain < 0.01 * span:
+    if gain < 0.01 * span or idle <= 0:
         return []
+    est = estimate(ctx, during.scaled(gain / idle))
     rows = np.flatnonzero(pageable)
-    bw = nbytes / dur if dur else None        # bytes/ns == GB/s
+    per_copy = int((e - s).sum())
+    bw = nbytes / per_copy if per_copy else None        # bytes/ns == GB/s, mean per copy
     ev = Evidence(
         figures={"pageable_copies": int(pageable.sum()), "bytes": nbytes, "copy_ns": dur,
                  "bandwidth_GBps": None if bw is None else round(bw, 2),
@@ -185,10 +227,11 @@ def pinned_memory(ctx: TraceContext) -> list[Proposal]:
     return [Proposal(
         id="pinned-memory", rule="pinned-memory",
         title=(f"Copy from pinned host memory: {int(pageable.sum())} pageable copies take "
-               f"{dur / 1e6:.1f} ms" + (f" at {bw:.1f} GB/s" if bw else "")),
-        evidence=ev, estimated_gain_fraction=gain / span,
-        formula="min(pageable copy time x (1 - 1/pinned_speedup), GPU idle during those "
-                "copies) / span; pinned_speedup = probe 'pinned_speedup' or 2 (assumed)",
+               f"{fmt_duration(dur)}" + (f" at {bw:.1f} GB/s" if bw else "")),
+        evidence=ev, estimated_gain_fraction=est.fraction, estimate=est,
+        formula="min(pageable copy time x (1 - 1/pinned_speedup), wall-clock GPU idle "
+                "during those copies), per steady-state step / step time (no steps: over "
+                "the kernel window); pinned_speedup = probe 'pinned_speedup' or 2 (assumed)",
         confidence=Confidence("medium" if "pinned_speedup" not in ctx.probes else "high",
                               f"detected: {how}; speed-up of pinned copies "
                               + ("measured by a probe" if "pinned_speedup" in ctx.probes
@@ -208,7 +251,9 @@ def remove_syncs(ctx: TraceContext) -> list[Proposal]:
     span = ctx.span_ns
     if len(sc.sync_rows) == 0 or span <= 0 or sc.sync_bubble_ns < 0.01 * span:
         return []
-    names = ctx.trace.api.strings("name")
+    est = estimate(ctx, sc.bubbles)
+    codes, cats = ctx.trace.api.codes("name")
+    names = {int(r): cats[codes[r]] for r in sc.sync_rows}       # only the rows shown
     kinds: dict[str, int] = {}
     for r in sc.sync_rows:
         kinds[names[r]] = kinds.get(names[r], 0) + 1
@@ -222,10 +267,11 @@ def remove_syncs(ctx: TraceContext) -> list[Proposal]:
         id="remove-syncs", rule="remove-syncs",
         title=(f"Remove or defer the {_n(len(sc.sync_rows), 'synchronisation')} in the hot loop"
                f"{per_step}: each drains the GPU before new work is queued"),
-        evidence=ev, estimated_gain_fraction=sc.sync_bubble_ns / span,
-        formula="sum of GPU idle gaps in which a synchronising call returned (drain and "
-                "relaunch bubbles), less the part already counted under blocking copies, "
-                "/ span",
+        evidence=ev, estimated_gain_fraction=est.fraction, estimate=est,
+        formula="wall-clock union of the GPU idle gaps in which a synchronising call "
+                "returned (drain and relaunch bubbles), less the part already counted "
+                "under blocking copies, per steady-state step / step time (no steps: over "
+                "the kernel window)",
         confidence=Confidence("medium", "a sync may be needed for correctness (a value "
                               "the host reads); only the code can tell"),
         experiment=Experiment(recipe=(

@@ -420,7 +420,7 @@ class TunerPanel(QWidget):
                                   p.confidence.level, ""])
             it.setData(0, Qt.ItemDataRole.UserRole, p.id)
             it.setToolTip(0, p.title)
-            it.setToolTip(1, f"Estimated gain of the profiled span\n{p.formula}")
+            it.setToolTip(1, f"Estimated gain: {p.estimate_text()}\n{p.formula}")
             it.setToolTip(2, p.confidence.why)
             it.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             it.setForeground(2, pg.mkColor(CONF_COLOURS[p.confidence.level]))
@@ -431,7 +431,7 @@ class TunerPanel(QWidget):
         self.status_label.setText(
             f"{n} proposal{'s' if n != 1 else ''}, best first." if n else
             "No proposals: nothing in this trace points to a knob or code change worth "
-            "trying (proposals under 1 % of the span are dropped).")
+            "trying (proposals under 1 % of a step, or of the kernel window, are dropped).")
         self._select_item(self.state.selected)
 
     def _item(self, pid: str | None) -> QTreeWidgetItem | None:
@@ -472,9 +472,11 @@ class TunerPanel(QWidget):
             self._show_ab(None)
             return
         self.title_label.setText(_esc(p.title))
+        per = p.estimate.breakdown_text() if p.estimate is not None else ""
         self.estimate_label.setText(
-            f"Estimated gain: <b>{100 * p.estimated_gain_fraction:.1f} %</b> of the profiled "
-            f"span <span style='color:#777'>(formula in the tooltip)</span>")
+            f"Estimated gain: <b>{_esc(p.estimate_text())}</b>"
+            + (f"<br><span style='color:#777'>per GPU / host thread: {_esc(per)}</span>"
+               if per else "") + " <span style='color:#777'>(formula in the tooltip)</span>")
         self.estimate_label.setToolTip(p.formula)
         col = CONF_COLOURS[p.confidence.level]
         self.confidence_label.setText(f"Confidence: <b style='color:{col}'>"

@@ -1,46 +1,22 @@
 """Number formatting shared by the tables and the details panel (Qt-free helpers).
 
-Times are int64 ns; they are shown in adaptive units (ns, µs, ms, s) so that a
-column of durations stays readable from 800 ns to 12 s.
+Times are int64 ns, shown by :mod:`hipscope.model.units` (the one duration
+formatter) so that a column of durations stays readable from 800 ns to 12 s.
 """
 
 from __future__ import annotations
 
 import math
 
-_TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))
+from ...model.units import fmt_duration, fmt_time
+
+# durations and times: the one formatter (hipscope.model.units), shared with the core
+__all__ = ["fmt_duration", "fmt_time", "fmt_bytes", "fmt_int", "fmt_id", "fmt_dims",
+           "fmt_percent", "parse_duration"]
 
 
 def _is_missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def fmt_duration(ns, digits: int = 3) -> str:
-    """A duration in adaptive units: '850 ns', '12.3 µs', '4.56 ms', '1.23 s'."""
-    if _is_missing(ns):
-        return ""
-    ns = float(ns)
-    a = abs(ns)
-    for scale, unit in _TIME_UNITS:
-        if a >= scale:
-            v = ns / scale
-            # keep ~`digits` significant digits: 12.3, 123, 1.23
-            dec = max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))
-            return f"{v:.{dec}f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def fmt_time(ns, span_ns: float | None = None) -> str:
-    """A time relative to the trace start. The unit follows ``span_ns`` (the trace's
-    length) when given, so a column of starts shares one unit and sorts by eye."""
-    if _is_missing(ns):
-        return ""
-    ns = float(ns)
-    ref = abs(span_ns) if span_ns else abs(ns)
-    for scale, unit in _TIME_UNITS:
-        if ref >= scale:
-            return f"{ns / scale:,.6f} {unit}" if unit == "s" else f"{ns / scale:,.3f} {unit}"
-    return f"{ns:,.0f} ns"
 
 
 def fmt_bytes(n) -> str:

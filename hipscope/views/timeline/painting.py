@@ -10,6 +10,7 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QLinearGradient, QPainter, QPen, QPixmap
 
 from ...analysis import lod
+from ...model.units import fmt_duration
 from . import palette as pal
 from . import render as rd
 from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
@@ -113,7 +114,7 @@ class PaintingMixin:
         if self.ruler is None:
             return
         a, b = sorted(self.ruler)
-        lines = [f"Δ {rd.format_ns(b - a)}"]
+        lines = [f"Δ {fmt_duration(b - a)}"]
         st = self.ruler_stats
         if st and st.get("pending"):
             lines.append("measuring…")
@@ -197,7 +198,7 @@ class PaintingMixin:
         fm = self.small_metrics
         p.setPen(rd.qcolor(pal.TEXT_DIM))
         p.drawText(QRectF(8, 0, LABEL_W - 12, AXIS_H), Qt.AlignmentFlag.AlignVCenter,
-                   f"window {rd.format_ns(t1 - t0)}  ·  drag here to measure")
+                   f"window {fmt_duration(t1 - t0)}  ·  drag here to measure")
         p.save()
         p.setClipRect(LABEL_W, 0, tw, AXIS_H)
         last_right = -1e9
@@ -256,7 +257,7 @@ class PaintingMixin:
         elif mode == "delta":
             self._draw_delta_legend(p, x, y)
         else:
-            lo_s, hi_s = rd.format_ns(self.scale.lo_ns), rd.format_ns(self.scale.hi_ns)
+            lo_s, hi_s = fmt_duration(self.scale.lo_ns), fmt_duration(self.scale.hi_ns)
             p.setPen(rd.qcolor(pal.TEXT))
             p.drawText(QPointF(x, y + 15), f"≤ {lo_s}")
             x += fm.horizontalAdvance(f"≤ {lo_s}") + 6

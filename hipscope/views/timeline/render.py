@@ -83,17 +83,8 @@ class FrameStats:
 
 
 # ----------------------------------------------------------------------------- axis
+# axis tick units (one shared unit per axis); duration labels come from model.units
 _UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
-
-
-def format_ns(ns: float, digits: int = 3) -> str:
-    """A duration for people: 1.23 ms, 850 ns."""
-    a = abs(ns)
-    for scale, unit in _UNITS:
-        if a >= scale or scale == 1.0:
-            v = ns / scale
-            return f"{v:.{digits}g} {unit}" if abs(v) < 10 ** digits else f"{v:.0f} {unit}"
-    return f"{ns} ns"
 
 
 def ticks(t0: int, t1: int, origin: int, width: int, spacing: int = 110):

@@ -17,6 +17,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
 from ...analysis import lod
+from ...model.units import fmt_duration
 from ...app.document import Document
 from ...app.tasks import TaskRunner
 from ...model.view_state import Selection
@@ -562,8 +563,8 @@ class TimelineView(PaintingMixin, QWidget):
         name = names[c] if c >= 0 else "?"
         if len(name) > 160:
             name = name[:157] + "…"
-        QToolTip.showText(ev.globalPos(), f"{name}\n{rd.format_ns(e - s)}  "
-                          f"(at +{rd.format_ns(s - self.model.t_min)})", self)
+        QToolTip.showText(ev.globalPos(), f"{name}\n{fmt_duration(e - s)}  "
+                          f"(at +{fmt_duration(s - self.model.t_min)})", self)
 
     def closeEvent(self, event) -> None:
         self.tasks.shutdown()

@@ -1,0 +1,119 @@
+"""Gains on one wall clock, in the unit the user compares (docs/tuning.md, "Estimates").
+
+A rule hands over *where* time could be recovered: intervals on the trace's clock,
+each tagged with its GPU and its host thread (:class:`Pieces`). The estimate counts
+the union of those intervals, so time that several GPUs wait at once is counted once
+and no gain exceeds its window, and keeps each GPU's and thread's own figure beside
+it. The window is the steady-state steps where the trace marks steps
+(``analysis.steps``), else the kernel window (first kernel start to last kernel end:
+set-up before the first kernel is not what the user tunes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from ..analysis.idle import Coverage
+from ..analysis.steps import Steps, find_steps
+from .context import TraceContext
+from .proposals import Estimate
+
+_STEPS: WeakKeyDictionary[TraceContext, Steps | None] = WeakKeyDictionary()
+
+
+@dataclass
+class Pieces:
+    """Recoverable intervals [start, end) with the GPU and host thread of each."""
+
+    start: np.ndarray
+    end: np.ndarray
+    device: np.ndarray                 # int64
+    thread: np.ndarray                 # int64 index into ``labels``
+    labels: list[str]                  # "pid/tid" ('' unknown)
+
+    @classmethod
+    def of(cls, groups: list[tuple[Coverage, int, str]]) -> Pieces:
+        """Pieces from (coverage, device, thread) groups."""
+        z = np.zeros(0, np.int64)
+        if not groups:
+            return cls(z, z, z, z, [])
+        labels = sorted({t for _, _, t in groups})
+        n = np.array([len(c.s) for c, _, _ in groups])
+        return cls(np.concatenate([c.s for c, _, _ in groups]),
+                   np.concatenate([c.e for c, _, _ in groups]),
+                   np.repeat(np.array([d for _, d, _ in groups], np.int64), n),
+                   np.repeat(np.array([labels.index(t) for _, _, t in groups], np.int64), n),
+                   labels)
+
+    def scaled(self, f: float) -> Pieces:
+        """Each piece shortened to ``f`` of its length (a gain below the idle it uses)."""
+        f = min(max(float(f), 0.0), 1.0)
+        return Pieces(self.start, self.start + ((self.end - self.start) * f).astype(np.int64),
+                      self.device, self.thread, self.labels)
+
+    @property
+    def wall(self) -> Coverage:
+        return Coverage(self.start, self.end)
+
+
+def thread_label(pid: int, tid: int) -> str:
+    return "" if pid < 0 and tid < 0 else f"{pid}/{tid}"
+
+
+def steps_of(ctx: TraceContext) -> Steps | None:
+    """The trace's steps (cached per context)."""
+    if ctx not in _STEPS:
+        _STEPS[ctx] = find_steps(ctx.trace)
+    return _STEPS[ctx]
+
+
+def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | None]:
+    """(basis, starts, ends, steps) of the window estimates are measured over."""
+    st = steps_of(ctx)
+    k0, k1 = ctx.kernel_window
+    if st is not None and st.steady_count:
+        ws, we = st.start[st.steady], st.end[st.steady]
+        ks = np.sort(ctx.trace.kernels.numpy("start"))
+        if np.any(np.searchsorted(ks, we) > np.searchsorted(ks, ws)):   # steps hold kernels
+            return "steps", ws, we, st
+    return "kernel window", np.array([k0], np.int64), np.array([k1], np.int64), st
+
+
+def estimate(ctx: TraceContext, pieces: Pieces) -> Estimate:
+    """The gain of ``pieces`` per steady-state step (or over the kernel window)."""
+    basis, ws, we, st = _windows(ctx)
+    t0, t1 = ctx.span
+    wall = pieces.wall
+    per_device = {str(int(d)): int(Coverage(pieces.start[m], pieces.end[m]).within(ws, we).sum())
+                  for d in np.unique(pieces.device) for m in [pieces.device == d]}
+    per_thread = {t: int(Coverage(pieces.start[m], pieces.end[m]).within(ws, we).sum())
+                  for i, t in enumerate(pieces.labels) if t
+                  for m in [pieces.thread == i]}
+    return Estimate(
+        gain_ns=int(wall.within(ws, we).sum()), window_ns=int((we - ws).sum()), basis=basis,
+        span_ns=t1 - t0, span_gain_ns=int(wall.within(np.array([t0]), np.array([t1]))[0]),
+        steps=st.steady_count if basis == "steps" else 0,
+        step_ns=int(st.median_ns) if basis == "steps" else 0,
+        step_source=st.source if st else "",
+        per_device={k: v for k, v in per_device.items() if v},
+        per_thread={k: v for k, v in per_thread.items() if v})
+
+
+def spread_estimate(ctx: TraceContext, span_gain_ns: float) -> Estimate:
+    """The estimate of a gain a rule gives only as a total: spread evenly over the
+    kernel window (the rule does not say where it is), at most the window."""
+    k0, k1 = ctx.kernel_window
+    if k1 <= k0:
+        return estimate(ctx, Pieces.of([]))
+    dens = min(1.0, max(0.0, float(span_gain_ns)) / (k1 - k0))
+    pieces = Pieces(np.array([k0], np.int64), np.array([k0 + int(dens * (k1 - k0))], np.int64),
+                    np.array([-1], np.int64), np.array([0], np.int64), [""])
+    basis, ws, we, _ = _windows(ctx)
+    est = estimate(ctx, pieces)
+    inside = np.clip(np.minimum(we, k1) - np.maximum(ws, k0), 0, None).sum()
+    est.gain_ns = int(dens * inside)
+    est.per_device = {}
+    return est
