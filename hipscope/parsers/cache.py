@@ -1,6 +1,8 @@
 """On-disk cache of parsed traces: Arrow IPC files memory-mapped on reopen.
 
-Key: the reader, hipscope's schema version, the trace's resolved path and, for every
+Key: the reader, hipscope's schema version, a digest of the reader and model code
+(``code_version``: an edited or upgraded reader never serves an older reader's result),
+the trace's resolved path and, for every
 file a read may depend on, its name, device, inode, mode, size, mtime_ns and ctime_ns
 (a user can set mtime back, not ctime or the inode). The files a read may depend on:
 
@@ -21,6 +23,8 @@ Location: ``$HIPSCOPE_CACHE_DIR`` or the user cache directory (platformdirs).
 """
 
 from __future__ import annotations
+
+import functools
 
 import json
 import logging
@@ -185,9 +189,25 @@ def members(reader: str | None, path: os.PathLike | str) -> list[bytes] | None:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         return None                   # a pipe or a device: its bytes are not the same twice
     head = b"\0".join([b"hipscope-cache", os.fsencode(reader or "*"), b"%d" % SCHEMA_VERSION,
-                       os.fsencode(os.path.realpath(raw)), _stat_bytes(st)])
+                       code_version(), os.fsencode(os.path.realpath(raw)), _stat_bytes(st)])
     rest = _tree(raw) if stat.S_ISDIR(st.st_mode) else _siblings(raw)
     return None if rest is None else [head, *sorted(rest)]
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> bytes:
+    """A digest of the code that turns files into a Trace (the readers and the model), so
+    an upgraded or edited hipscope never serves what an older reader made of a file: a
+    reader fix would otherwise stay invisible until the file changed. Read once per
+    process (~100 small files)."""
+    root = Path(__file__).resolve().parents[1]
+    h = blake2b(digest_size=8)
+    for sub in ("parsers", "model"):
+        for f in sorted((root / sub).rglob("*")):
+            if f.suffix in (".py", ".c") and f.is_file():
+                h.update(os.fsencode(f.relative_to(root)))
+                h.update(f.read_bytes())
+    return h.hexdigest().encode()
 
 
 def key_of(records: list[bytes]) -> str:

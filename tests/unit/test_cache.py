@@ -128,6 +128,19 @@ def test_changed_sibling_file_misses(tmp_path):
     assert len(b.api) < len(a.api)
 
 
+def test_a_changed_reader_does_not_serve_what_the_old_one_made(monkeypatch):
+    """Entries made by other reader code are misses: a reader fix (or an upgrade) must
+    show on files that are already in the cache, not only on files that change."""
+    from hipscope.parsers import cache
+
+    src = SAMPLES / "legacy-rocprof" / "spatter-kernel-stats" / "results.csv"
+    open_trace(src, use_cache=True)
+    assert open_trace(src, use_cache=True).meta.get("cached")
+    monkeypatch.setattr(cache, "code_version", lambda: b"another-reader")
+    assert not open_trace(src, use_cache=True).meta.get("cached")
+    assert open_trace(src, use_cache=True).meta.get("cached")
+
+
 # --------------------------------------------------------------------------- C1
 
 @pytest.mark.parametrize("how", ["in_place", "replace_by_rename"])
