@@ -201,3 +201,45 @@ class BackgroundCheck:
         """Abandon the check (the read was cancelled or failed for another reason)."""
         self._conn.interrupt()
         self._join()
+
+
+def read_sqlite_input(path: Path, fmt: str, noun: str, open_db, read):
+    """One SQLite trace file read the way every SQLite reader reads it: refused at once
+    when it is not a file or has no SQLite header; ``PRAGMA quick_check`` running in the
+    background while ``read(db)`` reads ``db = open_db(path)``; damage explains a failed
+    read best; SQLite and row errors become one sentence. ``fmt`` names the format
+    ("rocpd"), ``noun`` what a good file is ("export", "database")."""
+    if not path.is_file():
+        raise TraceFormatError(path, None, f"a {fmt} SQLite {noun}", "not a file")
+    if not is_sqlite(path):
+        raise TraceFormatError(path, "byte 0", f"an SQLite 3 database ({fmt})",
+                               "no SQLite header")
+    check = BackgroundCheck(path, fmt)
+    try:
+        trace = _read_mapped(path, fmt, noun, open_db, read)
+    except TraceFormatError:
+        damage = check.failed()
+        if damage is not None:
+            raise damage from None
+        raise
+    except BaseException:
+        check.stop()
+        raise
+    check.result()
+    return trace
+
+
+def _read_mapped(path: Path, fmt: str, noun: str, open_db, read):
+    import pyarrow as pa
+
+    db = open_db(path)
+    try:
+        return read(db)
+    except SQL_ERRORS as exc:
+        raise TraceFormatError(path, None, f"a readable {fmt} {noun}", error_text(exc)) from None
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError,
+            pa.ArrowException) as exc:
+        raise TraceFormatError(path, None, f"rows that follow the {fmt} schema",
+                               f"{type(exc).__name__}: {exc}") from None
+    finally:
+        db.close()

@@ -27,8 +27,7 @@ import pyarrow as pa
 
 from ...model import Trace, build_table, link_by_correlation
 from .._common import finish_meta, new_meta
-from .._sqlite import SQL_ERRORS, BackgroundCheck, connect_ro, error_text, is_sqlite, \
-    schema_names
+from .._sqlite import SQL_ERRORS, connect_ro, is_sqlite, read_sqlite_input, schema_names
 from ..base import TraceFormatError, check_cancel, register
 from .db import GRAPH_TRACE, KERNEL, NsysDb, nsys_confidence
 from .devices import DeviceMap, StreamMap
@@ -63,39 +62,8 @@ class NsysReader:
         return nsys_confidence(names)
 
     def read(self, path, progress, cancelled) -> Trace:
-        path = Path(path)
-        if not path.is_file():
-            raise TraceFormatError(path, None, "an Nsight Systems SQLite export", "not a file")
-        if not is_sqlite(path):
-            raise TraceFormatError(path, "byte 0", "an SQLite 3 database (Nsight Systems "
-                                   "export)", "no SQLite header")
-        check = BackgroundCheck(path, "Nsight Systems export")
-        try:
-            trace = self._read(path, progress, cancelled)
-        except TraceFormatError:
-            damage = check.failed()  # damage explains a failed read best
-            if damage is not None:
-                raise damage from None
-            raise
-        except BaseException:
-            check.stop()
-            raise
-        check.result()
-        return trace
-
-    def _read(self, path: Path, progress, cancelled) -> Trace:
-        db = NsysDb(path)
-        try:
-            return read_export(self.name, db, progress, cancelled)
-        except SQL_ERRORS as exc:
-            raise TraceFormatError(path, None, "a readable Nsight Systems export",
-                                   error_text(exc)) from None
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError,
-                pa.ArrowException) as exc:
-            raise TraceFormatError(path, None, "rows that follow the Nsight Systems schema",
-                                   f"{type(exc).__name__}: {exc}") from None
-        finally:
-            db.close()
+        return read_sqlite_input(Path(path), "Nsight Systems", "export", NsysDb,
+                                 lambda db: read_export(self.name, db, progress, cancelled))
 
 
 def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:

@@ -27,11 +27,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-
 from ...model import Trace, merge_traces
 from ..base import TraceFormatError, check_cancel, register
-from .._sqlite import SQL_ERRORS, BackgroundCheck, error_text, is_sqlite
+from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
 from .db import _db_files, _Db, _table_names, is_rocpd
 from .tables import read_db
 
@@ -89,35 +87,6 @@ class RocpdReader:
 
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
-        if not path.is_file():
-            raise TraceFormatError(path, None, "a rocpd SQLite file", "not a file")
-        if not is_sqlite(path):
-            raise TraceFormatError(path, "byte 0", "an SQLite 3 database (rocpd)",
-                                   "no SQLite header")
-        check = BackgroundCheck(path, "rocpd")  # quick_check while the views are read
-        try:
-            trace = self._read_views(path, progress, cancelled)
-        except TraceFormatError:
-            damage = check.failed()  # damage explains a failed read best
-            if damage is not None:
-                raise damage from None
-            raise
-        except BaseException:
-            check.stop()
-            raise
-        check.result()
-        return trace
-
-    def _read_views(self, path: Path, progress, cancelled) -> Trace:
-        db = _Db(path)
-        try:
-            return read_db(self.name, db, progress, cancelled)
-        except SQL_ERRORS as exc:
-            raise TraceFormatError(path, None, "a readable rocpd database",
-                                   error_text(exc)) from None
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError,
-                pa.ArrowException) as exc:
-            raise TraceFormatError(path, None, "rows that follow the rocpd schema",
-                                   f"{type(exc).__name__}: {exc}") from None
-        finally:
-            db.close()
+        # quick_check runs while the views are read
+        return read_sqlite_input(path, "rocpd", "database", _Db,
+                                 lambda db: read_db(self.name, db, progress, cancelled))
