@@ -394,8 +394,71 @@ def _read_one(path: Path, reader: str | None, progress: ProgressFn,
               cancelled: CancelledFn) -> Trace:
     from ._intervals import drop_bad_intervals
 
-    r = get_reader(reader) if reader else find_reader(path)
-    return drop_bad_intervals(r.read(path, progress, cancelled), path)
+    if reader:
+        r = get_reader(reader)
+    else:
+        path, r = _reader_for(path)
+    trace = drop_bad_intervals(r.read(path, progress, cancelled), path)
+    return _warn_unread_traces(trace, path) if path.is_dir() else trace
+
+
+def _warn_unread_traces(trace: Trace, folder: Path) -> Trace:
+    """A folder reader reads its own files (a rocpd folder its databases): traces of
+    other kinds beside them are named in a warning, never silently left out."""
+    used = set()
+    for s in trace.meta.get("sources") or []:
+        try:
+            used.add(Path(s).resolve())
+        except (OSError, RuntimeError, ValueError):
+            continue
+    left = [(p, r) for p, r in _traces_inside(folder)
+            if p.resolve() not in used and r.name != trace.meta.get("format")]
+    if not left:
+        return trace
+    names = ", ".join(f"{p.name} ({r.name})" for p, r in left[:6])
+    more = ", ..." if len(left) > 6 else ""
+    warning = (f"{folder}: read as a {trace.meta.get('format')} folder; {len(left)} other "
+               f"trace{'s' if len(left) > 1 else ''} beside it not read: {names}{more}")
+    return trace.with_meta(warnings=[*trace.warnings, warning])
+
+
+_MAX_INSIDE = 64    # files of a folder that no folder reader claims, sniffed one by one
+
+
+def _reader_for(path: Path) -> tuple[Path, Reader]:
+    """The reader of ``path``; for a folder that no folder reader claims, the one trace
+    file directly inside it (a folder holding ``trace.json.gz`` and an ``env.txt`` opens
+    as that trace). Several traces inside: one sentence naming them, never a guess."""
+    try:
+        return path, find_reader(path)
+    except TraceFormatError:
+        if not path.is_dir():
+            raise
+        found = _traces_inside(path)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise
+        names = ", ".join(p.name for p, _ in found[:6]) + (", ..." if len(found) > 6 else "")
+        raise TraceFormatError(path, None, "one trace, or one profiler output set",
+                               f"{len(found)} separate traces ({names}): open one of "
+                               "them") from None
+
+
+def _traces_inside(folder: Path) -> list[tuple[Path, Reader]]:
+    try:
+        files = sorted(p for p in folder.iterdir()
+                       if not p.name.startswith(".") and p.is_file())
+    except OSError:
+        return []
+    if len(files) > _MAX_INSIDE:
+        return []
+    out = []
+    for f in files:
+        cands = candidates(f)
+        if cands:
+            out.append((f, cands[0].reader))
+    return out
 
 
 # --------------------------------------------------------------------------- I/O helpers

@@ -379,3 +379,46 @@ def test_w11_two_runs_in_one_folder_are_warned(tmp_path):
     (w,) = [w for w in tr.warnings if "do not overlap in time" in w]
     assert "5151" in w and "4242" in w and "separate runs" in w
     assert not [w for w in open_trace(TWIN).warnings if "overlap" in w]   # one run: none
+
+
+# --------------------------------------------------------------------------- folders of one trace
+
+def _raw_kineto_kernels(path: Path) -> int:
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel")
+
+
+def test_a_folder_holding_one_trace_opens_as_that_trace(tmp_path):
+    # e.g. a Kineto trace beside the env.txt that describes its machine: no folder reader
+    # claims the folder, its one trace file is what the user means
+    shutil.copy(KINETO, tmp_path / KINETO.name)
+    (tmp_path / "env.txt").write_text("torch 2.11.0\n")
+    tr = open_trace(tmp_path)
+    assert tr.meta["format"] == "kineto"
+    assert len(tr.kernels) == _raw_kineto_kernels(KINETO)
+
+
+def test_a_folder_of_separate_traces_names_them_instead_of_guessing(tmp_path):
+    shutil.copy(KINETO, tmp_path / "a.json.gz")
+    shutil.copy(KINETO, tmp_path / "b.json.gz")
+    with pytest.raises(TraceFormatError) as exc:
+        open_trace(tmp_path)
+    msg = str(exc.value)
+    assert str(tmp_path) in msg and "2 separate traces (a.json.gz, b.json.gz)" in msg
+    assert "\n" not in msg
+
+
+def test_a_folder_reader_names_the_other_traces_it_left_out(tmp_path):
+    # the rocpd folder reader reads the databases; the Kineto trace beside them was
+    # silently left out
+    shutil.copy(ROCPD, tmp_path / ROCPD.name)
+    shutil.copy(KINETO, tmp_path / "model.json.gz")
+    con = sqlite3.connect(ROCPD)
+    (kt,) = con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE "
+                        "'rocpd_kernel_dispatch_%'").fetchone()
+    (n,) = con.execute(f'SELECT count(*) FROM "{kt}"').fetchone()
+    con.close()
+    tr = open_trace(tmp_path)
+    assert tr.meta["format"] == "rocpd" and len(tr.kernels) == n
+    assert any("1 other trace beside it not read: model.json.gz (kineto)" in w
+               for w in tr.warnings)
