@@ -26,6 +26,11 @@ never a sum of the devices' overlapping gaps, so no total exceeds the span. To p
 a category's time on that clock, each gap is laid out in the order its parts happen:
 sync (the host blocked until the GPU drained), host wait, then launch overhead or
 other (after N was queued); :func:`category_pieces` gives those intervals.
+
+Idle time inside a window of an incomplete graph replay (:mod:`.graphs`: the profiler
+dropped the graph's kernels, so the GPU may have been busy) is none of these: it is
+``unknown`` (``gap_unknown``), taken from the front of its gap (a window starts at its
+graph launch call, before the next kernel was queued).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Trace
+from .graphs import graph_replay_gaps
 
 DEFAULT_THRESHOLD_NS = 30_000
 CATEGORIES = ("host_wait", "launch_overhead", "sync", "other")
@@ -66,6 +72,11 @@ class DeviceIdle:
     gap_parts: np.ndarray | None = field(default=None, repr=False)  # (4, gaps) ns per CATEGORY
     gap_pid: np.ndarray | None = field(default=None, repr=False)    # launching thread of N
     gap_tid: np.ndarray | None = field(default=None, repr=False)
+    gap_unknown: np.ndarray | None = field(default=None, repr=False)  # incomplete graph replay
+
+    @property
+    def unknown_ns(self) -> int:
+        return 0 if self.gap_unknown is None else int(self.gap_unknown.sum())
 
     @property
     def idle_ns(self) -> int:
@@ -96,7 +107,17 @@ class IdleBreakdown:
     def to_json(self) -> dict:
         per = {str(d): dict(v.breakdown) for d, v in sorted(self.devices.items())}
         return {"threshold_ns": self.threshold_ns, "per_device": per, "total": self.total(),
-                "any_idle_ns": self.wall().length}
+                "any_idle_ns": self.wall().length,
+                "unknown_incomplete_graph_replay_ns": self.unknown().length}
+
+    def unknown(self) -> Coverage:
+        """Idle time (any device) inside incomplete graph-replay windows, wall clock."""
+        s = [d.gap_start for d in self.devices.values() if d.gap_unknown is not None]
+        u = [d.gap_unknown for d in self.devices.values() if d.gap_unknown is not None]
+        if not s:
+            return Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        s0 = np.concatenate(s)
+        return Coverage(s0, s0 + np.concatenate(u))
 
 
 def category_pieces(di: DeviceIdle, cats: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +133,8 @@ def category_pieces(di: DeviceIdle, cats: tuple[str, ...]) -> tuple[np.ndarray, 
     before = laid[: idx[0]].sum(axis=0)
     length = laid[idx[0]: idx[-1] + 1].sum(axis=0)
     start = di.gap_start + before
+    if di.gap_unknown is not None:
+        start = start + di.gap_unknown
     return start, start + length
 
 
@@ -232,12 +255,30 @@ def _thread_coverage(per_thread: dict, overall: Coverage, pid: int, tid: int) ->
     return cov
 
 
+def _graph_windows(trace: Trace):
+    """device -> Coverage of the incomplete graph-replay windows on that device."""
+    s, e, dev = graph_replay_gaps(trace).windows()
+    return lambda d: Coverage(s[(dev == d) | (dev < 0)], e[(dev == d) | (dev < 0)])
+
+
+def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
+    """Remove ``unknown`` ns per gap from ``parts`` (in place), from the gap's front
+    (sync, host wait, launch overhead, other); returns ``unknown``."""
+    left = unknown.astype(np.int64)
+    for i in (CATEGORIES.index(c) for c in ("sync", "host_wait", "launch_overhead", "other")):
+        take = np.minimum(parts[i], left)
+        parts[i] -= take
+        left = left - take
+    return unknown.astype(np.int64)
+
+
 def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> IdleBreakdown:
     k = trace.kernels
     out: dict[int, DeviceIdle] = {}
     if len(k) == 0:
         return IdleBreakdown(threshold_ns, out)
     per_thread, overall = _sync_coverage(trace)
+    unknown_cov = _graph_windows(trace)
     dev = k.numpy("device")
     starts, ends = k.numpy("start"), k.numpy("end")
     api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
@@ -277,10 +318,12 @@ def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Id
         launch = np.where(small, rest, 0)
         other = rest - launch
         parts = np.stack([host_wait, launch, sync, other])
+        unknown = _take_unknown(parts, unknown_cov(int(d)).within(g0, g1))
         out[int(d)] = DeviceIdle(
             device=int(d), window_ns=window, busy_ns=window - int(gap_len.sum()),
             breakdown={c: int(parts[i].sum()) for i, c in enumerate(CATEGORIES)},
             gap_start=g0, gap_end=g1, gap_category=np.argmax(parts, axis=0).astype(np.int8),
             gap_next_kernel=nxt, gap_parts=parts.astype(np.int64), gap_pid=pid, gap_tid=tid,
+            gap_unknown=unknown,
         )
     return IdleBreakdown(threshold_ns, out)

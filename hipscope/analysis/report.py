@@ -10,6 +10,7 @@ from ..model import Trace
 from ..model.units import fmt_duration
 from . import queue_delay as qd
 from .concurrency import concurrency, launch_stats
+from .graphs import graph_replay_gaps
 from .idle import idle_breakdown
 from .sanity import sanity_warnings
 from .stats import busy_fraction_per_device, kernel_stats
@@ -24,6 +25,7 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
     order = np.argsort(-ks.total, kind="stable")[:top]
     gpu_time = float(ks.total.sum()) if len(ks.total) else 0.0
     delays = qd.queue_delays(trace)
+    gaps = graph_replay_gaps(trace)
     qdelay: dict[str, Any] | None = None
     if delays.linked:
         qdelay = {
@@ -61,7 +63,9 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
         "launch_stats": launch_stats(trace) if real_timeline else None,
         "metadata": _meta(trace),
         "run": trace.meta.get("run"),
-        "warnings": trace.warnings + sanity_warnings(trace) + (
+        "incomplete_graph_windows": {"count": gaps.count, "total_ns": gaps.total_ns()},
+        "warnings": trace.warnings + sanity_warnings(trace) + [
+            w for w in (gaps.warning(),) if w] + (
             [] if real_timeline or not len(trace.kernels) else [
                 "GPU busy, idle and concurrency figures are left out: the kernel times in this "
                 "file are not a real timeline (serialised replay or no timestamps)"]),
@@ -153,6 +157,9 @@ def format_text(rep: dict[str, Any]) -> str:
             parts = ", ".join(f"{k.replace('_', ' ')} {_ns(v)} ({v / all_idle:.0%})"
                               for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if v)
             lines.append(f"GPU idle: {_ns(all_idle)}: {parts}")
+        if idle.get("unknown_incomplete_graph_replay_ns"):
+            lines.append(f"  unknown (incomplete graph replay): "
+                         f"{_ns(idle['unknown_incomplete_graph_replay_ns'])}, not counted as idle")
     if rep["top_kernels"]:
         lines.append("")
         lines.append(f"{'Total':>12} {'%':>6} {'Count':>8} {'Mean':>10} {'p95':>10}  Kernel")
