@@ -10,8 +10,11 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from hipscope.cli.main import main
@@ -156,3 +159,22 @@ def test_file_changing_during_a_cached_read_is_coded(tmp_path):
     tr = open_trace(f, progress=progress, use_cache=True)
     (d,) = coded(diagnostics(tr), "cache.changed_during_read")
     assert "changed while the trace was read" in d["message"] and d["message"] in tr.warnings
+
+
+def test_a_pipe_is_named_in_its_diagnostics(tmp_path):
+    """A pipe is read from a temporary copy: its diagnostics name the pipe, like its
+    warnings, and never the copy."""
+    raw = KINETO.read_bytes()
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(raw[: len(raw) - 16])
+    with subprocess.Popen(["cat", str(cut)], stdout=subprocess.PIPE) as cat:
+        proc = subprocess.run([sys.executable, "-m", "hipscope", "report", "--json",
+                               "/dev/stdin"], stdin=cat.stdout, capture_output=True,
+                              text=True, cwd=ROOT, timeout=120, check=False,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    (d,) = coded(rep["diagnostics"], "input.truncated")
+    assert d["where"] == "/dev/stdin" and d["message"].startswith("/dev/stdin: ")
+    assert d["message"] in rep["warnings"]
+    assert "hipscope-pipe-" not in json.dumps(rep["diagnostics"])
