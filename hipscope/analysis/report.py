@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.diagnostics import GENERIC, Diagnostic, diagnostics
 from ..model.units import fmt_duration
 from . import queue_delay as qd
 from .concurrency import concurrency, launch_stats
@@ -64,12 +65,23 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
         "metadata": _meta(trace),
         "run": trace.meta.get("run"),
         "incomplete_graph_windows": {"count": gaps.count, "total_ns": gaps.total_ns()},
-        "warnings": trace.warnings + sanity_warnings(trace) + [
-            w for w in (gaps.warning(),) if w] + (
-            [] if real_timeline or not len(trace.kernels) else [
-                "GPU busy, idle and concurrency figures are left out: the kernel times in this "
-                "file are not a real timeline (serialised replay or no timestamps)"]),
+        **_warnings(trace, real_timeline, gaps.warning()),
     }
+
+
+def _warnings(trace: Trace, real_timeline: bool, graph_gaps: str | None) -> dict[str, list]:
+    """``warnings`` (strings) and ``diagnostics`` (the same, each with its code): the
+    trace's, the sanity checks' and the report's own."""
+    more = [Diagnostic("analysis.sanity", "warning", w) for w in sanity_warnings(trace)]
+    if graph_gaps:
+        more.append(Diagnostic("analysis.incomplete_graph_replay", "warning", graph_gaps))
+    if not real_timeline and len(trace.kernels):
+        more.append(Diagnostic(
+            "report.no_real_timeline", "info",
+            "GPU busy, idle and concurrency figures are left out: the kernel times in this "
+            "file are not a real timeline (serialised replay or no timestamps)"))
+    return {"warnings": trace.warnings + [d.message for d in more],
+            "diagnostics": diagnostics(trace) + [d.as_dict() for d in more]}
 
 
 def has_real_timeline(trace: Trace) -> bool:
@@ -173,8 +185,9 @@ def format_text(rep: dict[str, Any]) -> str:
         for c in rep["copies"]:
             b = f"{c['bytes']:,} B" if c["bytes"] is not None else "bytes unknown"
             lines.append(f"Copies {c['direction']:<7} {c['count']:>7,}  {_ns(c['total_ns']):>10}  {b}")
+    codes = {d["message"]: d["code"] for d in rep.get("diagnostics") or []}
     for w in rep["warnings"]:
-        lines.append(f"Warning: {w}")
+        lines.append(f"Warning [{codes.get(w, GENERIC)}]: {w}")
     return "\n".join(lines)
 
 

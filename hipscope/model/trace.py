@@ -170,14 +170,16 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
     m: dict[str, Any] = {}
     for tr in traces:
         for k, v in tr.meta.items():
-            if k in ("warnings", "sources", "pids"):
+            if k in ("warnings", "diagnostics", "sources", "pids"):
                 m.setdefault(k, [])
                 m[k].extend(x for x in v if x not in m[k])
             else:
                 m.setdefault(k, v)
     m.update(meta or {})
     if mixed:
-        m["warnings"] = [*m.get("warnings", []), mixed]
+        from .diagnostics import add_diagnostic
+
+        add_diagnostic(m, "merge.mixed_formats", "warning", mixed)
     return Trace(devices=devices, meta=m, **merged)
 
 

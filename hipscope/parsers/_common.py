@@ -207,7 +207,10 @@ NO_KERNELS = "the profiler recorded no kernels"
 def warn_no_kernels(warnings: list[str], where: object, detail: str = "") -> None:
     """The one rule for an empty but well-formed output (issue 13 item 10): the trace
     loads, with this warning (``detail``: what the input does hold)."""
-    warnings.append(f"{where}: {NO_KERNELS}" + (f" ({detail})" if detail else ""))
+    from ..model.diagnostics import coded
+
+    warnings.append(coded("trace.no_kernels",
+                          f"{where}: {NO_KERNELS}" + (f" ({detail})" if detail else ""), where))
 
 
 def add_count(counts: dict[str, int], what: str, n: int = 1) -> None:

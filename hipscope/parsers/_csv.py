@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ..model.diagnostics import coded
 from .base import TraceFormatError
 
 # bounds of the schema's integer types, for fit()
@@ -82,8 +83,9 @@ def drop_torn_tail(path: Path, data: bytes, first_line: int, warnings: list[str]
         return data
     line_no = first_line + data.count(b"\n")
     shown = last[:60].decode("utf-8", errors="replace")
-    warnings.append(f"{path}: the last line (line {line_no}) is cut short ({why}: "
-                    f"{shown!r}); dropped 1 {what[:-1] if what.endswith('s') else what}")
+    warnings.append(coded("input.cut_short", f"{path}: the last line (line {line_no}) is cut "
+                          f"short ({why}: {shown!r}); dropped 1 "
+                          f"{what[:-1] if what.endswith('s') else what}", f"{path}:{line_no}"))
     dropped[what] = dropped.get(what, 0) + 1
     return data[: cut + 1]
 

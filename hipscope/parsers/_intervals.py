@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..model import Trace
+from ..model.diagnostics import coded
 from ..model.table import Table
 from ..model.units import fmt_duration
 
@@ -123,13 +124,15 @@ def drop_bad_intervals(trace: Trace, path: str | os.PathLike | None = None) -> T
         bad = masks["past"] | masks["negative"] | masks["backwards"]
         if bad.any():
             keeps[name] = ~bad
-            warnings.append(f"{prefix}dropped {_count_text(name, masks)}")
+            text = f"{prefix}dropped {_count_text(name, masks)}"
+            warnings.append(coded("times.end_before_start", text, where) if masks["backwards"].any()
+                            else coded("times.out_of_range", text, where))
             dropped[f"{name} with impossible times"] = int(bad.sum())
     if keeps:
         tables = _apply(tables, keeps, warnings, prefix)
     far = _far_warning(tables, prefix)
     if far:
-        warnings.append(far)
+        warnings.append(coded("times.far_rows", far, where))
     if not warnings:
         return trace
     meta = {**trace.meta, "warnings": [*trace.meta.get("warnings", []), *warnings]}
@@ -153,8 +156,9 @@ def _apply(tables: dict[str, Table], keeps: dict[str, np.ndarray], warnings: lis
         if lost.any():
             counters = counters.take(np.flatnonzero(~lost))
             n = int(lost.sum())
-            warnings.append(f"{prefix}dropped {n:,} counter value{'s' * (n != 1)} of the "
-                            "kernels dropped for impossible times")
+            warnings.append(coded("times.dropped_counters",
+                                  f"{prefix}dropped {n:,} counter value{'s' * (n != 1)} of the "
+                                  "kernels dropped for impossible times", prefix[:-2] or None))
         out["counters"] = counters
     return out
 

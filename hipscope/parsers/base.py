@@ -22,11 +22,12 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from ..model import Trace
+from ..model.diagnostics import add_diagnostic, coded, harvest
 
 log = logging.getLogger(__name__)
 
@@ -284,8 +285,11 @@ def _rename_error(exc: TraceFormatError, renames: dict[str, str]) -> TraceFormat
 
 def _renamed_meta(trace: Trace, renames: dict[str, str]) -> Trace:
     meta = {k: trace.meta[k] for k in ("sources", "warnings") if k in trace.meta}
+    diags = [{**d, "message": _renamed(str(d.get("message")), renames),
+              "where": d.get("where") and _renamed(str(d["where"]), renames)}
+             for d in trace.meta.get("diagnostics") or []]
     return trace.with_meta(**{k: [_renamed(str(x), renames) for x in v]
-                              for k, v in meta.items()})
+                              for k, v in meta.items()}, **({"diagnostics": diags} if diags else {}))
 
 
 @_bad_input_contract
@@ -332,7 +336,8 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
     if fresh or len(traces) > 1:
         _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)
-    return _warn_no_kernels(_warn_separate_runs(trace), paths)
+    trace = _warn_no_kernels(_warn_separate_runs(trace), paths)
+    return replace(trace, meta=harvest(trace.meta))
 
 
 def _warn_no_kernels(trace: Trace, paths: list[Path]) -> Trace:
@@ -386,7 +391,9 @@ def _warn_separate_runs(trace: Trace) -> Trace:
             f"do not overlap in time (process {then} starts {gap_s:.3g} s after process "
             f"{first} and every earlier one ended): if these are separate runs, open each "
             "one on its own")
-    return trace.with_meta(warnings=[*trace.warnings, text])
+    meta = dict(trace.meta)
+    add_diagnostic(meta, "merge.separate_runs", "warning", text)
+    return replace(trace, meta=meta)
 
 
 @_one_input
@@ -399,7 +406,9 @@ def _read_one(path: Path, reader: str | None, progress: ProgressFn,
     else:
         path, r = _reader_for(path)
     trace = drop_bad_intervals(r.read(path, progress, cancelled), path)
-    return _warn_unread_traces(trace, path) if path.is_dir() else trace
+    if path.is_dir():
+        trace = _warn_unread_traces(trace, path)
+    return replace(trace, meta=harvest(trace.meta))   # before the cache keeps it as JSON
 
 
 def _warn_unread_traces(trace: Trace, folder: Path) -> Trace:
@@ -419,7 +428,8 @@ def _warn_unread_traces(trace: Trace, folder: Path) -> Trace:
     more = ", ..." if len(left) > 6 else ""
     warning = (f"{folder}: read as a {trace.meta.get('format')} folder; {len(left)} other "
                f"trace{'s' if len(left) > 1 else ''} beside it not read: {names}{more}")
-    return trace.with_meta(warnings=[*trace.warnings, warning])
+    return trace.with_meta(warnings=[*trace.warnings,
+                                     coded("input.traces_not_read", warning, folder)])
 
 
 _MAX_INSIDE = 64    # files of a folder that no folder reader claims, sniffed one by one
@@ -520,12 +530,12 @@ def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
         except zlib.error as exc:
             if not out:
                 raise TraceFormatError(path, "byte 0", "a gzip stream", str(exc)) from None
-            warning = (f"{path}: gzip data is corrupt after {len(out):,} uncompressed bytes "
-                       f"({exc}); read what came before")
+            warning = coded("input.truncated", f"{path}: gzip data is corrupt after "
+                            f"{len(out):,} uncompressed bytes ({exc}); read what came before", path)
             break
         if not d.eof:
-            warning = (f"{path}: the gzip stream ends early (truncated file); read the first "
-                       f"{len(out):,} uncompressed bytes")
+            warning = coded("input.truncated", f"{path}: the gzip stream ends early (truncated "
+                            f"file); read the first {len(out):,} uncompressed bytes", path)
             out += d.flush()
             break
         pos -= len(d.unused_data)

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ..model import SPECS, TABLES, Trace
+from ..model.diagnostics import add_diagnostic
 from ..model.table import Table
 
 log = logging.getLogger(__name__)
@@ -250,9 +251,9 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
         what = _changed(path, recs, after or [])
         log.warning("trace cache: %s changed while the trace was read; not cached", what)
         if _was_read(what, path, tr):
-            tr.meta["warnings"] = [*(tr.meta.get("warnings") or []),
-                                   f"{what} changed while the trace was read (still being "
-                                   f"written?); the figures may not include its latest data"]
+            add_diagnostic(tr.meta, "cache.changed_during_read", "warning",
+                           f"{what} changed while the trace was read (still being "
+                           "written?); the figures may not include its latest data", what)
         return tr
     store(key, tr)
     return tr

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace, build_table, categorical
+from ..model.diagnostics import coded
 from ._common import read_input, warn_no_kernels
 from ._ncu_summary import is_summary_header, read_summary
 from ._ncu_tables import I64_MAX, _devices, _kernel_columns, _num, _process_meta
@@ -114,7 +115,8 @@ def _cut_short(text: str, row: list[str], n_header: int, min_fields: int,
         why = "no newline, its last field may be cut"
     else:
         return False
-    warnings.append(f"{where} is cut short ({why}: {text[-60:]!r}); dropped it")
+    warnings.append(coded("input.cut_short", f"{where} is cut short ({why}: {text[-60:]!r}); "
+                          "dropped it", where))
     return True
 
 
@@ -449,10 +451,11 @@ def _durations(path: Path, ks: list[dict[str, Any]], warnings: list[str]) -> np.
             continue
         dur[j] = int(round(d[0] * scale))
         total += abs(int(dur[j]))
-    warnings.append("Nsight Compute records no timestamps (it serialises and replays each "
-                    "kernel): kernels are laid back-to-back from 0 in ID order, each lasting "
-                    "its measured GPU time. Durations are real; positions, gaps, overlap and "
-                    "busy fraction are synthetic")
+    warnings.append(coded("timeline.synthetic",
+                          "Nsight Compute records no timestamps (it serialises and replays each "
+                          "kernel): kernels are laid back-to-back from 0 in ID order, each lasting "
+                          "its measured GPU time. Durations are real; positions, gaps, overlap "
+                          "and busy fraction are synthetic", path, "info"))
     if no_dur:
         warnings.append(f"{path}: {len(no_dur)} kernels have no duration metric "
                         f"(IDs {no_dur[:10]}): shown with zero length")

@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..model import Trace, build_table, categorical
+from ..model.diagnostics import coded
 from .base import (
     CancelledFn,
     ProgressFn,
@@ -249,9 +250,11 @@ class RocprofComputeReader:
                             "notation (e.g. 8.1097E+14, ~5 significant digits): start/end are "
                             "rounded to that precision and kernel durations are not meaningful")
             meta["lossy_timestamps"] = True
-        warnings.append("rocprof-compute replays every kernel once per counter pass, "
-                        "serialised: start/end are one pass's (or the median of the passes') "
-                        "times, not a real timeline; compare durations, not overlaps")
+        warnings.append(coded("timeline.synthetic",
+                              "rocprof-compute replays every kernel once per counter pass, "
+                              "serialised: start/end are one pass's (or the median of the "
+                              "passes') times, not a real timeline; compare durations, not "
+                              "overlaps", main_path, "info"))
         # devices
         raw = k.pop("_raw_gpu")
         ids = sorted(set(raw.tolist()))

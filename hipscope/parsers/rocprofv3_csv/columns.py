@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ...model.diagnostics import coded
 from .. import _fastcsv
 from .._common import add_count
 from .._csv import cut_reason
@@ -137,8 +138,9 @@ class CsvFile:
         if torn is not None:
             keep, text = torn
             line = table.num_rows + 2
-            load.warn(f"{self.path.name}: the last line (line {line}) is cut short "
-                      f"({_show(text, 60)}); read the {table.num_rows:,} whole rows before it")
+            load.warn(coded("input.cut_short", f"{self.path.name}: the last line (line {line}) "
+                            f"is cut short ({_show(text, 60)}); read the {table.num_rows:,} "
+                            "whole rows before it", f"{self.path}:{line}"))
             load.drop(f"{self.path.name}: torn last line", 1)
         return table
 
