@@ -22,6 +22,7 @@ from .._common import (
 from ..base import TraceFormatError, check_cancel
 from .dangling import kernels_kept, unknown_agents, warn_lost
 from .db import _LEGACY_TABLES, _Db, _int, _masked, _str
+from .version import check_schema_version
 
 _MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 
@@ -316,6 +317,7 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
     meta: dict[str, Any] = new_meta(name, [path], "CLOCK_BOOTTIME", tool="rocprofv3")
     guids = _Guids()
     host_of_nid = _processes(db, meta)
+    check_schema_version(path, meta.get("rocpd_metadata"), meta, warnings)
     progress(0.05)
     # the big views: run their queries side by side (ADBC path)
     if db.has("regions"):
