@@ -110,3 +110,43 @@ def test_unreadable_version_warns(tmp_path):
     conn.close()
     warns = _version_warnings(_read(db))
     assert len(warns) == 1 and "'next'" in warns[0]
+
+
+@pytest.mark.parametrize("version", ["3.0.2", "3.0.3"])
+def test_graph_launches_from_302(tmp_path, version):
+    """rocpd_graph_launch and the dispatches' graph_exec_id: per graph exec, the kernels
+    its launches dispatched and those recorded (one dropped here, as a lossy replay)."""
+    db = rv.build(tmp_path / f"g{version}_results.db", version)
+    conn = sqlite3.connect(db)
+    conn.execute(f"DELETE FROM rocpd_kernel_dispatch{rv.UUID} WHERE dispatch_id = 3")
+    conn.commit()
+    conn.close()
+    (gexec, launches, launched), = _sql(db, "SELECT graph_exec_id, count(*), "
+                                            "sum(kernel_dispatch_count) FROM rocpd_graph_launch "
+                                            "GROUP BY graph_exec_id")
+    (recorded,), = _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch "
+                            f"WHERE graph_exec_id = {gexec}")
+    assert (launched, recorded) == (2, 1)
+    tr = _read(db)
+    assert tr.meta["rocpd_graph_launches"] == [
+        {"graph_exec_id": gexec, "launches": launches, "kernels_launched": launched,
+         "kernels_recorded": recorded}]
+
+
+@pytest.mark.parametrize("version", ["3.0.0", "3.0.1"])
+def test_no_graph_summary_before_302(tmp_path, version):
+    tr = _read(rv.build(tmp_path / f"n{version}_results.db", version))
+    assert "rocpd_graph_launches" not in tr.meta
+
+
+def test_unreadable_graph_launch_table_warns_and_reads_rest(tmp_path):
+    db = rv.build(tmp_path / "badgraph_results.db", "3.0.2")
+    conn = sqlite3.connect(db)
+    conn.executescript("DROP VIEW rocpd_graph_launch; CREATE VIEW rocpd_graph_launch AS "
+                       "SELECT 1 AS guid;")  # no graph_exec_id: the query fails
+    conn.close()
+    tr = _read(db)
+    assert "rocpd_graph_launches" not in tr.meta
+    warns = [w for w in tr.meta.get("warnings", []) if "graph launches" in w]
+    assert len(warns) == 1 and "rocpd_graph_launch" in warns[0]
+    assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
