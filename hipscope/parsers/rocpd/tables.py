@@ -22,6 +22,8 @@ from .._common import (
 from ..base import TraceFormatError, check_cancel
 from .dangling import kernels_kept, unknown_agents, warn_lost
 from .db import _LEGACY_TABLES, _Db, _int, _masked, _str
+from .graphs import graph_launches
+from .version import check_schema_version
 
 _MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 
@@ -316,6 +318,7 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
     meta: dict[str, Any] = new_meta(name, [path], "CLOCK_BOOTTIME", tool="rocprofv3")
     guids = _Guids()
     host_of_nid = _processes(db, meta)
+    check_schema_version(path, meta.get("rocpd_metadata"), meta, warnings)
     progress(0.05)
     # the big views: run their queries side by side (ADBC path)
     if db.has("regions"):
@@ -342,6 +345,9 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
     progress(0.85)
     counters = _counters(db, guids, k["guid"], k["disp"])
     progress(1.0)
+    launches = graph_launches(db, warnings)
+    if launches is not None:
+        meta["rocpd_graph_launches"] = launches
     meta["provenance"] = dict(_PROVENANCE)
     if warnings:
         meta["warnings"] = warnings

@@ -1,0 +1,152 @@
+"""rocpd schema drift: one database per released schema version (3.0.0 ... 3.0.3, DDL as
+published by rocprofiler-sdk, built by tests/data/fixtures/rocpd_versions.py) reads with
+the figures plain sqlite3 gives over it; a database declaring a newer version gets one
+warning naming both versions. Expected figures come from sqlite3, never the reader."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hipscope.parsers import get_reader
+from hipscope.parsers._validate import validate
+from tests.data.fixtures import rocpd_versions as rv
+
+READER = get_reader("rocpd")
+
+
+def _read(path: Path):
+    return READER.read(Path(path), lambda f: None, lambda: False)
+
+
+def _sql(path: Path, query: str) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
+
+
+def _version_warnings(tr) -> list[str]:
+    return [w for w in tr.meta.get("warnings", []) if "schema" in w]
+
+
+@pytest.mark.parametrize("version", rv.VERSIONS)
+def test_each_released_version_reads_right(tmp_path, version):
+    db = rv.build(tmp_path / f"{version}_results.db", version)
+    tr = _read(db)
+    k = tr.kernels.to_pandas().sort_values("dispatch_id")
+    raw = _sql(db, 'SELECT K.dispatch_id, S.display_name, K."end" - K.start '
+                   "FROM rocpd_kernel_dispatch K JOIN rocpd_info_kernel_symbol S "
+                   "ON S.id = K.kernel_id ORDER BY K.dispatch_id")
+    assert list(k["dispatch_id"]) == [r[0] for r in raw]
+    assert list(k["name"]) == [r[1] for r in raw]
+    assert list(k["end"] - k["start"]) == [r[2] for r in raw]
+    # a NIC agent (3.0.1 on) is no GPU device
+    assert len(tr.devices) == _sql(db, "SELECT count(*) FROM rocpd_info_agent "
+                                       "WHERE type = 'GPU'")[0][0] == 1
+    (n_copies, copy_bytes), = _sql(db, "SELECT count(*), sum(size) FROM rocpd_memory_copy")
+    assert len(tr.copies) == n_copies and int(tr.copies.to_pandas()["bytes"].sum()) == copy_bytes
+    assert len(tr.api) == _sql(db, "SELECT count(*) FROM rocpd_region")[0][0]
+    # kernels replayed by hipGraphLaunch link to that one call
+    api = tr.api.to_pandas()
+    linked = [api["name"][int(i)] for i in k["api_index"]]
+    assert linked == ["hipLaunchKernel", "hipGraphLaunch", "hipGraphLaunch"]
+    # per-dispatch counters only: SPM samples (3.0.3, sample_id set) are not dispatch counters
+    has_sample = "sample_id" in [r[1] for r in _sql(db, "PRAGMA table_info(rocpd_pmc_event)")]
+    where = " WHERE sample_id IS NULL" if has_sample else ""
+    (n_ctr, ctr_sum), = _sql(db, f"SELECT count(*), sum(value) FROM rocpd_pmc_event{where}")
+    ctr = tr.counters.to_pandas()
+    assert len(ctr) == n_ctr and float(ctr["value"].sum()) == ctr_sum
+    assert tr.meta["rocpd_schema_version"] == version
+    assert _version_warnings(tr) == []
+    validate(tr)
+
+
+def test_spm_rows_exist_in_303_fixture(tmp_path):
+    """The 3.0.3 fixture does hold SPM rows, so the counter check above can fail."""
+    db = rv.build(tmp_path / "spm_results.db", "3.0.3")
+    assert _sql(db, "SELECT count(*) FROM rocpd_pmc_event WHERE sample_id IS NOT NULL")[0][0] > 0
+    assert _sql(db, "SELECT count(*) FROM rocpd_graph_launch")[0][0] == 1
+
+
+def test_rocm70_single_digit_tag_is_known(tmp_path):
+    db = rv.build(tmp_path / "r70_results.db", "3.0.0", legacy_tag=True)
+    assert _sql(db, "SELECT value FROM rocpd_metadata WHERE tag = 'schema_version'") == [("3",)]
+    tr = _read(db)
+    assert tr.meta["rocpd_schema_version"] == "3.0.0" and _version_warnings(tr) == []
+
+
+@pytest.mark.parametrize("newer", ["3.0.4", "3.1.0", "4.0.0"])
+def test_newer_version_warns_once_naming_both(tmp_path, newer):
+    db = rv.build(tmp_path / f"{newer}_results.db", newer, ddl="3.0.3")
+    tr = _read(db)
+    warns = _version_warnings(tr)
+    assert len(warns) == 1
+    assert newer in warns[0] and "3.0.3" in warns[0] and str(db) in warns[0]
+    # still read: the same kernels as sqlite3 counts
+    assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
+
+
+def test_newer_version_from_split_tags(tmp_path):
+    """A database that writes "3" plus major/minor/patch tags of a newer version."""
+    db = rv.build(tmp_path / "split_results.db", "3.0.9", ddl="3.0.3")
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE rocpd_metadata{rv.UUID} SET value = '3' WHERE tag = 'schema_version'")
+    conn.commit()
+    conn.close()
+    warns = _version_warnings(_read(db))
+    assert len(warns) == 1 and "3.0.9" in warns[0]
+
+
+def test_unreadable_version_warns(tmp_path):
+    db = rv.build(tmp_path / "odd_results.db", "3.0.3")
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE rocpd_metadata{rv.UUID} SET value = 'next' "
+                 "WHERE tag = 'schema_version'")
+    conn.commit()
+    conn.close()
+    warns = _version_warnings(_read(db))
+    assert len(warns) == 1 and "'next'" in warns[0]
+
+
+@pytest.mark.parametrize("version", ["3.0.2", "3.0.3"])
+def test_graph_launches_from_302(tmp_path, version):
+    """rocpd_graph_launch and the dispatches' graph_exec_id: per graph exec, the kernels
+    its launches dispatched and those recorded (one dropped here, as a lossy replay)."""
+    db = rv.build(tmp_path / f"g{version}_results.db", version)
+    conn = sqlite3.connect(db)
+    conn.execute(f"DELETE FROM rocpd_kernel_dispatch{rv.UUID} WHERE dispatch_id = 3")
+    conn.commit()
+    conn.close()
+    (gexec, launches, launched), = _sql(db, "SELECT graph_exec_id, count(*), "
+                                            "sum(kernel_dispatch_count) FROM rocpd_graph_launch "
+                                            "GROUP BY graph_exec_id")
+    (recorded,), = _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch "
+                            f"WHERE graph_exec_id = {gexec}")
+    assert (launched, recorded) == (2, 1)
+    tr = _read(db)
+    assert tr.meta["rocpd_graph_launches"] == [
+        {"graph_exec_id": gexec, "launches": launches, "kernels_launched": launched,
+         "kernels_recorded": recorded}]
+
+
+@pytest.mark.parametrize("version", ["3.0.0", "3.0.1"])
+def test_no_graph_summary_before_302(tmp_path, version):
+    tr = _read(rv.build(tmp_path / f"n{version}_results.db", version))
+    assert "rocpd_graph_launches" not in tr.meta
+
+
+def test_unreadable_graph_launch_table_warns_and_reads_rest(tmp_path):
+    db = rv.build(tmp_path / "badgraph_results.db", "3.0.2")
+    conn = sqlite3.connect(db)
+    conn.executescript("DROP VIEW rocpd_graph_launch; CREATE VIEW rocpd_graph_launch AS "
+                       "SELECT 1 AS guid;")  # no graph_exec_id: the query fails
+    conn.close()
+    tr = _read(db)
+    assert "rocpd_graph_launches" not in tr.meta
+    warns = [w for w in tr.meta.get("warnings", []) if "graph launches" in w]
+    assert len(warns) == 1 and "rocpd_graph_launch" in warns[0]
+    assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
