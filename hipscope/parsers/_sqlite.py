@@ -85,13 +85,15 @@ def schema_names(conn: sqlite3.Connection, types: tuple[str, ...] = ("table", "v
     marks = ", ".join("?" * len(types))
     sql = f"SELECT name FROM sqlite_master WHERE type IN ({marks}) ORDER BY rowid"
     try:
-        return [r[0] for r in conn.execute(sql, types)]
+        rows = conn.execute(sql, types).fetchall()
     except SQL_ERRORS:
         conn.execute("PRAGMA writable_schema = ON")
         try:
-            return [r[0] for r in conn.execute(sql, types)]
+            rows = conn.execute(sql, types).fetchall()
         finally:
             conn.execute("PRAGMA writable_schema = OFF")
+    # a damaged record can hold a number where a name belongs: no table has that name
+    return [r[0] for r in rows if isinstance(r[0], str)]
 
 
 def _columns(conn: sqlite3.Connection, name: str) -> list[str]:
