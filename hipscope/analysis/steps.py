@@ -6,7 +6,7 @@ host range that repeats at the top level of its thread with only a number changi
 NVTX or roctx. Ranges drawn on GPU streams and framework op ranges (``cpu_op``,
 ``python_function``) are not steps. Steps are one thread's ranges (the ranks of a
 merged multi-process trace step at the same time, on one wall clock); among several
-candidates the one covering the most time wins.
+candidates the one whose steady-state steps cover the most time wins.
 
 *Steady state* leaves out warm-up: with three or more steps the first is dropped (it
 pays one-time costs: lazy initialisation, allocator growth, autotuning), and so is
@@ -98,7 +98,10 @@ def find_steps(trace: Trace) -> Steps | None:
                 continue
             if np.any(s[r][1:] < e[r][:-1]):
                 continue                   # overlapping repeats: not iterations
-            rank = (pat == "ProfilerStep#N", float((e[r] - s[r]).sum()), -int(k))
+            # steady-state time: a warm-up range repeated 3 times, whose first pays the
+            # one-time costs, must not beat 10 steps of the same length
+            steady = steady_mask(s[r], e[r])
+            rank = (pat == "ProfilerStep#N", float((e[r] - s[r])[steady].sum()), -int(k))
             if best is None or rank > best[0]:
                 best = (rank, pat, r)
     if best is None:

@@ -112,6 +112,18 @@ def test_the_outer_repeated_range_wins_and_gpu_and_op_ranges_are_not_steps():
     assert st.start.tolist() == [0, 1000, 2000, 3000]
 
 
+def test_ten_steps_beat_three_warm_up_ranges_whose_first_is_long():
+    # recorded on the H200 (tests/data/gpu/proof-connections): 3 'warmup' ranges, the
+    # first paying CUDA and cuBLAS start-up, covered more time than the 10 'step' ranges
+    rows = [("warmup", "user_annotation", 0, 40_000, 5, None),
+            ("warmup", "user_annotation", 40_000, 41_000, 5, None),
+            ("warmup", "user_annotation", 41_000, 42_000, 5, None)]
+    rows += [("step", "user_annotation", 50_000 + i * 1000, 50_900 + i * 1000, 5, None)
+             for i in range(10)]
+    st = find_steps(_markers(rows))
+    assert st.name == "step" and len(st) == 10
+
+
 def test_overlapping_repeats_are_not_steps():
     rows = [(f"req {i}", "roctx", i * 100, i * 100 + 250, 5, None) for i in range(5)]
     assert find_steps(_markers(rows)) is None
