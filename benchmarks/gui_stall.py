@@ -22,26 +22,9 @@ import os
 import sys
 import time
 
-import numpy as np
+from tests.data.fixtures.big_trace import big_trace
 
 BUDGET_MS = 100.0
-
-
-def big_trace(n: int, seed: int = 3):
-    """``n`` kernels with random durations (many ties) and names, on 2 devices x 4 streams."""
-    from hipscope.model import Trace, build_table
-
-    rng = np.random.default_rng(seed)
-    names = np.array([f"kernel_{i:02d}" for i in range(40)], dtype=object)
-    start = 1_000_000_000 + np.cumsum(rng.integers(500, 5_000, n))
-    dur = rng.integers(1_000, 50_000, n)
-    kernels = build_table("kernels", {
-        "name": names[rng.integers(0, len(names), n)],
-        "device": (np.arange(n) % 2).astype(np.int16),
-        "start": start, "end": start + dur,
-        "stream": (np.arange(n) % 4).astype(np.int32),
-    })
-    return Trace(kernels=kernels, meta={"format": "big-test", "sources": ["big"], "clock": "test"})
 
 
 def wait_until(pred, timeout_s: float, what: str) -> None:

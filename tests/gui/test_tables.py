@@ -14,7 +14,6 @@ from PySide6.QtGui import QGuiApplication
 
 from hipscope.analysis.stats import kernel_stats
 from hipscope.app.document import Document
-from hipscope.model import Trace, build_table
 from hipscope.model.view_state import Filters, Selection
 from hipscope.views.tables import (
     KernelSummaryModel,
@@ -23,6 +22,7 @@ from hipscope.views.tables import (
     KernelsTableView,
 )
 from hipscope.views.tables.columnar import stable_order
+from tests.data.fixtures.big_trace import big_trace
 
 
 @pytest.fixture
@@ -275,21 +275,6 @@ def test_summary_double_click_filters_kernels(qtbot, tiny_trace):
     assert k.model.rowCount() == int(s.model.data(s.model.index(0, 1)).replace(",", ""))
 
 
-def make_big_trace(n: int, seed: int = 3) -> Trace:
-    """``n`` kernels with random durations (many ties) and names, built like conftest's."""
-    rng = np.random.default_rng(seed)
-    names = np.array([f"kernel_{i:02d}" for i in range(40)], dtype=object)
-    start = 1_000_000_000 + np.cumsum(rng.integers(500, 5_000, n))
-    dur = rng.integers(1_000, 50_000, n)
-    kernels = build_table("kernels", {
-        "name": names[rng.integers(0, len(names), n)],
-        "device": (np.arange(n) % 2).astype(np.int16),
-        "start": start, "end": start + dur,
-        "stream": (np.arange(n) % 4).astype(np.int32),
-    })
-    return Trace(kernels=kernels, meta={"format": "big-test", "sources": ["big"], "clock": "test"})
-
-
 def _click_header(qtbot, view, column: int) -> None:
     header = view.table.horizontalHeader()
     x = header.sectionViewportPosition(column) + header.sectionSize(column) // 2
@@ -303,7 +288,7 @@ def test_sorting_2m_rows_in_a_worker(qtbot):
     click cancels the first (latest wins). The GUI-thread stall is measured by
     benchmarks/gui_stall.py, not asserted here."""
     n = 2_000_000
-    trace = make_big_trace(n)
+    trace = big_trace(n)
     d = Document()
     v = KernelsTableView(d)
     qtbot.addWidget(v)
