@@ -361,24 +361,23 @@ def _warn_separate_runs(trace: Trace) -> Trace:
     most likely separate runs read together (two runs in one folder, RELIABILITY W11),
     whose span and idle time then mean nothing. One run's processes overlap."""
     import numpy as np
+    import pyarrow as pa
 
-    starts, ends, pids = [], [], []
+    parts = []   # per table: each pid's first start and last end (hash group-by, not a sort)
     for t in (trace.kernels, trace.api):
         if len(t) and "pid" in t.data.column_names and t.valid("pid").any():
-            ok = t.valid("pid")
-            pids.append(t.numpy("pid", fill=0)[ok])
-            starts.append(t.numpy("start", fill=0)[ok])
-            ends.append(t.numpy("end", fill=0)[ok])
-    if not pids:
+            d = t.data.filter(t.data.column("pid").is_valid())
+            sub = pa.table({c: d.column(c).cast(pa.int64()) for c in ("pid", "start", "end")})
+            parts.append(sub.group_by("pid").aggregate([("start", "min"), ("end", "max")]))
+    if not parts:
         return trace
-    pid, start, end = (np.concatenate(x).astype(np.int64) for x in (pids, starts, ends))
-    uniq, inv = np.unique(pid, return_inverse=True)
-    if len(uniq) < 2:
+    per = pa.concat_tables(parts).group_by("pid").aggregate([("start_min", "min"),
+                                                            ("end_max", "max")])
+    if per.num_rows < 2:
         return trace
-    lo = np.full(len(uniq), np.iinfo(np.int64).max)
-    hi = np.full(len(uniq), np.iinfo(np.int64).min)
-    np.minimum.at(lo, inv, start)
-    np.maximum.at(hi, inv, end)
+    uniq = per.column("pid").to_numpy().astype(np.int64)
+    lo = per.column("start_min_min").to_numpy().astype(np.int64)
+    hi = per.column("end_max_max").to_numpy().astype(np.int64)
     order = np.argsort(lo, kind="stable")
     ended = np.maximum.accumulate(hi[order])[:-1]        # all before have ended by then
     gaps = np.flatnonzero(lo[order][1:] > ended)
