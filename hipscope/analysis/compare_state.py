@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.progress import Cancelled
 from ..model.view_state import Listener, Observable
 from . import diff
 
@@ -74,7 +75,7 @@ class Matcher:
         self._lookup: list[tuple[np.ndarray, np.ndarray]] = []
         for t, (codes, keys) in zip(traces, per):
             if cancelled is not None and cancelled():
-                raise InterruptedError
+                raise Cancelled()
             lut = np.array([index[k] for k in keys] + [-1], dtype=np.int64)
             key = lut[codes]
             ordv = launch_ordinals(t, codes)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.progress import Cancelled
 from . import queue_delay as qd
 from .concurrency import launch_stats
 from .idle import CATEGORIES as IDLE_CATEGORIES
@@ -576,7 +577,7 @@ def compare_many(a: Trace, bs: Sequence[Trace], normalizer: NameNormalizer | Non
                  progress: Callable[[float], None] | None = None,
                  cancelled: Callable[[], bool] | None = None) -> list[Comparison]:
     """A against each B; A's figures are computed once. ``cancelled()`` is polled
-    between traces (InterruptedError, like lod's builders); ``progress(fraction)``
+    between traces (:class:`~hipscope.model.progress.Cancelled`); ``progress(fraction)``
     after each."""
     norm = normalizer or NameNormalizer()
     step = 1.0 / (len(bs) + 1)
@@ -586,7 +587,7 @@ def compare_many(a: Trace, bs: Sequence[Trace], normalizer: NameNormalizer | Non
         if progress is not None:
             progress((i + 1) * step)
         if cancelled is not None and cancelled():
-            raise InterruptedError
+            raise Cancelled()
         c = compare_summaries(sa, sa if b is a else summarize(b, norm, marker))
         if align_at is not None:
             c.alignment = align([a, b], align_at, norm)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Trace
+from ..model.progress import Cancelled
 
 BLOCK = 64                    # events per block for the max-duration index
 MAX_BINS = 1 << 16            # colour bins per row (upper bound)
@@ -327,7 +328,7 @@ class _Builder:
 
     def track(self, key, label, table, order, lo, hi, parent, start, end, device=None):
         if self.cancelled():
-            raise InterruptedError
+            raise Cancelled()
         idx = order[lo:hi]
         ev = Events.build(start[idx], end[idx], idx)
         r = self.add(Row(key, label, 0, "track", table, ev, device=device), parent)
@@ -662,7 +663,7 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
     out = {}
     for i in model.tracks():
         if cancelled is not None and cancelled():
-            raise InterruptedError
+            raise Cancelled()
         r = model.rows[i]
         ev = r.events
         if scale.mode == "duration":

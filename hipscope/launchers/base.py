@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.progress import Cancelled
 from .profilers import ProfilerError, Wrapped, get_profiler
 from .rundir import RunFolder, process_identity
 from .spec import RunSpec
@@ -62,10 +63,6 @@ TRANSITIONS: dict[RunState, set[RunState]] = {
 
 class InvalidTransition(RuntimeError):
     pass
-
-
-class RunCancelled(Exception):
-    """Raised inside a launcher's steps when cancel() was asked for."""
 
 
 class LaunchError(Exception):
@@ -211,7 +208,7 @@ class Launcher:
                 self.set_state(RunState.FINISHED)
             else:
                 self.set_state(RunState.FAILED, describe_exit(status))
-        except RunCancelled:
+        except Cancelled:
             self._collect_after_end()
             self.set_state(RunState.CANCELLED, self._cancel_reason or "cancelled by the user")
         except LaunchError as exc:
@@ -240,7 +237,7 @@ class Launcher:
 
     def check_cancel(self) -> None:
         if self._cancel.is_set():
-            raise RunCancelled()
+            raise Cancelled()
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """Wait for the end; None when ``timeout`` passed first."""
@@ -276,7 +273,7 @@ class Launcher:
     def _collect_safely(self) -> None:
         try:
             self._collect()
-        except (LaunchError, RunCancelled):
+        except (LaunchError, Cancelled):
             raise
         except OSError as exc:
             raise LaunchError(f"collecting the artifacts failed: {exc}") from exc

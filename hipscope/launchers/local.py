@@ -24,7 +24,8 @@ import subprocess
 import threading
 from typing import IO
 
-from .base import LaunchError, Launcher, LineSplitter, RunCancelled, RunState
+from ..model.progress import Cancelled
+from .base import LaunchError, Launcher, LineSplitter, RunState
 from .detect import collect_provenance
 from .hosts import LocalHost
 from .profilers import get_profiler
@@ -104,7 +105,7 @@ class LocalLauncher(TelemetryRunMixin, Launcher):
         self._wakeup.wait()
         if self.cancelled and self.proc.poll() is None:
             self._kill_group()
-            raise RunCancelled()
+            raise Cancelled()
         ended = bool(self._log_failure) and self.proc.poll() is None
         if ended:
             self._kill_group()

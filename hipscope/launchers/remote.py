@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .base import LaunchError, Launcher, RunCancelled, RunState
+from ..model.progress import Cancelled
+from .base import LaunchError, Launcher, RunState
 from .detect import collect_provenance
 from .downloads import ArtifactRefused
 from .profilers import Wrapped, get_profiler
@@ -274,7 +275,7 @@ class SSHLauncher(RemoteRunMixin, TelemetryRunMixin, Launcher):
         tail.flush()
         self.exit_status = status
         if self.cancelled:
-            raise RunCancelled()
+            raise Cancelled()
         return status
 
     def _poll_once(self, tail: RemoteTail, rd: str) -> int | None:

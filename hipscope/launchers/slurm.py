@@ -16,7 +16,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from .base import LaunchError, Launcher, RunCancelled, RunState
+from ..model.progress import Cancelled
+from .base import LaunchError, Launcher, RunState
 from .hosts import LocalHost
 from .remote import RemoteRunMixin
 from .spec import RunSpec, SlurmOptions
@@ -190,7 +191,7 @@ class SlurmLauncher(RemoteRunMixin, Launcher):
                 status = 128 + info.signal
         self.exit_status = status
         if self.cancelled:
-            raise RunCancelled()
+            raise Cancelled()
         if info.state not in ("COMPLETED", "FAILED", ""):
             raise LaunchError(f"Slurm job {self.job_id} ended {info.state}"
                               + (f" ({info.reason})" if info.reason else ""))

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -29,18 +29,16 @@ from typing import Protocol
 from ..model import Trace
 from ..model.diagnostics import add_diagnostic, coded, harvest
 
+from ..model.progress import (  # noqa: F401 - the readers' names for them
+    Cancelled,
+    CancelledFn,
+    ProgressFn,
+    check_cancel,
+    never_cancelled,
+    no_progress,
+)
+
 log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[float], None]
-CancelledFn = Callable[[], bool]
-
-
-def no_progress(_fraction: float) -> None:
-    return None
-
-
-def never_cancelled() -> bool:
-    return False
 
 
 class TraceFormatError(Exception):
@@ -71,10 +69,6 @@ class UnknownReader(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown reader"
-
-
-class Cancelled(Exception):
-    """Reading was cancelled by the user."""
 
 
 class Reader(Protocol):
@@ -543,11 +537,6 @@ def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
     if not out and warning:
         raise TraceFormatError(path, "byte 0", "a complete gzip stream", "no whole data")
     return bytes(out), warning
-
-
-def check_cancel(cancelled: CancelledFn) -> None:
-    if cancelled():
-        raise Cancelled()
 
 
 _LOAD_LOCK = threading.Lock()

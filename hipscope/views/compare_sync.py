@@ -24,7 +24,6 @@ from ..analysis.diff import Alignment, RulesError
 from ..app.document import Document
 from ..app.tasks import TaskRunner
 from ..model.view_state import Selection
-from ..parsers.base import Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +121,6 @@ class CompareController(QObject):
                 result = cs.compute(traces, rules, progress, cancelled)
             except RulesError as exc:
                 return choice, None, None, str(exc)
-            except InterruptedError:
-                raise Cancelled() from None
             return (choice, result, *_aligned(traces, choice, result))
 
         h = self.runner.submit("compare", job)

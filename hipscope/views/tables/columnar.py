@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 
-from ...parsers.base import Cancelled
+from ...model.progress import Cancelled
 
 RAW_ROLE = Qt.ItemDataRole.UserRole + 1    # the unformatted value of a cell
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

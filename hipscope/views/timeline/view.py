@@ -21,7 +21,6 @@ from ...model.units import fmt_duration
 from ...app.document import Document
 from ...app.tasks import TaskRunner
 from ...model.view_state import Selection
-from ...parsers.base import Cancelled
 from . import palette as pal
 from . import render as rd
 from .painting import PaintingMixin
@@ -149,15 +148,12 @@ class TimelineView(PaintingMixin, QWidget):
         values = vs.color_values
 
         def job(progress=None, cancelled=None):
-            try:
-                model = lod.build_model(trace, grouping, cancelled)
-                scale = lod.color_scale(trace, model, mode, values)
-                keys = lod.color_keys(trace, model, scale, cancelled, values)
-                lod.apply_color_keys(model, keys)
-                found = lod.find(trace, model, text, regex) if text else None
-                starts = lod.track_match_starts(model, found) if found is not None else {}
-            except InterruptedError:
-                raise Cancelled() from None
+            model = lod.build_model(trace, grouping, cancelled)
+            scale = lod.color_scale(trace, model, mode, values)
+            keys = lod.color_keys(trace, model, scale, cancelled, values)
+            lod.apply_color_keys(model, keys)
+            found = lod.find(trace, model, text, regex) if text else None
+            starts = lod.track_match_starts(model, found) if found is not None else {}
             return model, scale, found, starts
 
         self.preparing = True
@@ -211,11 +207,8 @@ class TimelineView(PaintingMixin, QWidget):
         values = self.document.view_state.color_values
 
         def job(progress=None, cancelled=None):
-            try:
-                scale = lod.color_scale(trace, model, mode, values)
-                return model, scale, lod.color_keys(trace, model, scale, cancelled, values)
-            except InterruptedError:
-                raise Cancelled() from None
+            scale = lod.color_scale(trace, model, mode, values)
+            return model, scale, lod.color_keys(trace, model, scale, cancelled, values)
 
         if model.n_kernels + sum(len(r.events) for r in model.rows
                                  if r.events is not None) < SYNC_LIMIT:
