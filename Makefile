@@ -15,7 +15,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml setup.py hipscope/parsers/_csvscan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,dev]'
 	@touch $@
 
 demo: system-deps $(VENV)/.installed
