@@ -89,9 +89,9 @@ def write_kineto_json(path: str | Path, n_events: int, seed: int = 0,
     names = _kernel_names(rng)
     if name_pad > 0:
         unit = "at::native::detail::Array<char*, 3>, OffsetCalculator<2, unsigned int, false>, "
-        names = [n[:-1] + ", " + (unit * (name_pad // len(unit) + 1))[:name_pad] + ">"
-                 if n.endswith(")") or n.endswith(">") else n + "<" + (unit * (name_pad // len(unit) + 1))[:name_pad] + ">"
-                 for n in names]
+        pad = (unit * (name_pad // len(unit) + 1))[:name_pad]
+        names = [n[:-1] + ", " + pad + ">" if n.endswith(")") or n.endswith(">")
+                 else n + "<" + pad + ">" for n in names]
     pid, tid = 4242, 4242
     streams = (7, 13, 20, 24)
     opener = gzip.open if path.suffix == ".gz" else open

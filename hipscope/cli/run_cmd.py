@@ -23,8 +23,13 @@ def _option_value(text: str) -> Any:
 
 
 def build_spec(args: argparse.Namespace):
-    from ..launchers.spec import ProfilerSpec, RunSpec, SlurmOptions, parse_env_changes, \
-        parse_target
+    from ..launchers.spec import (
+        ProfilerSpec,
+        RunSpec,
+        SlurmOptions,
+        parse_env_changes,
+        parse_target,
+    )
 
     target = parse_target(args.target)
     target.ssh_config = args.ssh_config

@@ -149,8 +149,7 @@ def _add_stored_probe(trace, probes: dict[str, float]) -> None:
 
 
 def _sweep(args) -> int:
-    from ..tuner.sweep import SweepError, SweepSpec, launcher_runner, run_sweep, \
-        subprocess_runner
+    from ..tuner.sweep import SweepError, SweepSpec, launcher_runner, run_sweep, subprocess_runner
 
     try:
         spec = SweepSpec.load(args.sweep)

@@ -92,7 +92,7 @@ def parse_line(line: str) -> tuple[str | None, str, paramiko.PKey] | None:
     try:
         blob = base64.b64decode(b64, validate=True)
         key = paramiko.PKey.from_type_string(ktype, blob)
-    except Exception:  # bad base64, unknown type, a blob that is no key: skip the line
+    except Exception:  # noqa: BLE001 - bad base64, unknown type, a blob that is no key: skip it
         return None
     return marker, hosts, key
 

@@ -25,7 +25,7 @@ import threading
 from typing import IO
 
 from ..model.progress import Cancelled
-from .base import LaunchError, Launcher, LineSplitter, RunState
+from .base import Launcher, LaunchError, LineSplitter, RunState
 from .detect import collect_provenance
 from .hosts import LocalHost
 from .profilers import get_profiler

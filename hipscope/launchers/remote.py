@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..model.progress import Cancelled
-from .base import LaunchError, Launcher, RunState
+from .base import Launcher, LaunchError, RunState
 from .detect import collect_provenance
 from .downloads import ArtifactRefused
 from .profilers import Wrapped, get_profiler

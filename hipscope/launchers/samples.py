@@ -3,9 +3,9 @@
 Telemetry times are the poller's epoch seconds. Traces on an epoch clock (Kineto,
 CLOCK_REALTIME) take them as they are; traces on CLOCK_BOOTTIME (rocprofv3) need the
 offset between the two clocks, which every launcher records at run start, read on the
-target itself (:func:`host_clock_pair`), in ``provenance.json`` (``clocks``: ``realtime_ns``, ``boottime_ns``). Without a known
-offset nothing is attached and the trace says why in a warning: an alignment is never
-guessed.
+target itself (:func:`host_clock_pair`), in ``provenance.json`` (``clocks``:
+``realtime_ns``, ``boottime_ns``). Without a known offset nothing is attached and the
+trace says why in a warning: an alignment is never guessed.
 """
 
 from __future__ import annotations

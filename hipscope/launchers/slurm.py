@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..model.progress import Cancelled
-from .base import LaunchError, Launcher, RunState
+from .base import Launcher, LaunchError, RunState
 from .hosts import LocalHost
 from .remote import RemoteRunMixin
 from .spec import RunSpec, SlurmOptions
@@ -218,6 +218,6 @@ class SlurmLauncher(RemoteRunMixin, Launcher):
             if self.job_id and not self.state.final and self.cancelled:
                 try:
                     self.host.run(["scancel", str(self.job_id)], timeout=30)
-                except Exception:  # best effort on the way out
+                except Exception:  # noqa: BLE001 - best effort on the way out
                     pass
             self.host.close()

@@ -35,8 +35,7 @@ import paramiko
 from . import knownhosts
 from .downloads import ArtifactLimits, Download
 from .hosts import CommandResult
-from .sshconfig import (GLOBAL_KNOWN_HOSTS, STRICT_VALUES, SSHConfigError, file_list,
-                        ssh_options)
+from .sshconfig import GLOBAL_KNOWN_HOSTS, STRICT_VALUES, SSHConfigError, file_list, ssh_options
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +310,7 @@ class SSHHost:
                 if c is not None:
                     try:
                         c.close()
-                    except Exception:  # closing a dead link may raise; it is gone anyway
+                    except Exception:  # noqa: BLE001 - closing a dead link may raise; it is gone
                         pass
             self._sftp, self._client, self._jumps = None, None, []
 

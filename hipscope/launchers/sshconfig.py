@@ -49,7 +49,7 @@ def _lookup(path: str, alias: str, base: str) -> dict:
     try:
         text = _config_text(p, Path(os.path.expanduser(base)))
         d = dict(paramiko.SSHConfig.from_text(text).lookup(alias))
-    except Exception as exc:  # an unreadable or malformed config is the user's to fix
+    except Exception as exc:  # noqa: BLE001 - an unreadable or malformed config is the user's
         raise SSHConfigError(f"cannot read the ssh config {p}: {exc}") from None
     if d.get("hostname") == alias:   # paramiko fills in HostName; only a set one counts
         d.pop("hostname")

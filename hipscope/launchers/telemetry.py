@@ -232,7 +232,7 @@ class TelemetryPoller:
     def _loop(self) -> None:
         try:
             tools = self.tools if self.tools is not None else find_tools(self.host)
-        except Exception as exc:   # a broken link: the launcher reports it
+        except Exception as exc:  # noqa: BLE001 - a broken link: the launcher reports it
             self._say(f"telemetry off: {exc}")
             return
         if not tools:
@@ -251,7 +251,7 @@ class TelemetryPoller:
             if not res.ok:
                 raise TelemetryParseError(res.stderr.strip()[:200] or f"exit {res.returncode}")
             samples = PARSERS[tool](res.stdout, now)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one tool failing must not stop the poller
             if tool not in self._failed:
                 self._failed.add(tool)
                 self._say(f"telemetry: {tool} failed: {exc}")

@@ -81,7 +81,8 @@ def test_per_kernel_toggle_and_normalisations(view, qtbot):
         view.per_combo.setCurrentIndex(1)
     assert view.matrix.per == "kernel" and view.matrix.shape[0] == 2
     with qtbot.waitSignal(doc_sel := view.document.selection_changed, timeout=2000):
-        qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=QPoint(20, _cell_pos(view, 1, 0).y()))
+        qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton,
+                         pos=QPoint(20, _cell_pos(view, 1, 0).y()))
     del doc_sel
     for i in range(view.norm_combo.count()):
         view.norm_combo.setCurrentIndex(i)

@@ -24,8 +24,14 @@ from hipscope.launchers.telemetry import COMMANDS
 from hipscope.views.launch_dialog import LaunchDialog
 from hipscope.views.run_panel import MAX_LINE_CHARS
 from hipscope.views.runs_panel import RunsPanel
-from tests.unit.launcher_fixtures import (DATA, alive, install_rocprofv3_standin,
-                                          key_fingerprint, start_sshd, stop_sshd)
+from tests.unit.launcher_fixtures import (
+    DATA,
+    alive,
+    install_rocprofv3_standin,
+    key_fingerprint,
+    start_sshd,
+    stop_sshd,
+)
 
 PY = sys.executable
 WAIT = 60_000

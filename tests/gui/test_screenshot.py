@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 
-from PySide6.QtGui import QImage
 import pytest
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
 from hipscope.cli.main import main

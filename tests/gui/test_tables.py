@@ -16,10 +16,10 @@ from hipscope.analysis.stats import kernel_stats
 from hipscope.app.document import Document
 from hipscope.model.view_state import Filters, Selection
 from hipscope.views.tables import (
-    KernelSummaryModel,
-    KernelSummaryView,
     KernelsTableModel,
     KernelsTableView,
+    KernelSummaryModel,
+    KernelSummaryView,
 )
 from hipscope.views.tables.columnar import stable_order
 from tests.data.fixtures.big_trace import big_trace

@@ -68,8 +68,9 @@ class Recorder:
             while not pred(self):
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    events = [(e.kind, e.state, e.line, e.text) for e in self.events][-20:]
                     pytest.fail(f"timed out after {timeout:g}s waiting for {what}; "
-                                f"events: {[(e.kind, e.state, e.line, e.text) for e in self.events][-20:]}")
+                                f"events: {events}")
                 self._cv.wait(left)
 
 

@@ -109,7 +109,8 @@ def _hand_trace(counters: dict[str, list[float]], durations: list[int], units=No
                                           "kernel_index": np.array(kidx, np.int32),
                                           "unit": us})
     devices = build_table("devices", {"index": np.array([0], np.int16), "name": ["test GPU"],
-                                      "arch": [arch], "compute_units": np.array([cus or 0], np.int32)})
+                                      "arch": [arch],
+                                      "compute_units": np.array([cus or 0], np.int32)})
     return Trace(kernels=kernels, counters=counters_t, devices=devices, meta=meta or {})
 
 

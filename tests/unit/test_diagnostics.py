@@ -25,7 +25,8 @@ from tests.conftest import ROOT, SAMPLES
 SDK = SAMPLES / "rocprofv3-csv" / "sdk-docs-2025-08-rocm7.0"
 KINETO = SAMPLES / "kineto" / "nvidia-h200-generated" / "h200_torch_kineto_trace.json.gz"
 NCU = SAMPLES / "ncu-csv" / "h200-generated" / "ncu_details.csv"
-CODE = re.compile(r"""(?:coded|add_diagnostic|Diagnostic)\(\s*(?:[\w.]+,\s*)?"([a-z_]+\.[a-z_]+)\"""")
+CODE = re.compile(r"(?:coded|add_diagnostic|Diagnostic)\(\s*(?:[\w.]+,\s*)?"
+                  r'"([a-z_]+\.[a-z_]+)"')
 
 
 def planted(tmp_path: Path, n: int = 2) -> tuple[Path, int]:

@@ -440,7 +440,7 @@ def to_xspace(doc: dict) -> bytes:
         event_ids: dict[str, int] = {}
 
         def sid(name: str) -> int:
-            return stat_ids.setdefault(name, len(stat_ids) + 1)
+            return stat_ids.setdefault(name, len(stat_ids) + 1)  # noqa: B023 - this pass only
 
         lines = b""
         for (p, tid), tname in threads.items():

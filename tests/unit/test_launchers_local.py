@@ -14,14 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from hipscope.launchers import ProfilerSpec, RunSpec, make_launcher
-from hipscope.launchers import local
+from hipscope.launchers import ProfilerSpec, RunSpec, local, make_launcher
 from hipscope.launchers.base import MAX_FRAGMENT_CHARS, InvalidTransition, RunState
 from hipscope.launchers.rundir import list_runs
 from hipscope.parsers import open_trace
 from tests.conftest import ROOT
-from tests.unit.launcher_fixtures import (Recorder, alive, install_rocprofv3_standin,
-                                          kill_pids, wait_until)
+from tests.unit.launcher_fixtures import (
+    Recorder,
+    alive,
+    install_rocprofv3_standin,
+    kill_pids,
+    wait_until,
+)
 
 PY = sys.executable
 

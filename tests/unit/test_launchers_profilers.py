@@ -13,8 +13,7 @@ import pytest
 
 from hipscope.launchers.detect import format_detect, parse_detect_output
 from hipscope.launchers.profilers import ProfilerError, get_profiler
-from hipscope.launchers.spec import (ProfilerSpec, RunSpec, Target, parse_env_changes,
-                                     parse_target)
+from hipscope.launchers.spec import ProfilerSpec, RunSpec, Target, parse_env_changes, parse_target
 
 P = "/runs/r1/prof"
 
@@ -125,8 +124,9 @@ def test_torch_profile_records_a_trace(tmp_path):
     prog = tmp_path / "train.py"
     prog.write_text("import torch\nm = torch.nn.Linear(4, 4)\n"
                     "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
-                    "for _ in range(6):\n    opt.zero_grad(); m(torch.randn(8, 4)).sum().backward(); "
-                    "opt.step()\nprint('trained')\n")
+                    "for _ in range(6):\n"
+                    "    opt.zero_grad(); m(torch.randn(8, 4)).sum().backward(); opt.step()\n"
+                    "print('trained')\n")
     from hipscope.launchers import torch_profile
     p = subprocess.run([sys.executable, torch_profile.__file__, "--out", str(tmp_path / "o"),
                         "--wait", "1", "--warmup", "1", "--active", "2", "--", str(prog)],

@@ -16,12 +16,26 @@ import pytest
 
 from hipscope.launchers import ProfilerSpec, RunSpec, SlurmOptions, Target, make_launcher
 from hipscope.launchers.base import RunState
-from hipscope.launchers.slurm import (JobInfo, job_script, parse_sacct, parse_sbatch,
-                                      parse_scontrol, parse_squeue, sbatch_argv)
+from hipscope.launchers.slurm import (
+    JobInfo,
+    job_script,
+    parse_sacct,
+    parse_sbatch,
+    parse_scontrol,
+    parse_squeue,
+    sbatch_argv,
+)
 from hipscope.parsers import open_trace
-from tests.unit.launcher_fixtures import (Recorder, alive, free_port,
-                                          install_rocprofv3_standin, kill_pids, start_sshd,
-                                          stop_sshd, wait_until)
+from tests.unit.launcher_fixtures import (
+    Recorder,
+    alive,
+    free_port,
+    install_rocprofv3_standin,
+    kill_pids,
+    start_sshd,
+    stop_sshd,
+    wait_until,
+)
 
 PY = sys.executable
 

@@ -18,9 +18,16 @@ from hipscope.launchers.detect import detect
 from hipscope.launchers.ssh import HostKeyChanged, SSHHost, fingerprint
 from hipscope.parsers import open_trace
 from tests.conftest import ROOT
-from tests.unit.launcher_fixtures import (Recorder, alive, install_rocprofv3_standin,
-                                          key_fingerprint, kill_pids, start_sshd, stop_sshd,
-                                          wait_until)
+from tests.unit.launcher_fixtures import (
+    Recorder,
+    alive,
+    install_rocprofv3_standin,
+    key_fingerprint,
+    kill_pids,
+    start_sshd,
+    stop_sshd,
+    wait_until,
+)
 
 PY = sys.executable
 

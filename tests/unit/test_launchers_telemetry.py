@@ -13,9 +13,17 @@ import pytest
 from hipscope.launchers import RunSpec, make_launcher
 from hipscope.launchers.base import RunState
 from hipscope.launchers.hosts import LocalHost
-from hipscope.launchers.telemetry import (COMMANDS, TelemetryParseError, TelemetryPoller,
-                                          find_tools, parse_amd_smi, parse_nvidia_smi,
-                                          parse_rocm_smi, read_samples, write_samples)
+from hipscope.launchers.telemetry import (
+    COMMANDS,
+    TelemetryParseError,
+    TelemetryPoller,
+    find_tools,
+    parse_amd_smi,
+    parse_nvidia_smi,
+    parse_rocm_smi,
+    read_samples,
+    write_samples,
+)
 from tests.unit.launcher_fixtures import DATA, Recorder, wait_until
 
 REC = DATA / "telemetry"
@@ -121,7 +129,7 @@ def test_poller_writes_samples_and_reports(tmp_path, fake_nvidia_smi):
 def test_run_with_telemetry_saves_telemetry_csv(tmp_path, monkeypatch, fake_nvidia_smi):
     monkeypatch.setenv("HIPSCOPE_DATA_DIR", str(tmp_path / "data"))
     gate = tmp_path / "gate"
-    code = ("import os, time\nwhile not os.path.exists(%r): time.sleep(0.02)\n" % str(gate))
+    code = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)\n"
     rec = Recorder()
     launcher = make_launcher(RunSpec([sys.executable, "-c", code], telemetry_interval=0.05),
                              observers=[rec])

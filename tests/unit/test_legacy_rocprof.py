@@ -175,7 +175,7 @@ def test_db_correlation(path: Path):
         assert int((api_idx >= 0).sum()) == len(joined) > 0
         api_names = tr.api.strings("name")
         api_start = tr.api.numpy("start")
-        for (rowid, name, begin), a in zip(joined, api_idx[api_idx >= 0]):
+        for (_rowid, name, begin), a in zip(joined, api_idx[api_idx >= 0]):
             assert api_names[a] == name and api_start[a] == begin
         copies = con.execute('SELECT COPY.Name, HIP.args FROM COPY LEFT JOIN HIP '
                              'ON COPY."Index" = HIP."Index" ORDER BY COPY.rowid').fetchall()

@@ -70,7 +70,7 @@ def _expected(path: Path):
                                             "block": r[col["Block Size"]],
                                             "grid": r[col["Grid Size"]], "pid": r[1],
                                             "stream": r[col["Stream"]]})
-            for i, c in enumerate(h):
+            for i in range(len(h)):
                 if i <= col["CC"]:
                     continue
                 if _num(r[i]) is not None:

@@ -47,8 +47,8 @@ def read(path: Path):
 def expected_device(path: Path) -> str:
     """SQL giving each kernel's GPU id: via TARGET_INFO_CUDA_DEVICE when present."""
     if "TARGET_INFO_CUDA_DEVICE" in tables(path):
-        return (f"(SELECT c.gpuId FROM TARGET_INFO_CUDA_DEVICE c WHERE c.cudaId = k.deviceId "
-                f"AND c.pid = ((k.globalPid >> 24) & 16777215))")
+        return ("(SELECT c.gpuId FROM TARGET_INFO_CUDA_DEVICE c WHERE c.cudaId = k.deviceId "
+                "AND c.pid = ((k.globalPid >> 24) & 16777215))")
     return "k.deviceId"
 
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hipscope.parsers import TraceFormatError, open_trace
-from hipscope.parsers import base
+from hipscope.parsers import TraceFormatError, base, open_trace
 from hipscope.parsers._common import read_input
 from hipscope.parsers._inputs import CAP_ENV, max_decompressed_bytes
 from tests.conftest import DATA, ROOT, SAMPLES

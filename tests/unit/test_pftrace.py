@@ -343,10 +343,10 @@ def _kernel_rows(tr: Trace) -> list[tuple]:
     api_names = tr.api.strings("name")
     api_start = tr.api.numpy("start").tolist() if len(tr.api) else []
     rows = []
-    for i, (n, s, e, d, st, a) in enumerate(zip(
+    for n, s, e, d, st, a in zip(
             tr.kernels.strings("name"), tr.kernels.numpy("start").tolist(),
             tr.kernels.numpy("end").tolist(), tr.kernels.numpy("device").tolist(),
-            tr.kernels.strings("stream"), tr.kernels.strings("api_index"))):
+            tr.kernels.strings("stream"), tr.kernels.strings("api_index")):
         rows.append((n, s, e, d, st, None if a is None else (api_names[a], api_start[a])))
     return sorted(rows, key=lambda r: (r[1], r[2], r[0], str(r[4])))
 

@@ -55,7 +55,7 @@ class SimGPU(backends.Backend):
 
     def __init__(self, lanes=4, launch_api_ns=3_000, gap_ns=500, empty_ns=1_000,
                  node_gap_ns=200, graph_fixed_ns=5_000, cycles_per_ns=1.5,
-                 pageable_GBps=10.0, pinned_GBps=40.0):
+                 pageable_gbps=10.0, pinned_gbps=40.0):
         self.host = 0
         self.lanes = [0] * lanes
         self.ready: dict[int, int] = {}
@@ -64,8 +64,8 @@ class SimGPU(backends.Backend):
         self.capturing: dict[int, list] = {}
         self.__dict__.update(launch_api_ns=launch_api_ns, gap_ns=gap_ns, empty_ns=empty_ns,
                              node_gap_ns=node_gap_ns, graph_fixed_ns=graph_fixed_ns,
-                             cycles_per_ns=cycles_per_ns, pageable=pageable_GBps,
-                             pinned=pinned_GBps)
+                             cycles_per_ns=cycles_per_ns, pageable=pageable_gbps,
+                             pinned=pinned_gbps)
         self.compiled = None
         self.pinned_ptrs: set[int] = set()
 

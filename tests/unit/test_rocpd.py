@@ -9,7 +9,6 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -84,7 +83,7 @@ _TABLES = {
 }
 _CAT = "(SELECT string FROM rocpd_string RS WHERE RS.id = E.category_id AND RS.guid = E.guid)"
 _VIEWS = [
-    f"""CREATE VIEW processes AS SELECT N.id AS nid, N.hostname, P.guid, P.ppid, P.pid,
+    """CREATE VIEW processes AS SELECT N.id AS nid, N.hostname, P.guid, P.ppid, P.pid,
         P.init, P.start, P."end", P.fini, P.command FROM rocpd_info_process P
         JOIN rocpd_info_node N ON N.id = P.nid AND N.guid = P.guid""",
     f"""CREATE VIEW regions AS SELECT R.id, R.guid, {_CAT} AS category, S.string AS name,
@@ -662,7 +661,7 @@ def test_region_without_category_is_an_api_call_of_unknown_domain(tmp_path):
     ev = _physical(db, "rocpd_event_")
     [[(n_api,)], [(n_lost,)]] = _sql(
         db, "SELECT count(*) FROM regions WHERE category NOT LIKE 'MARKER%'",
-        f'SELECT count(*) FROM regions WHERE event_id = (SELECT min(event_id) FROM regions)')
+        'SELECT count(*) FROM regions WHERE event_id = (SELECT min(event_id) FROM regions)')
     _sql(db, f'UPDATE "{ev}" SET category_id = 999999 '
              "WHERE id = (SELECT min(event_id) FROM regions)")
     tr = open_trace(db)

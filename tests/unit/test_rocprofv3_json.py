@@ -147,7 +147,7 @@ def _hand_process(strings: dict) -> dict:
     op_htod = ops[k_copy]["operations"].index("MEMORY_COPY_HOST_TO_DEVICE")
     op_dtoh = ops[k_copy]["operations"].index("MEMORY_COPY_DEVICE_TO_HOST")
     op_push = ops[k_mark]["operations"].index("roctxRangePushA")
-    op_markA = ops[k_mark]["operations"].index("roctxMarkA")
+    op_mark_a = ops[k_mark]["operations"].index("roctxMarkA")
 
     def corr(i):
         return {"internal": i, "external": 0}
@@ -226,7 +226,7 @@ def _hand_process(strings: dict) -> dict:
                  "start_timestamp": t + 50, "end_timestamp": t + 9900, "thread_id": 5001},
                 {"size": 1, "kind": k_mark, "operation": op_push, "correlation_id": corr(101),
                  "start_timestamp": t + 90, "end_timestamp": t + 2050, "thread_id": 5001},
-                {"size": 1, "kind": k_mark, "operation": op_markA, "correlation_id": corr(102),
+                {"size": 1, "kind": k_mark, "operation": op_mark_a, "correlation_id": corr(102),
                  "start_timestamp": t + 95, "end_timestamp": t + 95, "thread_id": 5001}],
             "memory_copy": [cpy(1, op_htod, t + 500, t + 1500, 21, 22, 4096),
                             cpy(3, op_dtoh, t + 8100, t + 8700, 22, 21, 1 << 20)],

@@ -22,8 +22,14 @@ from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.tuner.rules import RULES, graph_node_cost_ns, propose
 from hipscope.tuner.state import TunerState
 from hipscope.tuner.stats import compare, interleaved_order
-from hipscope.tuner.sweep import Knob, Measurement, SweepError, SweepSpec, run_sweep, \
-    subprocess_runner
+from hipscope.tuner.sweep import (
+    Knob,
+    Measurement,
+    SweepError,
+    SweepSpec,
+    run_sweep,
+    subprocess_runner,
+)
 
 GPU = Path(__file__).resolve().parents[1] / "data" / "gpu"
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
@@ -717,12 +723,12 @@ def test_wall_clock_interval_arithmetic_matches_a_plain_clock():
     b0 = rng.integers(0, 5_000, 40)
     b = (b0, b0 + rng.integers(0, 300, 40))
     ca, cb = _clock(zip(*a), 6_000), _clock(zip(*b), 6_000)
-    A, B = Coverage(*a), Coverage(*b)
-    assert A.length == ca.sum()
-    assert A.intersect(B).length == (ca & cb).sum()
-    assert A.minus(B).length == (ca & ~cb).sum()
-    assert A.clip(1_000, 2_000).length == ca[1_000:2_000].sum()
-    assert np.all(A.s[1:] > A.e[:-1])                      # merged and disjoint
+    cov_a, cov_b = Coverage(*a), Coverage(*b)
+    assert cov_a.length == ca.sum()
+    assert cov_a.intersect(cov_b).length == (ca & cb).sum()
+    assert cov_a.minus(cov_b).length == (ca & ~cb).sum()
+    assert cov_a.clip(1_000, 2_000).length == ca[1_000:2_000].sum()
+    assert np.all(cov_a.s[1:] > cov_a.e[:-1])              # merged and disjoint
 
 
 def test_steps_that_hold_no_kernels_fall_back_to_the_kernel_window_and_say_so():

@@ -13,8 +13,8 @@ import pytest
 
 from hipscope.launchers import RunSpec
 from hipscope.tuner.experiment import (
-    apply_arg_changes,
     applied_spec,
+    apply_arg_changes,
     experiment_runner,
     experiment_sweep,
     program_for_trace,

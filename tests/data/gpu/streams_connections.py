@@ -68,13 +68,13 @@ def main(argv: list[str]) -> int:
           for _ in range(a.streams)]
     xs = [torch.randn(a.rows, a.size, device=dev, generator=g) for _ in range(a.streams)]
     streams = [torch.cuda.Stream() for _ in range(a.streams)]
-    for i in range(a.warmup):
+    for _ in range(a.warmup):
         with torch.profiler.record_function("warmup"):
             one_step(torch, streams, xs, ws, a.chain, a.order)
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for i in range(a.steps):
+    for _ in range(a.steps):
         with torch.profiler.record_function("step"):
             one_step(torch, streams, xs, ws, a.chain, a.order)
     end.record()

@@ -3,6 +3,7 @@
 Usage: python record_cpu_trace.py OUTDIR (in a venv with jax and jaxlib; no GPU needed).
 """
 import sys
+
 import jax
 import jax.numpy as jnp
 
