@@ -21,7 +21,13 @@ $(VENV)/.installed: pyproject.toml setup.py hipscope/parsers/_csvscan.c
 demo: system-deps $(VENV)/.installed
 	$(VENV)/bin/hipscope --demo
 
+# The style tools (docs in pyproject.toml beside each one's settings): ruff, and its baseline
+# only shrinking; mypy through its ratchet; the size limits; the import contracts.
 lint: $(VENV)/.installed
+	$(PY) -m ruff check --quiet .
+	$(PY) -m scripts.lint_report --check
+	$(PY) -m scripts.mypy_ratchet --check
+	$(PY) -m scripts.check_sizes
 	$(VENV)/bin/lint-imports
 
 test: system-deps $(VENV)/.installed lint
@@ -37,4 +43,4 @@ bench: $(VENV)/.installed
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.gui_stall --json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
