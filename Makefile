@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 FUZZ_MINUTES ?= 10
 FUZZ_SEED ?= 0
 
-.PHONY: demo test fuzz system-deps bench lint clean
+.PHONY: demo test fuzz system-deps bench lint coverage clean
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -30,6 +30,12 @@ lint: $(VENV)/.installed
 	$(PY) -m scripts.check_sizes
 	$(VENV)/bin/lint-imports
 
+# `make coverage`: the tests with a coverage report (terminal and ./htmlcov); no threshold.
+# PYTEST_ARGS picks tests, e.g. PYTEST_ARGS=tests/unit/test_model.py.
+coverage: $(VENV)/.installed
+	HYPOTHESIS_PROFILE=ci QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q --cov \
+		--cov-report=term --cov-report=html $(PYTEST_ARGS)
+
 test: system-deps $(VENV)/.installed lint
 	HYPOTHESIS_PROFILE=ci QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
@@ -43,4 +49,4 @@ bench: $(VENV)/.installed
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.gui_stall --json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache .coverage htmlcov
