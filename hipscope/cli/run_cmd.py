@@ -158,11 +158,12 @@ def _follow(launcher) -> int | None:
 
 def _detect(args: argparse.Namespace) -> int:
     from ..launchers.detect import detect, format_detect
-    from ..launchers.hosts import LocalHost
+    from ..launchers.hosts import Host, LocalHost
     from ..launchers.spec import parse_target
 
     target = parse_target(args.target)
     target.ssh_config, target.known_hosts = args.ssh_config, args.known_hosts
+    host: Host
     if target.host is None:
         host = LocalHost()
     else:

@@ -85,7 +85,8 @@ def _version(lines: list[str] | None, pattern: str = r"(\d+\.\d+(?:\.\d+)*)") ->
 
 def parse_rocminfo(lines: list[str]) -> list[dict[str, Any]]:
     """GPU agents from ``rocminfo`` (Name / Marketing Name / Device Type lines)."""
-    gpus, cur = [], {}
+    gpus: list[dict[str, Any]] = []
+    cur: dict[str, Any] = {}
     for ln in lines:
         key, _, val = ln.strip().partition(":")
         val = val.strip()

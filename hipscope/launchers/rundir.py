@@ -305,7 +305,9 @@ def _gone_reason(st: dict[str, Any]) -> str | None:
 def summarise(p: Path) -> RunSummary:
     """One run folder as a summary; a damaged or orphaned one says so in ``reason``
     with state ``unknown`` (never an exception: one bad folder must not hide the rest)."""
-    problems, command, label, st = [], [], "?", {}
+    problems: list[str] = []
+    command: list[str] = []
+    label, st = "?", {}
     try:
         command, label = read_spec_summary(p)
     except Damaged as exc:

@@ -227,6 +227,7 @@ def open_client(p: SSHParams, host_key_callback: HostKeyCallback | None,
                 "direct-tcpip", (hp.hostname, hp.port), ("127.0.0.1", 0)) if via else None
             via = _connect(hp, host_key_callback, hsock)
             jumps.append(via)
+        assert via is not None  # proxy_jump holds one hop at least
         sock = via.get_transport().open_channel("direct-tcpip", (p.hostname, p.port),
                                                 ("127.0.0.1", 0))
     return _connect(p, host_key_callback, sock), jumps

@@ -72,7 +72,7 @@ class Trace:
             s_min, e_max = int(s[ok].min()), int(e[ok].max())
             lo = s_min if lo is None else min(lo, s_min)
             hi = e_max if hi is None else max(hi, e_max)
-        return None if lo is None else (lo, hi)
+        return None if lo is None or hi is None else (lo, hi)
 
     def with_meta(self, **updates: Any) -> Trace:
         return replace(self, meta={**self.meta, **updates})

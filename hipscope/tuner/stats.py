@@ -103,7 +103,8 @@ def bootstrap_ratio(baseline, variant, resamples: int = DEFAULT_RESAMPLES, seed:
         return theta, float(lo), float(hi)
     # BCa: bias correction z0 from the share of resamples below the estimate,
     # acceleration a from the jackknife (leave one measurement out, either side).
-    share = (np.count_nonzero(boot < theta) + 0.5 * np.count_nonzero(boot == theta)) / len(boot)
+    below = np.count_nonzero(boot < theta) + 0.5 * np.count_nonzero(boot == theta)
+    share = float(below) / len(boot)
     share = min(max(share, 1 / (len(boot) + 1)), len(boot) / (len(boot) + 1))
     z0 = _N.inv_cdf(share)
     jack = np.array([np.median(v) / np.median(np.delete(b, i)) for i in range(len(b))]
@@ -147,7 +148,7 @@ def interleaved_order(n_variants: int, repeats: int, scheme: str = "abab",
     if n_variants < 1 or repeats < 1:
         raise ValueError("a sweep needs at least one variant and one repeat")
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[tuple[int, int]] = []
     for r in range(repeats):
         if scheme == "abab":
             order = list(range(n_variants))

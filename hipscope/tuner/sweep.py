@@ -160,6 +160,7 @@ class SweepSpec:
                 if k.kind == "env":
                     v.env[k.name] = x
                 elif x is not None:
+                    assert k.template is not None  # an arg knob always has one (__post_init__)
                     v.args.append(k.template.format(value=x))
             out.append(v)
         return out
