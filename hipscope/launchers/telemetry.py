@@ -73,6 +73,12 @@ def _num(v: Any) -> float | None:
     return float(m.group()) if m else None
 
 
+def _section(g: dict[str, Any], key: str) -> dict[str, Any]:
+    """g[key] when it is an object, else an empty one (a tool version without it)."""
+    v = g.get(key)
+    return v if isinstance(v, dict) else {}
+
+
 def _mib(v: Any, default_unit: str = "MB") -> float | None:
     """amd-smi 'MB' values are MiB (196592 MB on a 192 GiB MI300X)."""
     x = _num(v)
@@ -115,11 +121,8 @@ def parse_amd_smi(text: str, now: float) -> list[Sample]:
     for g in data:
         if not isinstance(g, dict) or "gpu" not in g:
             continue
-        usage = g.get("usage") if isinstance(g.get("usage"), dict) else {}
-        mem = g.get("mem_usage") if isinstance(g.get("mem_usage"), dict) else {}
-        power = g.get("power") if isinstance(g.get("power"), dict) else {}
-        temp = g.get("temperature") if isinstance(g.get("temperature"), dict) else {}
-        clock = g.get("clock") if isinstance(g.get("clock"), dict) else {}
+        usage, mem = _section(g, "usage"), _section(g, "mem_usage")
+        power, temp, clock = _section(g, "power"), _section(g, "temperature"), _section(g, "clock")
         pw = _num(power.get("socket_power"))
         if pw is None:
             pw = _num(power.get("average_socket_power"))
@@ -148,10 +151,11 @@ def parse_rocm_smi(text: str, now: float) -> list[Sample]:
             continue
         power = next((v for k, v in d.items() if k.endswith("Package Power (W)")), None)
         temp = d.get("Temperature (Sensor junction) (C)", d.get("Temperature (Sensor edge) (C)"))
-        used, total = d.get("VRAM Total Used Memory (B)"), d.get("VRAM Total Memory (B)")
+        used = _num(d.get("VRAM Total Used Memory (B)"))
+        total = _num(d.get("VRAM Total Memory (B)"))
         out.append(Sample(now, int(m.group(1)), _num(d.get("GPU use (%)")),
-                          _num(used) / 2**20 if _num(used) is not None else None,
-                          _num(total) / 2**20 if _num(total) is not None else None,
+                          used / 2**20 if used is not None else None,
+                          total / 2**20 if total is not None else None,
                           _num(power), _num(temp), _num(d.get("sclk clock speed:")),
                           "rocm-smi"))
     return out
