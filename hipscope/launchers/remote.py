@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model.progress import Cancelled
 from .base import Launcher, LaunchError, RunState
@@ -119,7 +120,14 @@ def detached_script(rd: str, argv: list[str], env: dict[str, str | None],
         f"setsid -f sh -c {q(watcher)} > /dev/null 2>&1 < /dev/null"])
 
 
-class RemoteRunMixin:
+# The mixins are Launchers to mypy (they use its attributes) and plain classes at run time.
+if TYPE_CHECKING:
+    _LauncherBase = Launcher
+else:
+    _LauncherBase = object
+
+
+class RemoteRunMixin(_LauncherBase):
     """Reconnect-aware helpers shared by the SSH and Slurm launchers.
 
     A subclass implements ``_start`` (set up, start the program, follow it to its end);
@@ -134,7 +142,7 @@ class RemoteRunMixin:
 
     def __init__(self, spec, folder=None, observers=None,
                  host_key_callback: HostKeyCallback | None = None):
-        super().__init__(spec, folder=folder, observers=observers)  # type: ignore[call-arg]
+        super().__init__(spec, folder=folder, observers=observers)
         self.host_key_callback = host_key_callback
         self.host = None  # type: ignore[assignment]
         self._wakeup = threading.Event()
@@ -220,6 +228,7 @@ class RemoteRunMixin:
 
 
 class SSHLauncher(RemoteRunMixin, TelemetryRunMixin, Launcher):
+    host: SSHHost
     kill_grace_s = 3.0
     confirm_timeout = 30.0
 

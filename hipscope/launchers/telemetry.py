@@ -22,7 +22,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the mixin is a Launcher to mypy (it uses its attributes), not at run time
+    from .base import Launcher
+    from .hosts import Host
+    _LauncherBase = Launcher
+else:
+    _LauncherBase = object
 
 log = logging.getLogger(__name__)
 
@@ -267,13 +274,14 @@ class TelemetryPoller:
                 self.on_samples(samples)
 
 
-class TelemetryRunMixin:
+class TelemetryRunMixin(_LauncherBase):
     """Live telemetry for a launcher whose target runs the program (local and SSH runs).
 
     Expects the :class:`~.base.Launcher` attributes ``spec``, ``folder``, ``host``,
     ``emit`` and ``message``.
     """
 
+    host: Host
     _telemetry: TelemetryPoller | None = None
 
     def _start_telemetry(self) -> None:
