@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         PYPROJECT.write_text(replace_block(text, BLOCK, render(found)), encoding="utf-8")
         total = sum(c.total() for c in found.values())
         print(f"pyproject.toml: {len(found)} files, {total} findings in the {BLOCK}")
+        for f, codes in sorted(found.items()):
+            if added := sorted(set(codes) - set(base.get(f, []))):
+                print(f"  added {f}: {', '.join(added)}: the baseline should only shrink")
         return 0
     if args.check:
         problems = stale(found, base)
