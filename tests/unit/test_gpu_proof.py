@@ -306,7 +306,8 @@ def test_section5_runs_recorded_their_programs_and_env():
         assert spec["profiler"]["name"] == "torch"
         assert spec["env"] == ({KNOB: "1"} if key == "streams" else {})
         assert _s5(key, "run/status.json")["state"] == "finished"
-        ev = json.load(gzip.open(S5 / key / "trace.json.gz"))["traceEvents"]
+        with gzip.open(S5 / key / "trace.json.gz") as fh:
+            ev = json.load(fh)["traceEvents"]
         assert sum(1 for e in ev if e.get("cat") == "kernel") > 100
 
 

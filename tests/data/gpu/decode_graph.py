@@ -43,8 +43,8 @@ def build(torch, a):
 
     def w(*shape):
         return (torch.randn(*shape, device=dev, generator=g) * shape[0] ** -0.5).to(dt)
-    layers = [dict(wqkv=w(d, 3 * d), wo=w(d, d), w1=w(d, 4 * d), w2=w(4 * d, d),
-                   k=w(1, a.ctx, d), v=w(1, a.ctx, d)) for _ in range(a.layers)]
+    layers = [{"wqkv": w(d, 3 * d), "wo": w(d, d), "w1": w(d, 4 * d), "w2": w(4 * d, d),
+               "k": w(1, a.ctx, d), "v": w(1, a.ctx, d)} for _ in range(a.layers)]
     emb = w(a.vocab, d)
     tok = torch.zeros(1, dtype=torch.long, device=dev)
     pos = torch.zeros(1, dtype=torch.long, device=dev)
