@@ -6,7 +6,9 @@ the union of those intervals, so time that several GPUs wait at once is counted 
 and no gain exceeds its window, and keeps each GPU's and thread's own figure beside
 it. The window is the steady-state steps where the trace marks steps
 (``analysis.steps``), else the kernel window (first kernel start to last kernel end:
-set-up before the first kernel is not what the user tunes).
+set-up before the first kernel is not what the user tunes). :func:`launch_capped` bounds
+a gain by the host's launch rate: a step cannot get shorter than the time its launching
+thread takes to issue the step's launches.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..analysis.idle import Coverage
+from ..analysis.concurrency import LAUNCH_RE
+from ..analysis.idle import Coverage, is_sync_call
 from ..analysis.steps import Steps, find_steps
 from .context import TraceContext
 from .proposals import Estimate
@@ -117,3 +120,51 @@ def spread_estimate(ctx: TraceContext, span_gain_ns: float) -> Estimate:
     est.gain_ns = int(dens * inside)
     est.per_device = {}
     return est
+
+
+def launch_floor(ctx: TraceContext, ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """Per window [ws, we): the longest time one host thread takes to issue its kernel
+    launches in it, from its first launch call's start to its last one's end, less the
+    time it waited there (in synchronising calls, and in launch calls beyond the
+    thread's median call: those waited for queue space, which the GPU side may free).
+    A change on the GPU side (more hardware queues) cannot make the step shorter."""
+    api = ctx.trace.api
+    floor = np.zeros(len(ws), np.int64)
+    if len(api) == 0 or len(ws) == 0:
+        return floor
+    codes, names = api.codes("name")
+    launch = np.array([bool(LAUNCH_RE.search(n)) for n in names] + [False])[codes]
+    sync = np.array([is_sync_call(n) for n in names] + [False])[codes]
+    s, e = api.numpy("start"), api.numpy("end")
+    who = api.numpy("pid", fill=-1).astype(np.int64) * (1 << 32) + api.numpy("tid", fill=-1)
+    for t in np.unique(who[launch]):
+        mine = who == t
+        m = launch & mine
+        order = np.argsort(s[m], kind="stable")
+        ls, le = s[m][order], e[m][order]
+        med = int(np.median(le - ls))
+        waits = Coverage(np.concatenate((s[sync & mine], ls + med)),
+                         np.concatenate((e[sync & mine], le)))
+        i0, i1 = np.searchsorted(ls, ws), np.searchsorted(ls, we)
+        has = i1 > i0
+        first = ls[i0[has]]
+        last = np.minimum(np.maximum.accumulate(le)[i1[has] - 1], we[has])
+        busy = (last - first) - waits.within(first, last)
+        floor[has] = np.maximum(floor[has], busy)
+    return floor
+
+
+def launch_capped(ctx: TraceContext, est: Estimate) -> tuple[Estimate, int]:
+    """``est`` with its gain bounded by the host's launch rate: in each window at most
+    the window less :func:`launch_floor`. Returns (estimate, launch floor per step, ns:
+    the median over the windows)."""
+    _, ws, we, _ = _windows(ctx)
+    floor = launch_floor(ctx, ws, we)
+    room = int(np.clip((we - ws) - floor, 0, None).sum())
+    if est.gain_ns > room:
+        f = room / est.gain_ns if est.gain_ns else 0.0
+        est.gain_ns = room
+        est.span_gain_ns = int(est.span_gain_ns * f)
+        est.per_thread = {k: int(v * f) for k, v in est.per_thread.items()}
+        est.per_device = {k: int(v * f) for k, v in est.per_device.items()}
+    return est, int(np.median(floor)) if len(floor) else 0

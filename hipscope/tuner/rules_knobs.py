@@ -12,6 +12,7 @@ from ..analysis.concurrency import LAUNCH_RE
 from ..analysis.stats import kernel_stats, union_length
 from . import knobs
 from .context import TraceContext
+from .estimate import launch_capped, spread_estimate
 from .proposals import Confidence, Evidence, Experiment, Proposal, Ref
 from .rules import rule
 
@@ -63,6 +64,7 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
     overlap = sum(min(_stream_busy(ctx, p["device"], p["stream_a"]),
                       _stream_busy(ctx, p["device"], p["stream_b"])) for p in pairs)
     overlap = min(overlap, span)
+    est, floor = launch_capped(ctx, spread_estimate(ctx, overlap))
     pids = len(ctx.trace.meta.get("pids") or []) or 1
     notes = [f"{var}={current}: {source}"]
     if ctx.vendor == "AMD":
@@ -78,7 +80,8 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
                      "communication and compute kernels); check before raising it")
     ev = Evidence(
         figures={"serialized_pairs": len(pairs), "streams": streams, var: current,
-                 f"{var}_from": source, "overlappable_ns": overlap, "span_ns": span},
+                 f"{var}_from": source, "overlappable_ns": overlap, "span_ns": span,
+                 "launch_floor_ns": floor},
         refs=[Ref(f"streams {p['stream_a']} and {p['stream_b']} on device {p['device']} "
                   f"never overlap ({p['interleavings']} switches)") for p in pairs[:10]],
         notes=notes)
@@ -87,9 +90,11 @@ def hw_queues(ctx: TraceContext) -> list[Proposal]:
         title=(f"Raise {var} from {current} to {'at least ' if want >= streams else ''}"
                f"{want}: {len(pairs)} stream pairs share a hardware queue and never run "
                f"concurrently (now {current}, {_short_source(source)})"),
-        evidence=ev, estimated_gain_fraction=overlap / span,
+        evidence=ev, estimated_gain_fraction=est.fraction, estimate=est,
         formula="sum over serialised stream pairs of min(busy time of stream a, busy time "
-                "of stream b) / span (upper bound: assumes their kernels could fully overlap)",
+                "of stream b) (upper bound: assumes their kernels could fully overlap), "
+                "at most each step less the time its launching thread takes to issue the "
+                "step's launches (the host's launch rate: more queues do not launch faster)",
         confidence=Confidence("low" if ctx.vendor == "NVIDIA" else "medium",
                               "kernels that already fill the GPU gain nothing from overlap; "
                               "the A/B run decides"),
