@@ -53,10 +53,10 @@ def build(torch, a):
 
 def decode_step(torch, a, emb, layers, tok, pos) -> None:
     """One token: reads ``tok`` and ``pos``, writes the caches, the next token and pos."""
-    F = torch.nn.functional
+    F = torch.nn.functional  # noqa: N806 - the usual torch alias
     d, h = a.dim, a.heads
     x = emb[tok]                                              # (1, d)
-    for L in layers:
+    for L in layers:  # noqa: N806 - one layer's weights
         q, k, v = (F.layer_norm(x, (d,)) @ L["wqkv"]).split(d, dim=-1)
         L["k"].index_copy_(1, pos, k.view(1, 1, d))
         L["v"].index_copy_(1, pos, v.view(1, 1, d))
