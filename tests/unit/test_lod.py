@@ -62,7 +62,7 @@ def test_union_and_busy_until_exact():
 def test_coverage_sums_equal_interval_lengths(overlap):
     ev, start, end = make_events(overlap=overlap)
     keys = np.zeros(len(ev), np.uint16)
-    bins, busy, t0b, span = lod._bins(ev, keys)
+    bins, busy, t0b, span = lod.key_bins(ev, keys)
     for t0, t1, w in [(int(start[0]) - 500, int(end.max()) + 500, 1000),
                       (int(start[100]), int(start[400]), 777), (int(start[5]), int(start[6]), 50)]:
         edges = lod.pixel_edges(t0, t1, w)
