@@ -356,7 +356,8 @@ class CounterHeatmapView(WorkerPanel):
             return
         self.stack.setCurrentIndex(1)
         self.status.setText(f"Pivoting {len(trace.counters):,} counter values…")
-        h = self.tasks.submit("matrix", lambda progress, cancelled: ca.counter_matrix(trace))
+        h = self.tasks.submit("matrix", lambda progress, cancelled: ca.counter_matrix(
+            trace, cancelled=cancelled))
         h.succeeded.connect(lambda m, trace=trace: self._on_matrix(trace, m))
         h.failed.connect(self.status.setText)
 
@@ -440,7 +441,8 @@ class CounterHeatmapView(WorkerPanel):
             return
         values = m.values
         self.status.setText("Clustering rows…")
-        h = self.tasks.submit("cluster", lambda progress, cancelled: ca.cluster_order(values))
+        h = self.tasks.submit("cluster", lambda progress, cancelled: ca.cluster_order(
+            values, cancelled=cancelled))
         h.succeeded.connect(lambda order, m=m: self._on_cluster_order(m, order))
         h.failed.connect(self.status.setText)
 
