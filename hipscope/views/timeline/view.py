@@ -13,7 +13,7 @@ import logging
 
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
 from ...analysis import lod
@@ -23,7 +23,8 @@ from ...app.tasks import TaskRunner
 from ...model.view_state import Selection
 from . import palette as pal
 from . import render as rd
-from .painting import PaintingMixin
+from .frame_state import Fonts, FrameState, PaintCache
+from .painting import paint_frame
 from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ PAN_STEP = 0.1            # fraction of the window per A/D press
 RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worker
 
 
-class TimelineView(PaintingMixin, QWidget):
+class TimelineView(QWidget):
     """Timeline of one document's trace (see module docstring).
 
     Public API: :meth:`fit`, :meth:`reveal`, :meth:`find_next`, :meth:`find_prev`,
@@ -61,7 +62,7 @@ class TimelineView(PaintingMixin, QWidget):
         self.ruler: tuple[int, int] | None = None
         self.ruler_stats: dict | None = None
         self.stats = rd.FrameStats()
-        self.elide_cache: dict = {}
+        self.paint_cache = PaintCache()
         self.preparing = False
         # time 0 of the axis labels (None: the trace's start); a comparison sets each
         # run's alignment origin so that stacked timelines share one time axis
@@ -70,11 +71,7 @@ class TimelineView(PaintingMixin, QWidget):
         self._arrow_targets: list[tuple[str, int, str, int]] = []
         self._drag: dict | None = None
         self._mouse_x: float | None = None
-        self._last_image = None
-        self._label_pixmap = None
-        self._legend_pixmap = None
-        (self.font_, self.small_font, self.bold_font, self.metrics,
-         self.small_metrics) = rd.make_fonts()
+        self.fonts = Fonts(*rd.make_fonts())
         self.tasks = TaskRunner(self, max_threads=2)
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
         self.vbar.valueChanged.connect(self._on_vbar_value_changed)
@@ -172,7 +169,7 @@ class TimelineView(PaintingMixin, QWidget):
         self.found, self.find_starts = found, starts
         self._times = {t: (getattr(trace, t).numpy("start", fill=0),
                            getattr(trace, t).numpy("end", fill=0)) for t in lod.EVENT_TABLES}
-        self.elide_cache.clear()
+        self.paint_cache.elided.clear()
         self.preparing = False
         fresh = {r.key for r in model.rows if r.collapsed_default} - self._seen_keys
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
@@ -222,7 +219,7 @@ class TimelineView(PaintingMixin, QWidget):
             return
         lod.apply_color_keys(model, keys)
         self.scale, self.palette = scale, pal.Palette(scale.mode)
-        self.elide_cache.clear()
+        self.paint_cache.elided.clear()
         self.update()
 
     def _on_document_find_changed(self, value) -> None:
@@ -564,9 +561,58 @@ class TimelineView(PaintingMixin, QWidget):
         super().closeEvent(event)
 
     # ------------------------------------------------------------------ painting
+    def frame_state(self, w: int, h: int) -> FrameState:
+        """What one paint at size ``w`` x ``h`` needs, taken once (the painters read
+        this, never the view)."""
+        trace, vs = self.document.trace, self.document.view_state
+        sel = vs.selection
+        box = self._event_anchor(sel.table, sel.row) if sel is not None else None
+        return FrameState(
+            device=self, dpr=self.devicePixelRatioF(), w=w, h=h,
+            has_trace=trace is not None, preparing=self.preparing,
+            n_kernels=len(trace.kernels) if trace is not None else 0, model=self.model,
+            window=vs.window, layout=self.layout, scroll=self.scroll,
+            collapsed=frozenset(self.collapsed), palette=self.palette, scale=self.scale,
+            found=self.found, find_starts=self.find_starts, selection_box=box,
+            arrows=tuple(self.arrow_geometry()), axis_origin=self.axis_origin,
+            ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
+            message_font=self.font(), cache=self.paint_cache)
+
+    def render_to(self, p: QPainter, w: int, h: int) -> rd.FrameStats:
+        """Paint the whole view with ``p`` at size ``w`` x ``h`` (widget, image, SVG)."""
+        self.stats = paint_frame(p, self.frame_state(w, h))
+        return self.stats
+
     def paintEvent(self, event) -> None:
         p = QPainter(self)
         try:
             self.render_to(p, self.width(), self.height())
         finally:
             p.end()
+
+    def export_png(self, path) -> bool:
+        """Save the view as a PNG picture (the widget's current size)."""
+        img = QImage(self.size(), QImage.Format.Format_RGB32)
+        p = QPainter(img)
+        try:
+            self.render_to(p, self.width(), self.height())
+        finally:
+            p.end()
+        return img.save(str(path))
+
+    def export_svg(self, path) -> bool:
+        """Save the view as SVG (tracks as an embedded image, text and overlays as
+        vectors). QSvgGenerator comes with PySide6-Essentials (QtSvg)."""
+        from PySide6.QtSvg import QSvgGenerator
+
+        gen = QSvgGenerator()
+        gen.setFileName(str(path))
+        gen.setSize(self.size())
+        gen.setViewBox(QRect(0, 0, self.width(), self.height()))
+        gen.setTitle("hipscope timeline")
+        p = QPainter(gen)
+        try:
+            self.render_to(p, self.width(), self.height())
+        finally:
+            p.end()
+        return True
