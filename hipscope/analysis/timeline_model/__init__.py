@@ -20,7 +20,8 @@ themselves are the view's business: here a colour *key* is a small integer.
 
 Modules: :mod:`.events` (one row's sorted events and the per-frame questions),
 :mod:`.rows` (building the rows), :mod:`.colours` (colour keys), :mod:`.find`,
-:mod:`.ruler` and :mod:`.names` (short labels).
+:mod:`.ruler`, :mod:`.names` (short labels) and :mod:`.prepare` (what the timeline
+asks for at data change).
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ from .events import (BINS_PER_PX, BLOCK, DIRECT_PER_PX, EVENT_TABLES, MAX_BINS, 
                      pixel_keys, union_intervals, wide_events, window)
 from .find import FindResult, find, find_step, matching_codes, track_match_starts
 from .names import short_name
+from .prepare import launch_links, prepare
 from .rows import Row, TimelineModel, build_model, int_column, nesting_depth
-from .ruler import range_stats, union_length
+from .ruler import range_stats, ruler_figures, union_length
 
 __all__ = [
     "BINS_PER_PX", "BLOCK", "DIRECT_PER_PX", "EVENT_TABLES", "MAX_BINS", "NO_KEY",
     "ColorScale", "Events", "FindResult", "Row", "TimelineModel",
     "apply_color_keys", "build_model", "busy_until", "color_keys", "color_scale",
     "counter_pixels", "coverage", "find", "find_step", "hit_test", "int_column",
-    "key_bins", "matching_codes", "name_key", "nesting_depth", "pixel_edges",
-    "pixel_keys", "range_stats", "short_name", "track_match_starts", "union_intervals",
-    "union_length", "wide_events", "window",
+    "key_bins", "launch_links", "matching_codes", "name_key", "nesting_depth",
+    "pixel_edges", "pixel_keys", "prepare", "range_stats", "ruler_figures", "short_name",
+    "track_match_starts", "union_intervals", "union_length", "wide_events", "window",
 ]

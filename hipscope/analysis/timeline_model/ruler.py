@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model import Trace
 from .events import window
 from .rows import TimelineModel
 
@@ -54,3 +55,12 @@ def union_length(start: np.ndarray, end: np.ndarray) -> int:
     prev = np.r_[s[0], run[:-1]]
     return int(np.maximum(run - np.maximum(s, prev), 0).sum())
 
+
+
+def ruler_figures(trace: Trace, model: TimelineModel, t0: int, t1: int) -> dict:
+    """:func:`range_stats` plus what the ruler shows and sends: the mean busy
+    fraction over the devices and the devices' names."""
+    st = range_stats(model, t0, t1)
+    st["busy_fraction"] = float(np.mean(list(st["busy"].values()))) if st["busy"] else 0.0
+    st["device_names"] = {d: trace.device_name(d) for d in st["busy"] if d is not None and d >= 0}
+    return st
