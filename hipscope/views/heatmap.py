@@ -60,6 +60,23 @@ class CounterHeatmapView(WorkerPanel):
 
     # ---- layout ---------------------------------------------------------------------
     def _build(self) -> None:
+        bar = self._build_controls()
+        top, bottom = self._build_panes()
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(top)
+        split.addWidget(bottom)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        content = QWidget()
+        cl = QVBoxLayout(content)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addLayout(bar)
+        cl.addWidget(split, 1)
+        self._set_pages(EMPTY_TEXT, content)
+        self._connect_controls()
+
+    def _build_controls(self) -> QHBoxLayout:
+        """The scale, rows and filter controls (the bar above the matrix)."""
         self.norm_combo = QComboBox()
         for key, text in NORMS:
             self.norm_combo.addItem(text, key)
@@ -77,6 +94,10 @@ class CounterHeatmapView(WorkerPanel):
         for w in (QLabel("Scale:"), self.norm_combo, self.per_combo, self.filter_edit,
                   self.cluster_button):
             bar.addWidget(w)
+        return bar
+
+    def _build_panes(self) -> tuple[QWidget, QWidget]:
+        """The matrix (top) and the counters along time (bottom)."""
         self.legend = ColourLegend()
         self.canvas = HeatmapCanvas()
         self.canvas.tooltip_fn = self._tooltip
@@ -106,17 +127,9 @@ class CounterHeatmapView(WorkerPanel):
         brow.addStretch(1)
         bl.addLayout(brow)
         bl.addWidget(self.time_canvas, 1)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(top)
-        split.addWidget(bottom)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
-        content = QWidget()
-        cl = QVBoxLayout(content)
-        cl.setContentsMargins(0, 0, 0, 0)
-        cl.addLayout(bar)
-        cl.addWidget(split, 1)
-        self._set_pages(EMPTY_TEXT, content)
+        return top, bottom
+
+    def _connect_controls(self) -> None:
         self.norm_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.per_combo.currentIndexChanged.connect(self._on_controls_changed)
         self.filter_edit.editingFinished.connect(self._on_controls_changed)
