@@ -20,13 +20,31 @@ from collections.abc import Callable
 from typing import Any
 
 try:                                   # inside the hipscope package
-    from .backend_base import (KERNEL_NAMES, KERNEL_SOURCE, PROGRAM_NAME, Backend,
-                               BackendUnavailable, ProbeError, blank_bytes,
-                               describe_exception, error_code, flag_value)
+    from .backend_base import (
+        KERNEL_NAMES,
+        KERNEL_SOURCE,
+        PROGRAM_NAME,
+        Backend,
+        BackendUnavailable,
+        ProbeError,
+        blank_bytes,
+        describe_exception,
+        error_code,
+        flag_value,
+    )
 except ImportError:                    # the copy run by path on a target
-    from hipscope_probe_backend_base import (  # type: ignore[no-redef]
-        KERNEL_NAMES, KERNEL_SOURCE, PROGRAM_NAME, Backend, BackendUnavailable, ProbeError,
-        blank_bytes, describe_exception, error_code, flag_value)
+    from hipscope_probe_backend_base import (  # type: ignore[import-not-found,no-redef]
+        KERNEL_NAMES,
+        KERNEL_SOURCE,
+        PROGRAM_NAME,
+        Backend,
+        BackendUnavailable,
+        ProbeError,
+        blank_bytes,
+        describe_exception,
+        error_code,
+        flag_value,
+    )
 
 __all__ = ["BACKENDS", "KERNEL_NAMES", "KERNEL_SOURCE", "PROGRAM_NAME", "Backend",
            "BackendUnavailable", "CudaBackend", "HipBackend", "ProbeError", "backend_order",
@@ -74,9 +92,9 @@ class CudaBackend(Backend):
         self._open(device)
         self._spin_types = (ctypes.c_longlong,)
         # CUDA 12.8 added cuEventElapsedTime_v2; take the plain name when it is there
-        self._elapsed = getattr(self.drv, "cuEventElapsedTime", None)
-        if self._elapsed is None:
-            self._elapsed = self.drv.cuEventElapsedTime_v2
+        elapsed = getattr(self.drv, "cuEventElapsedTime", None)
+        self._elapsed: Callable[..., Any] = (elapsed if elapsed is not None
+                                             else self.drv.cuEventElapsedTime_v2)
 
     def _open(self, device: int) -> None:
         """Device ``device``'s primary context made current, and its compute capability."""
@@ -319,7 +337,7 @@ class HipBackend(Backend):
                  "hipMemcpy(DeviceToHost)")
 
 
-_CLASSES: dict[str, type[Backend]] = {"cuda": CudaBackend, "hip": HipBackend}
+_CLASSES: dict[str, Callable[[int], Backend]] = {"cuda": CudaBackend, "hip": HipBackend}
 
 
 def backend_order(prefer: str | None = None, env: dict[str, str] | None = None,

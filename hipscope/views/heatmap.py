@@ -28,8 +28,16 @@ from PySide6.QtWidgets import (
 
 from ..analysis import counters as ca
 from ..model.view_state import Selection
-from .heatmap_canvas import (EMPTY_RGB, NAN_RGB, ColourLegend, HeatmapCanvas, TimeCanvas,
-                             colour_lut, scaled_for_colour, to_image)
+from .heatmap_canvas import (
+    EMPTY_RGB,
+    NAN_RGB,
+    ColourLegend,
+    HeatmapCanvas,
+    TimeCanvas,
+    colour_lut,
+    scaled_for_colour,
+    to_image,
+)
 from .panel import WorkerPanel
 
 __all__ = ["EMPTY_RGB", "EMPTY_TEXT", "NAN_RGB", "NORMS", "ColourLegend", "CounterHeatmapView",

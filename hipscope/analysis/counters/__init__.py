@@ -17,10 +17,8 @@ peaks), :mod:`.matrix` (the pivot), :mod:`.clustering` (normalisation and row or
 
 from __future__ import annotations
 
-from .clustering import (MAX_LINKAGE_ROWS, NORMALISATIONS, cluster_order, normalise,
-                         order_by_column)
-from .columns import (CounterColumn, CounterMatrix, cell_info, format_value,
-                      is_instance_counter)
+from .clustering import MAX_LINKAGE_ROWS, NORMALISATIONS, cluster_order, normalise, order_by_column
+from .columns import CounterColumn, CounterMatrix, cell_info, format_value, is_instance_counter
 from .derived import DERIVED, PEAK_HBM_GBS, Derived, derived_columns, device_peaks
 from .matrix import aggregate_by_kernel, counter_matrix, select_columns
 from .outliers import counter_outliers, format_outliers, robust_z

@@ -19,7 +19,7 @@ def normalise(m: CounterMatrix, method: str = "minmax") -> np.ndarray:
     v = m.values.astype(np.float64, copy=True)
     if method == "none":
         return v
-    with np.errstate(invalid="ignore", divide="ignore"), _quiet():
+    with np.errstate(invalid="ignore", divide="ignore"), _Quiet():
         if method == "minmax":
             lo, hi = np.nanmin(v, axis=0), np.nanmax(v, axis=0)
             span = hi - lo
@@ -35,7 +35,7 @@ def normalise(m: CounterMatrix, method: str = "minmax") -> np.ndarray:
     raise ValueError(f"normalisation {method!r} not in {NORMALISATIONS}")
 
 
-class _quiet:
+class _Quiet:
     """Silence numpy's 'All-NaN slice' RuntimeWarnings (pytest runs with -W error)."""
 
     def __enter__(self):
@@ -70,7 +70,7 @@ def cluster_order(values: np.ndarray, max_rows: int = MAX_LINKAGE_ROWS,
     n = len(values)
     if n <= 2:
         return np.arange(n)
-    with np.errstate(invalid="ignore", divide="ignore"), _quiet():
+    with np.errstate(invalid="ignore", divide="ignore"), _Quiet():
         mu, sd = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
         z = (values - mu) / np.where(sd > 0, sd, 1.0)
     z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)

@@ -145,8 +145,9 @@ def _hardware(trace: Trace) -> dict[str, float]:
     out: dict[str, float] = {}
     sysinfo = trace.meta.get("sysinfo") or {}
     for key, name in (("cu", "cu_per_gpu"), ("num_xcd", "num_xcd")):
+        raw: Any = sysinfo.get(name)          # None or text: TypeError / ValueError
         try:
-            v = float(sysinfo.get(name))
+            v = float(raw)
             if v > 0:
                 out[key] = v
         except (TypeError, ValueError):

@@ -29,14 +29,31 @@ Modules: :mod:`.names` (matching keys), :mod:`.ranges` (markers, kernels, alignm
 
 from __future__ import annotations
 
-from .comparison import (HEADLINE_LABELS, IDLE_PARTS, MIN_TIME_OVERLAP, Comparison, compare,
-                         compare_many, compare_summaries, headline_label)
+from .comparison import (
+                         HEADLINE_LABELS,
+                         IDLE_PARTS,
+                         MIN_TIME_OVERLAP,
+                         Comparison,
+                         compare,
+                         compare_many,
+                         compare_summaries,
+                         headline_label,
+)
 from .instances import InstanceDiff, instance_diff
 from .kernels import KernelDiff, kernel_diff
-from .names import (DEFAULT_RULES, TEMPLATE_RULE, NameNormalizer, NameRule, RulesError,
-                    name_keys)
-from .ranges import (MARKER_DOMAIN_PREFERENCE, Alignment, KernelRef, MarkerRef, Range, align,
-                     find_kernel, find_marker, kernel_rows, launch_order)
+from .names import DEFAULT_RULES, TEMPLATE_RULE, NameNormalizer, NameRule, RulesError, name_keys
+from .ranges import (
+                         MARKER_DOMAIN_PREFERENCE,
+                         Alignment,
+                         KernelRef,
+                         MarkerRef,
+                         Range,
+                         align,
+                         find_kernel,
+                         find_marker,
+                         kernel_rows,
+                         launch_order,
+)
 from .summary import TraceSummary, provenance, summarize
 from .to_json import to_json
 

@@ -80,11 +80,11 @@ def _metrics(trace: Trace, totals: np.ndarray, marker: Range | None) -> dict:
     m["kernels_per_second"] = (ls["kernels_per_second"], "1/s")
     m["launch_overhead_ns"] = (ls["launch_overhead_ns"], "ns")
     m["api_call_count"] = (len(trace.api), "count")
-    for c in copies_by_direction(trace):
-        d = c["direction"]
-        m[f"copies_{d}_count"] = (c["count"], "count")
-        m[f"copies_{d}_bytes"] = (c["bytes"], "bytes")
-        m[f"copies_{d}_ns"] = (c["total_ns"], "ns")
+    for cp in copies_by_direction(trace):
+        d = cp["direction"]
+        m[f"copies_{d}_count"] = (cp["count"], "count")
+        m[f"copies_{d}_bytes"] = (cp["bytes"], "bytes")
+        m[f"copies_{d}_ns"] = (cp["total_ns"], "ns")
     return m
 
 

@@ -26,11 +26,25 @@ asks for at data change).
 
 from __future__ import annotations
 
-from .colours import (ColorScale, apply_color_keys, color_keys, color_scale, key_bins,
-                      name_key)
-from .events import (BINS_PER_PX, BLOCK, DIRECT_PER_PX, EVENT_TABLES, MAX_BINS, NO_KEY,
-                     Events, busy_until, counter_pixels, coverage, hit_test, pixel_edges,
-                     pixel_keys, union_intervals, wide_events, window)
+from .colours import ColorScale, apply_color_keys, color_keys, color_scale, key_bins, name_key
+from .events import (
+                      BINS_PER_PX,
+                      BLOCK,
+                      DIRECT_PER_PX,
+                      EVENT_TABLES,
+                      MAX_BINS,
+                      NO_KEY,
+                      Events,
+                      busy_until,
+                      counter_pixels,
+                      coverage,
+                      hit_test,
+                      pixel_edges,
+                      pixel_keys,
+                      union_intervals,
+                      wide_events,
+                      window,
+)
 from .find import FindResult, find, find_step, matching_codes, track_match_starts
 from .names import short_name
 from .prepare import launch_links, prepare

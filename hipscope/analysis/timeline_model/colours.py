@@ -104,6 +104,7 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
             raise Cancelled()
         r = model.rows[i]
         ev = r.events
+        assert ev is not None                     # a track
         if scale.mode == "duration":
             keys = _log_keys(ev.end - ev.start, scale.lo_ns, scale.hi_ns)
         elif scale.mode == "queue_delay" and r.table in ("kernels",) and qd is not None:

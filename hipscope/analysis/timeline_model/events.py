@@ -112,15 +112,15 @@ def window(ev: Events, t0: int, t1: int) -> tuple[int, int]:
     be too (they are clipped when drawn)."""
     if len(ev) == 0:
         return 0, 0
-    t0, t1 = _I64(t0), _I64(t1)
-    lb = t0 - _I64(ev.maxdur)
-    i = int(np.searchsorted(ev.ustart, t0, side="right")) - 1
-    if i >= 0 and ev.uend(i) > t0:
+    a, b = _I64(t0), _I64(t1)
+    lb = a - _I64(ev.maxdur)
+    i = int(np.searchsorted(ev.ustart, a, side="right")) - 1
+    if i >= 0 and ev.uend(i) > a:
         lb = max(lb, ev.ustart[i])
     else:
-        lb = t0
+        lb = a
     lo = int(np.searchsorted(ev.start, lb, side="left"))
-    hi = int(np.searchsorted(ev.start, t1, side="left"))
+    hi = int(np.searchsorted(ev.start, b, side="left"))
     return lo, max(lo, hi)
 
 
@@ -146,8 +146,10 @@ def coverage(ev: Events, edges: np.ndarray, widths: np.ndarray | None = None) ->
         x = (edges - ev.bin_t0) * (nb / ev.bin_span)
         np.minimum(np.maximum(x, 0, out=x), nb, out=x)
         i = np.minimum(x.astype(np.intp), nb - 1)
-        c0 = ev.bin_busy[i]
-        b = c0 + (x - i) * (ev.bin_busy[i + 1] - c0)
+        bb = ev.bin_busy
+        assert bb is not None                     # nb > 0
+        c0 = bb[i]
+        b = c0 + (x - i) * (bb[i + 1] - c0)
         b[[0, -1]] = busy_until(ev, edges[[0, -1]])
     if widths is None:
         widths = np.maximum(np.diff(edges), 1)
@@ -217,12 +219,12 @@ def hit_test(ev: Events, t: int, tol: int) -> int:
     if hi <= lo:
         return -1
     s, e = ev.start[lo:hi], ev.end[lo:hi]
-    t = _I64(t)
-    inside = (s <= t) & (e > t)
+    at = _I64(t)
+    inside = (s <= at) & (e > at)
     if inside.any():
         cand = np.flatnonzero(inside)
         return int(lo + cand[np.argmin((e - s)[cand])])
-    dist = np.maximum(s - t, t - e)
+    dist = np.maximum(s - at, at - e)
     j = int(np.argmin(dist))
     return lo + j if dist[j] <= tol else -1
 

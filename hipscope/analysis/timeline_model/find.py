@@ -58,9 +58,9 @@ def find(trace: Trace, model: TimelineModel, text: str, regex: bool = False) -> 
             rows.append(r)
     if not starts:
         return FindResult(np.zeros(0, _I64), np.zeros(0, np.int8), np.zeros(0, _I64), masks)
-    s, t, r = np.concatenate(starts), np.concatenate(tables), np.concatenate(rows)
-    o = np.lexsort((r, t, s))
-    return FindResult(s[o], t[o], r[o], masks)
+    s, tab, r = np.concatenate(starts), np.concatenate(tables), np.concatenate(rows)
+    o = np.lexsort((r, tab, s))
+    return FindResult(s[o], tab[o], r[o], masks)
 
 
 def find_step(found: FindResult, current: tuple[int, int, int] | None, forward: bool
@@ -90,10 +90,10 @@ def track_match_starts(model: TimelineModel, found: FindResult) -> dict[int, np.
     out = {}
     for i in model.tracks():
         r = model.rows[i]
-        mask = found.masks.get(r.table)
-        if mask is None or r.kind != "track":
-            continue
+        mask = found.masks.get(r.table) if r.table is not None else None
         ev = r.events
+        if mask is None or r.kind != "track" or ev is None:
+            continue
         pos = np.flatnonzero(mask[ev.index])
         if len(pos):
             out[i] = ev.start[pos]

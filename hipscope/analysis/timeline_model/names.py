@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 def short_name(name: str) -> str:
     """A readable label: Itanium-mangled nested names become a::b::c, template
     arguments and parameter lists are dropped."""

@@ -157,7 +157,7 @@ def _gpu_rows(b: _Builder) -> None:
     corder, cruns = _partition(cdev, int_column(c, "start", 0))
     cstart, cend = int_column(c, "start", 0), int_column(c, "end", 0)
     shared = _stream_queue_map(tr)
-    for kk, lo, hi in runs:   # which streams share each queue, from the kernels too
+    for kk, _lo, _hi in runs:   # which streams share each queue, from the kernels too
         d, q, s = (kk >> 48) - 1, ((kk >> 24) & 0xFFFFFF) - 1, (kk & 0xFFFFFF) - 1
         if q >= 0 and s >= 0:
             shared.setdefault((d, q), set()).add(s)

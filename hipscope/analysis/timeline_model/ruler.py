@@ -17,7 +17,7 @@ def range_stats(model: TimelineModel, t0: int, t1: int) -> dict:
     t0, t1 = int(min(t0, t1)), int(max(t0, t1))
     dur = max(t1 - t0, 1)
     n_k, n_api, n_cp = 0, 0, 0
-    per_dev: dict[int, list] = {}
+    per_dev: dict[int | None, list] = {}
     for r in model.rows:
         ev = r.events
         if ev is None or r.kind != "track":
