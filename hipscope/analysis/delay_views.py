@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.progress import CancelledFn, check_cancel
 from . import queue_delay as qd
 from .idle import idle_breakdown
 
@@ -195,12 +196,19 @@ class DelayViewData:
 
 
 def compute_view_data(trace: Trace, kind: str = "from_api_start", by: str = "stream",
-                      n_worst: int = 20) -> DelayViewData:
-    """One call for the view's worker: delays, histograms, worst N and the headline."""
+                      n_worst: int = 20, cancelled: CancelledFn | None = None
+                      ) -> DelayViewData:
+    """One call for the view's worker: delays, histograms, worst N and the headline;
+    ``cancelled`` is checked between the steps (raises
+    :class:`~hipscope.model.progress.Cancelled`)."""
     d = qd.queue_delays(trace)
+    check_cancel(cancelled)
     data = delay_data(trace, kind, d, by)
     if data is not None:
         data = sort_by_start(data)
-    return DelayViewData(kind, data, histograms(data) if data is not None and len(data.delay)
-                         else None, worst(trace, data, n_worst) if data is not None else [],
-                         headline(trace, d))
+    check_cancel(cancelled)
+    hist = histograms(data) if data is not None and len(data.delay) else None
+    check_cancel(cancelled)
+    top = worst(trace, data, n_worst) if data is not None else []
+    check_cancel(cancelled)
+    return DelayViewData(kind, data, hist, top, headline(trace, d))

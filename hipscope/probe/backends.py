@@ -3,7 +3,8 @@
 Standalone: imports only the standard library and numpy at import time; the GPU
 bindings are imported when a backend is opened, so this file imports (and its pure
 parts are tested) on machines without a GPU. hipscope copies it next to ``run.py``
-onto the target as ``hipscope_probe_backends.py``.
+onto the target as ``hipscope_probe_backends.py``, with :mod:`.backend_base` (the
+interface and the logic both runtimes share) as ``hipscope_probe_backend_base.py``.
 
 Both backends compile the same source (:data:`KERNEL_SOURCE`) at run time: NVRTC
 (``cuda.bindings.nvrtc``) for ``sm_XY`` of the device, HIPRTC (``hip.hiprtc``) for the
@@ -18,164 +19,38 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-#: The kernels of the probe, one source for NVRTC and HIPRTC (no includes: both
-#: compilers know ``__global__`` and ``clock64()`` without headers).
-KERNEL_SOURCE = r"""
-extern "C" __global__ void hipscope_empty()
-{
-}
+try:                                   # inside the hipscope package
+    from .backend_base import (
+        KERNEL_NAMES,
+        KERNEL_SOURCE,
+        PROGRAM_NAME,
+        Backend,
+        BackendUnavailable,
+        ProbeError,
+        blank_bytes,
+        describe_exception,
+        error_code,
+        flag_value,
+    )
+except ImportError:                    # the copy run by path on a target
+    from hipscope_probe_backend_base import (  # type: ignore[import-not-found,no-redef]
+        KERNEL_NAMES,
+        KERNEL_SOURCE,
+        PROGRAM_NAME,
+        Backend,
+        BackendUnavailable,
+        ProbeError,
+        blank_bytes,
+        describe_exception,
+        error_code,
+        flag_value,
+    )
 
-extern "C" __global__ void hipscope_spin(long long cycles)
-{
-    long long start = clock64();
-    while (clock64() - start < cycles) {
-    }
-}
-"""
-KERNEL_NAMES = ("hipscope_empty", "hipscope_spin")
-PROGRAM_NAME = "hipscope_probe.cu"
+__all__ = ["BACKENDS", "KERNEL_NAMES", "KERNEL_SOURCE", "PROGRAM_NAME", "Backend",
+           "BackendUnavailable", "CudaBackend", "HipBackend", "ProbeError", "backend_order",
+           "describe_exception", "open_backend"]
 
 BACKENDS = ("cuda", "hip")
-
-
-class ProbeError(RuntimeError):
-    """A GPU call failed; ``str()`` names the call and the runtime's error."""
-
-
-class BackendUnavailable(ProbeError):
-    """The bindings of a backend are not importable here (or no GPU of its kind)."""
-
-
-def _code(err: Any) -> int:
-    """The integer value of a CUresult / nvrtcResult / hipError_t / hiprtcResult."""
-    v = getattr(err, "value", err)
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return -1
-
-
-def describe_exception(exc: BaseException) -> str:
-    """One line for an unexpected exception: its type, message and the innermost
-    frame of this probe's code (where a binding's signature differed from ours)."""
-    import traceback
-
-    where = ""
-    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
-        if "probe" in fr.filename:
-            where = f" (at {fr.filename.rsplit('/', 1)[-1]}:{fr.lineno} {fr.name}: {fr.line})"
-            break
-    return f"{type(exc).__name__}: {exc}{where}"
-
-
-def _flag(member: Any) -> int:
-    return int(getattr(member, "value", member))
-
-
-class Backend:
-    """What the probe needs from a GPU runtime. Handles are the bindings' objects.
-
-    Subclasses set ``name`` / ``vendor`` / ``api`` and implement the methods; every
-    method raises :class:`ProbeError` on failure.
-    """
-
-    name = "none"
-    vendor = "unknown"
-    api = "none"
-
-    # ---------------------------------------------------------------- errors
-    def _error_text(self, err: Any) -> str:
-        return str(err)
-
-    def _ok(self, result: Any, call: str) -> Any:
-        """Check ``(err, *values)``; return None, the one value, or the tuple of values."""
-        if not isinstance(result, tuple) or not result:
-            raise ProbeError(f"{call} returned {result!r}, expected a tuple (err, ...)")
-        err, rest = result[0], result[1:]
-        if _code(err) != 0:
-            raise ProbeError(f"{call} failed: {self._error_text(err)}")
-        if not rest:
-            return None
-        return rest[0] if len(rest) == 1 else rest
-
-    # ---------------------------------------------------------------- interface
-    def device_info(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def compile(self, source: str = KERNEL_SOURCE) -> None:
-        raise NotImplementedError
-
-    def launch_empty(self, stream: Any) -> None:
-        raise NotImplementedError
-
-    def launch_spin(self, stream: Any, cycles: int) -> None:
-        raise NotImplementedError
-
-    def stream_create(self) -> Any:
-        raise NotImplementedError
-
-    def stream_sync(self, stream: Any) -> None:
-        raise NotImplementedError
-
-    def stream_wait_event(self, stream: Any, event: Any) -> None:
-        raise NotImplementedError
-
-    def event_create(self) -> Any:
-        raise NotImplementedError
-
-    def event_record(self, event: Any, stream: Any) -> None:
-        raise NotImplementedError
-
-    def event_sync(self, event: Any) -> None:
-        raise NotImplementedError
-
-    def event_done(self, event: Any) -> bool:
-        """True when the event completed (a query, never waits)."""
-        raise NotImplementedError
-
-    def elapsed_ms(self, start: Any, end: Any) -> float:
-        raise NotImplementedError
-
-    def begin_capture(self, stream: Any) -> None:
-        raise NotImplementedError
-
-    def end_capture(self, stream: Any) -> Any:
-        raise NotImplementedError
-
-    def graph_instantiate(self, graph: Any) -> Any:
-        raise NotImplementedError
-
-    def graph_launch(self, graph_exec: Any, stream: Any) -> None:
-        raise NotImplementedError
-
-    def graph_destroy(self, graph: Any, graph_exec: Any) -> None:
-        raise NotImplementedError
-
-    def device_sync(self) -> None:
-        raise NotImplementedError
-
-    def malloc(self, nbytes: int) -> Any:
-        raise NotImplementedError
-
-    def free(self, dptr: Any) -> None:
-        raise NotImplementedError
-
-    def malloc_host(self, nbytes: int) -> int:
-        """Pinned (page-locked) host memory; returns its address."""
-        raise NotImplementedError
-
-    def free_host(self, ptr: int) -> None:
-        raise NotImplementedError
-
-    def memcpy_htod(self, dptr: Any, src: Any, nbytes: int) -> None:
-        """Synchronous host-to-device copy; ``src`` is a numpy array or an address."""
-        raise NotImplementedError
-
-    def memcpy_dtoh(self, dst: Any, dptr: Any, nbytes: int) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release what the backend holds (best effort, never raises)."""
 
 
 # =============================================================================== CUDA
@@ -185,6 +60,17 @@ class CudaBackend(Backend):
     ``cuCtxCreate``, whose signature changed in CUDA 13)."""
 
     name, vendor, api = "cuda", "NVIDIA", "cuda-python"
+    CALLS = {
+        "module_load": "cuModuleLoadData", "get_function": "cuModuleGetFunction",
+        "module_unload": "cuModuleUnload", "stream_sync": "cuStreamSynchronize",
+        "stream_wait_event": "cuStreamWaitEvent", "event_record": "cuEventRecord",
+        "event_sync": "cuEventSynchronize", "event_query": "cuEventQuery",
+        "begin_capture": "cuStreamBeginCapture", "end_capture": "cuStreamEndCapture",
+        "graph_launch": "cuGraphLaunch", "graph_exec_destroy": "cuGraphExecDestroy",
+        "graph_destroy": "cuGraphDestroy", "device_sync": "cuCtxSynchronize",
+        "malloc": "cuMemAlloc", "free": "cuMemFree", "malloc_host": "cuMemAllocHost",
+        "free_host": "cuMemFreeHost",
+    }
 
     def __init__(self, device: int = 0, importer: Callable[[str], Any] = importlib.import_module):
         try:
@@ -199,27 +85,31 @@ class CudaBackend(Backend):
         import numpy as np
 
         self.np = np
+        self.rt = self.drv
         self.ordinal = device
-        self.module = None
         self.ctx = None
         self._dev = None
+        self._open(device)
+        self._spin_types = (ctypes.c_longlong,)
+        # CUDA 12.8 added cuEventElapsedTime_v2; take the plain name when it is there
+        elapsed = getattr(self.drv, "cuEventElapsedTime", None)
+        self._elapsed: Callable[..., Any] = (elapsed if elapsed is not None
+                                             else self.drv.cuEventElapsedTime_v2)
+
+    def _open(self, device: int) -> None:
+        """Device ``device``'s primary context made current, and its compute capability."""
         drv = self.drv
         self._ok(drv.cuInit(0), "cuInit(0)")
         self._dev = self._ok(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
         self.ctx = self._ok(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         self._ok(drv.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
-        attr = drv.CUdevice_attribute
-        self.cc = (int(self._ok(drv.cuDeviceGetAttribute(
-            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self._dev),
-            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)")),
-            int(self._ok(drv.cuDeviceGetAttribute(
-                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self._dev),
-                "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)")))
-        self._spin_types = (ctypes.c_longlong,)
-        # CUDA 12.8 added cuEventElapsedTime_v2; take the plain name when it is there
-        self._elapsed = getattr(drv, "cuEventElapsedTime", None)
-        if self._elapsed is None:
-            self._elapsed = drv.cuEventElapsedTime_v2
+        self.cc = (self._attribute("COMPUTE_CAPABILITY_MAJOR"),
+                   self._attribute("COMPUTE_CAPABILITY_MINOR"))
+
+    def _attribute(self, name: str) -> int:
+        attr = getattr(self.drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(self._ok(self.drv.cuDeviceGetAttribute(attr, self._dev),
+                            f"cuDeviceGetAttribute({name})"))
 
     def _error_text(self, err: Any) -> str:
         try:
@@ -240,9 +130,7 @@ class CudaBackend(Backend):
         name = raw.split(b"\x00")[0].decode(errors="replace") if isinstance(raw, bytes) \
             else str(raw)
         driver = int(self._ok(drv.cuDriverGetVersion(), "cuDriverGetVersion"))
-        sms = int(self._ok(drv.cuDeviceGetAttribute(
-            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self._dev),
-            "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"))
+        sms = self._attribute("MULTIPROCESSOR_COUNT")
         try:
             nv = self._ok(self.nvrtc.nvrtcVersion(), "nvrtcVersion")
             compiler = f"nvrtc {nv[0]}.{nv[1]}"
@@ -265,10 +153,7 @@ class CudaBackend(Backend):
                                    cubin=False)
             except ProbeError:
                 raise first from None
-        self.module = self._ok(self.drv.cuModuleLoadData(self.np.char.array(data)),
-                               "cuModuleLoadData")
-        self.fn = {k: self._ok(self.drv.cuModuleGetFunction(self.module, k.encode()),
-                               f"cuModuleGetFunction({k})") for k in KERNEL_NAMES}
+        self._load_module(self.np.char.array(data))
 
     def _nvrtc(self, source: str, arch: str, cubin: bool) -> bytes:
         nv = self.nvrtc
@@ -281,72 +166,40 @@ class CudaBackend(Backend):
         try:
             opts = [arch.encode()]
             res = nv.nvrtcCompileProgram(prog, len(opts), opts)
-            if _code(res[0]) != 0:
-                size = self._ok(nv.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-                log = b" " * int(size)
-                self._ok(nv.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+            if error_code(res[0]) != 0:
+                log = self._rtc_read(nv, "nvrtcGetProgramLog", prog, blank_bytes)
                 raise ProbeError(f"nvrtcCompileProgram({arch}) failed: "
                                  f"{self._error_text(res[0])}: "
                                  f"{log.decode(errors='replace').strip()}")
-            what = "CUBIN" if cubin else "PTX"
-            size = int(self._ok(getattr(nv, f"nvrtcGet{what}Size")(prog), f"nvrtcGet{what}Size"))
-            buf = b" " * size
-            self._ok(getattr(nv, f"nvrtcGet{what}")(prog, buf), f"nvrtcGet{what}")
-            return buf
+            return self._rtc_read(nv, f"nvrtcGet{'CUBIN' if cubin else 'PTX'}", prog, blank_bytes)
         finally:
             try:
                 nv.nvrtcDestroyProgram(prog)
             except Exception:  # noqa: BLE001 - cleanup only
                 pass
 
-    # ---------------------------------------------------------------- launches
-    def launch_empty(self, stream: Any) -> None:
-        self._ok(self.drv.cuLaunchKernel(self.fn["hipscope_empty"], 1, 1, 1, 1, 1, 1, 0,
-                                         stream, None, 0), "cuLaunchKernel(hipscope_empty)")
+    # ---------------------------------------------------------------- what differs
+    def _launch(self, kernel: str, stream: Any, cycles: int | None) -> None:
+        args = None if cycles is None else ((cycles,), self._spin_types)
+        self._ok(self.drv.cuLaunchKernel(self.fn[kernel], 1, 1, 1, 1, 1, 1, 0, stream, args, 0),
+                 f"cuLaunchKernel({kernel})")
 
-    def launch_spin(self, stream: Any, cycles: int) -> None:
-        self._ok(self.drv.cuLaunchKernel(self.fn["hipscope_spin"], 1, 1, 1, 1, 1, 1, 0,
-                                         stream, ((int(cycles),), self._spin_types), 0),
-                 "cuLaunchKernel(hipscope_spin)")
-
-    # ---------------------------------------------------------------- streams, events
     def stream_create(self) -> Any:
-        flags = _flag(self.drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
+        flags = flag_value(self.drv.CUstream_flags.CU_STREAM_NON_BLOCKING)
         return self._ok(self.drv.cuStreamCreate(flags), "cuStreamCreate")
 
-    def stream_sync(self, stream: Any) -> None:
-        self._ok(self.drv.cuStreamSynchronize(stream), "cuStreamSynchronize")
-
-    def stream_wait_event(self, stream: Any, event: Any) -> None:
-        self._ok(self.drv.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
-
     def event_create(self) -> Any:
-        return self._ok(self.drv.cuEventCreate(_flag(self.drv.CUevent_flags.CU_EVENT_DEFAULT)),
-                        "cuEventCreate")
+        flags = flag_value(self.drv.CUevent_flags.CU_EVENT_DEFAULT)
+        return self._ok(self.drv.cuEventCreate(flags), "cuEventCreate")
 
-    def event_record(self, event: Any, stream: Any) -> None:
-        self._ok(self.drv.cuEventRecord(event, stream), "cuEventRecord")
-
-    def event_sync(self, event: Any) -> None:
-        self._ok(self.drv.cuEventSynchronize(event), "cuEventSynchronize")
-
-    def event_done(self, event: Any) -> bool:
-        err = self.drv.cuEventQuery(event)[0]
-        if _code(err) == _flag(self.drv.CUresult.CUDA_ERROR_NOT_READY):
-            return False
-        self._ok((err,), "cuEventQuery")
-        return True
+    def _not_ready(self) -> Any:
+        return self.drv.CUresult.CUDA_ERROR_NOT_READY
 
     def elapsed_ms(self, start: Any, end: Any) -> float:
         return float(self._ok(self._elapsed(start, end), "cuEventElapsedTime"))
 
-    # ---------------------------------------------------------------- graphs
-    def begin_capture(self, stream: Any) -> None:
-        mode = self.drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-        self._ok(self.drv.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")
-
-    def end_capture(self, stream: Any) -> Any:
-        return self._ok(self.drv.cuStreamEndCapture(stream), "cuStreamEndCapture")
+    def _capture_mode(self) -> Any:
+        return self.drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 
     def graph_instantiate(self, graph: Any) -> Any:
         try:                            # CUDA >= 12: cuGraphInstantiate(graph, flags)
@@ -355,43 +208,15 @@ class CudaBackend(Backend):
             return self._ok(self.drv.cuGraphInstantiateWithFlags(graph, 0),
                             "cuGraphInstantiateWithFlags")
 
-    def graph_launch(self, graph_exec: Any, stream: Any) -> None:
-        self._ok(self.drv.cuGraphLaunch(graph_exec, stream), "cuGraphLaunch")
-
-    def graph_destroy(self, graph: Any, graph_exec: Any) -> None:
-        self._ok(self.drv.cuGraphExecDestroy(graph_exec), "cuGraphExecDestroy")
-        self._ok(self.drv.cuGraphDestroy(graph), "cuGraphDestroy")
-
-    # ---------------------------------------------------------------- memory
-    def device_sync(self) -> None:
-        self._ok(self.drv.cuCtxSynchronize(), "cuCtxSynchronize")
-
-    def malloc(self, nbytes: int) -> Any:
-        return self._ok(self.drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")
-
-    def free(self, dptr: Any) -> None:
-        self._ok(self.drv.cuMemFree(dptr), "cuMemFree")
-
-    def malloc_host(self, nbytes: int) -> int:
-        return int(self._ok(self.drv.cuMemAllocHost(nbytes), f"cuMemAllocHost({nbytes})"))
-
-    def free_host(self, ptr: int) -> None:
-        self._ok(self.drv.cuMemFreeHost(ptr), "cuMemFreeHost")
-
     def memcpy_htod(self, dptr: Any, src: Any, nbytes: int) -> None:
         self._ok(self.drv.cuMemcpyHtoD(dptr, src, nbytes), "cuMemcpyHtoD")
 
     def memcpy_dtoh(self, dst: Any, dptr: Any, nbytes: int) -> None:
         self._ok(self.drv.cuMemcpyDtoH(dst, dptr, nbytes), "cuMemcpyDtoH")
 
-    def close(self) -> None:
-        try:
-            if self.module is not None:
-                self.drv.cuModuleUnload(self.module)
-            if self._dev is not None and self.ctx is not None:
-                self.drv.cuDevicePrimaryCtxRelease(self._dev)
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass
+    def _release(self) -> None:
+        if self._dev is not None and self.ctx is not None:
+            self.drv.cuDevicePrimaryCtxRelease(self._dev)
 
 
 # =============================================================================== HIP
@@ -401,6 +226,18 @@ class HipBackend(Backend):
     way hip-python's ``hipModuleLaunchKernel`` examples pass them."""
 
     name, vendor, api = "hip", "AMD", "hip-python"
+    CALLS = {
+        "module_load": "hipModuleLoadData", "get_function": "hipModuleGetFunction",
+        "module_unload": "hipModuleUnload", "stream_sync": "hipStreamSynchronize",
+        "stream_wait_event": "hipStreamWaitEvent", "event_record": "hipEventRecord",
+        "event_sync": "hipEventSynchronize", "event_query": "hipEventQuery",
+        "elapsed": "hipEventElapsedTime", "begin_capture": "hipStreamBeginCapture",
+        "end_capture": "hipStreamEndCapture", "graph_launch": "hipGraphLaunch",
+        "graph_exec_destroy": "hipGraphExecDestroy", "graph_destroy": "hipGraphDestroy",
+        "device_sync": "hipDeviceSynchronize", "malloc": "hipMalloc", "free": "hipFree",
+        "malloc_host": "hipHostMalloc", "free_host": "hipHostFree",
+    }
+    HOST_ALLOC_ARGS = (0,)
 
     def __init__(self, device: int = 0, importer: Callable[[str], Any] = importlib.import_module):
         last: Exception | None = None
@@ -414,8 +251,8 @@ class HipBackend(Backend):
         else:
             raise BackendUnavailable(f"hip-python is not importable (hip.hip, "
                                      f"rocm.bindings.hip): {last}")
+        self.rt = self.hip
         self.ordinal = device
-        self.module = None
         hip = self.hip
         self._ok(hip.hipInit(0), "hipInit(0)")
         count = int(self._ok(hip.hipGetDeviceCount(), "hipGetDeviceCount"))
@@ -458,94 +295,36 @@ class HipBackend(Backend):
         arch = arch if isinstance(arch, bytes) else str(arch).encode()
         opts = [b"--offload-arch=" + arch.split(b"\x00")[0]]
         res = rtc.hiprtcCompileProgram(prog, len(opts), opts)
-        if _code(res[0]) != 0:
-            size = self._ok(rtc.hiprtcGetProgramLogSize(prog), "hiprtcGetProgramLogSize")
-            log = bytearray(int(size))
-            self._ok(rtc.hiprtcGetProgramLog(prog, log), "hiprtcGetProgramLog")
+        if error_code(res[0]) != 0:
+            log = self._rtc_read(rtc, "hiprtcGetProgramLog", prog, bytearray)
             raise ProbeError(f"hiprtcCompileProgram({opts[0].decode()}) failed: "
                              f"{self._error_text(res[0])}: {log.decode(errors='replace')}")
-        size = int(self._ok(rtc.hiprtcGetCodeSize(prog), "hiprtcGetCodeSize"))
-        code = bytearray(size)
-        self._ok(rtc.hiprtcGetCode(prog, code), "hiprtcGetCode")
-        self.module = self._ok(self.hip.hipModuleLoadData(code), "hipModuleLoadData")
-        self.fn = {k: self._ok(self.hip.hipModuleGetFunction(self.module, k.encode()),
-                               f"hipModuleGetFunction({k})") for k in KERNEL_NAMES}
+        self._load_module(self._rtc_read(rtc, "hiprtcGetCode", prog, bytearray))
 
-    def launch_empty(self, stream: Any) -> None:
-        self._ok(self.hip.hipModuleLaunchKernel(self.fn["hipscope_empty"], 1, 1, 1, 1, 1, 1,
+    # ---------------------------------------------------------------- what differs
+    def _launch(self, kernel: str, stream: Any, cycles: int | None) -> None:
+        extra = None if cycles is None else (ctypes.c_longlong(cycles),)
+        self._ok(self.hip.hipModuleLaunchKernel(self.fn[kernel], 1, 1, 1, 1, 1, 1,
                                                 sharedMemBytes=0, stream=stream,
-                                                kernelParams=None, extra=None),
-                 "hipModuleLaunchKernel(hipscope_empty)")
-
-    def launch_spin(self, stream: Any, cycles: int) -> None:
-        self._ok(self.hip.hipModuleLaunchKernel(self.fn["hipscope_spin"], 1, 1, 1, 1, 1, 1,
-                                                sharedMemBytes=0, stream=stream,
-                                                kernelParams=None,
-                                                extra=(ctypes.c_longlong(int(cycles)),)),
-                 "hipModuleLaunchKernel(hipscope_spin)")
+                                                kernelParams=None, extra=extra),
+                 f"hipModuleLaunchKernel({kernel})")
 
     def stream_create(self) -> Any:
         return self._ok(self.hip.hipStreamCreateWithFlags(
-            int(getattr(self.hip, "hipStreamNonBlocking", 1))),
-                        "hipStreamCreateWithFlags")
-
-    def stream_sync(self, stream: Any) -> None:
-        self._ok(self.hip.hipStreamSynchronize(stream), "hipStreamSynchronize")
-
-    def stream_wait_event(self, stream: Any, event: Any) -> None:
-        self._ok(self.hip.hipStreamWaitEvent(stream, event, 0), "hipStreamWaitEvent")
+            int(getattr(self.hip, "hipStreamNonBlocking", 1))), "hipStreamCreateWithFlags")
 
     def event_create(self) -> Any:
         return self._ok(self.hip.hipEventCreate(), "hipEventCreate")
 
-    def event_record(self, event: Any, stream: Any) -> None:
-        self._ok(self.hip.hipEventRecord(event, stream), "hipEventRecord")
+    def _not_ready(self) -> Any:
+        return self.hip.hipError_t.hipErrorNotReady
 
-    def event_sync(self, event: Any) -> None:
-        self._ok(self.hip.hipEventSynchronize(event), "hipEventSynchronize")
-
-    def event_done(self, event: Any) -> bool:
-        err = self.hip.hipEventQuery(event)[0]
-        if _code(err) == _flag(self.hip.hipError_t.hipErrorNotReady):
-            return False
-        self._ok((err,), "hipEventQuery")
-        return True
-
-    def elapsed_ms(self, start: Any, end: Any) -> float:
-        return float(self._ok(self.hip.hipEventElapsedTime(start, end), "hipEventElapsedTime"))
-
-    def begin_capture(self, stream: Any) -> None:
-        mode = self.hip.hipStreamCaptureMode.hipStreamCaptureModeThreadLocal
-        self._ok(self.hip.hipStreamBeginCapture(stream, mode), "hipStreamBeginCapture")
-
-    def end_capture(self, stream: Any) -> Any:
-        return self._ok(self.hip.hipStreamEndCapture(stream), "hipStreamEndCapture")
+    def _capture_mode(self) -> Any:
+        return self.hip.hipStreamCaptureMode.hipStreamCaptureModeThreadLocal
 
     def graph_instantiate(self, graph: Any) -> Any:
         return self._ok(self.hip.hipGraphInstantiateWithFlags(graph, 0),
                         "hipGraphInstantiateWithFlags")
-
-    def graph_launch(self, graph_exec: Any, stream: Any) -> None:
-        self._ok(self.hip.hipGraphLaunch(graph_exec, stream), "hipGraphLaunch")
-
-    def graph_destroy(self, graph: Any, graph_exec: Any) -> None:
-        self._ok(self.hip.hipGraphExecDestroy(graph_exec), "hipGraphExecDestroy")
-        self._ok(self.hip.hipGraphDestroy(graph), "hipGraphDestroy")
-
-    def device_sync(self) -> None:
-        self._ok(self.hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
-
-    def malloc(self, nbytes: int) -> Any:
-        return self._ok(self.hip.hipMalloc(nbytes), f"hipMalloc({nbytes})")
-
-    def free(self, dptr: Any) -> None:
-        self._ok(self.hip.hipFree(dptr), "hipFree")
-
-    def malloc_host(self, nbytes: int) -> int:
-        return int(self._ok(self.hip.hipHostMalloc(nbytes, 0), f"hipHostMalloc({nbytes})"))
-
-    def free_host(self, ptr: int) -> None:
-        self._ok(self.hip.hipHostFree(ptr), "hipHostFree")
 
     def memcpy_htod(self, dptr: Any, src: Any, nbytes: int) -> None:
         self._ok(self.hip.hipMemcpy(dptr, src, nbytes,
@@ -557,15 +336,8 @@ class HipBackend(Backend):
                                     self.hip.hipMemcpyKind.hipMemcpyDeviceToHost),
                  "hipMemcpy(DeviceToHost)")
 
-    def close(self) -> None:
-        try:
-            if self.module is not None:
-                self.hip.hipModuleUnload(self.module)
-        except Exception:  # noqa: BLE001
-            pass
 
-
-_CLASSES: dict[str, type[Backend]] = {"cuda": CudaBackend, "hip": HipBackend}
+_CLASSES: dict[str, Callable[[int], Backend]] = {"cuda": CudaBackend, "hip": HipBackend}
 
 
 def backend_order(prefer: str | None = None, env: dict[str, str] | None = None,

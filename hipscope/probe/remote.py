@@ -2,8 +2,9 @@
 
 The run is an ordinary run folder: the command is ``python3 -m hipscope.probe.run
 --json`` and the ``hipscope-probe`` profiler plug-in (registered here) copies the
-standalone probe (``run.py`` as ``hipscope_probe.py`` and ``backends.py`` as
-``hipscope_probe_backends.py``) into the run's profiler folder on the target and runs
+standalone probe (``run.py`` as ``hipscope_probe.py``, ``backends.py`` and
+``backend_base.py`` as ``hipscope_probe_backends.py`` and
+``hipscope_probe_backend_base.py``) into the run's profiler folder on the target and runs
 it by path, the way the PyTorch profiler wrapper travels; hipscope need not be
 installed there. The probe writes ``probe.json`` into that folder, which the launcher
 collects; its stdout is the fallback.
@@ -21,7 +22,8 @@ from .store import ProbeResultError, parse_result
 
 PROFILER_NAME = "hipscope-probe"
 MODULE = "hipscope.probe.run"
-FILES = {"hipscope_probe.py": "run.py", "hipscope_probe_backends.py": "backends.py"}
+FILES = {"hipscope_probe.py": "run.py", "hipscope_probe_backends.py": "backends.py",
+         "hipscope_probe_backend_base.py": "backend_base.py"}
 RESULT_FILE = "probe.json"
 
 

@@ -62,7 +62,7 @@ def test_union_and_busy_until_exact():
 def test_coverage_sums_equal_interval_lengths(overlap):
     ev, start, end = make_events(overlap=overlap)
     keys = np.zeros(len(ev), np.uint16)
-    bins, busy, t0b, span = lod._bins(ev, keys)
+    bins, busy, t0b, span = lod.key_bins(ev, keys)
     for t0, t1, w in [(int(start[0]) - 500, int(end.max()) + 500, 1000),
                       (int(start[100]), int(start[400]), 777), (int(start[5]), int(start[6]), 50)]:
         edges = lod.pixel_edges(t0, t1, w)
@@ -276,3 +276,23 @@ def test_host_rows_api_first_then_domains_with_python_folded():
     # depth restarts within a domain: the first PyTorch-ops track is depth 0
     ops = next(k for k in kids if k.label == "PyTorch ops")
     assert rows[ops.children[0]].label == "PyTorch ops"
+
+
+def test_prepare_colours_finds_and_is_cancelled():
+    from hipscope.model.progress import Cancelled
+
+    tr = _trace()
+    model, scale, found, starts = lod.prepare(tr, "queue", "duration", text="k")
+    assert scale.mode == "duration" and found is not None and len(found) > 0
+    assert all(model.rows[i].events.keys is not None for i in model.tracks())
+    assert sum(len(s) for s in starts.values()) == len(found)
+    assert lod.prepare(tr, "stream", "name")[2:] == (None, {})
+    with pytest.raises(Cancelled):
+        lod.prepare(tr, "queue", "name", cancelled=lambda: True)
+
+
+def test_launch_links_follow_api_index():
+    tr = _trace()                                 # kernel i was launched by API call i
+    assert lod.launch_links(tr, "kernels", 3) == [("api", 3, "kernels", 3)]
+    assert lod.launch_links(tr, "api", 5) == [("api", 5, "kernels", 5)]
+    assert lod.launch_links(tr, "kernels", 99) == [] and lod.launch_links(tr, "markers", 0) == []

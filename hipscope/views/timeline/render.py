@@ -11,6 +11,7 @@ labelled wide rectangle (bounded by pixels), never per event.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QPointF, Qt
@@ -19,6 +20,9 @@ from PySide6.QtGui import (QColor, QFont, QFontMetrics, QImage, QPainter, QPaint
 
 from ...analysis import lod
 from . import palette as pal
+
+if TYPE_CHECKING:
+    from .frame_state import FrameState
 
 LABEL_W = 250            # label column
 AXIS_H = 30              # time axis + ruler strip
@@ -218,21 +222,22 @@ def _band(img: np.ndarray, y0: int, rh: int, h: int, fill, body=None, pad: int =
     put(y0 + rh - 1, y0 + rh, fill if sep is None else sep)
 
 
-def paint_tracks(p: QPainter, view, frame: Frame, x: int, y: int, w: int, h: int,
+def paint_tracks(p: QPainter, fs: FrameState, frame: Frame, x: int, y: int, w: int, h: int,
                  stats: FrameStats) -> list:
-    """Draw the track area image; return the label requests of wide rectangles."""
+    """Draw the track area image from the frame state ``fs``; return the label
+    requests of wide rectangles."""
     img = np.empty((h, w), dtype=np.uint32)
     bg = pal.packed(pal.BG)
     group_bg = pal.packed(pal.GROUP_BG)
     sep = pal.packed(pal.SEPARATOR)
-    lay: Layout = view.layout
+    lay: Layout = fs.layout
     model = frame.model
-    palette = view.palette
+    palette = fs.palette
     labels = []
-    first = max(int(np.searchsorted(lay.y + lay.h, view.scroll, side="right")), 0)
+    first = max(int(np.searchsorted(lay.y + lay.h, fs.scroll, side="right")), 0)
     bottom = 0
     for p_i in range(first, len(lay.rows)):
-        y0 = int(lay.y[p_i]) - view.scroll
+        y0 = int(lay.y[p_i]) - fs.scroll
         if y0 >= h:
             break
         row = int(lay.rows[p_i])
@@ -249,7 +254,7 @@ def paint_tracks(p: QPainter, view, frame: Frame, x: int, y: int, w: int, h: int
             a, b = max(y0, 0), min(y0 + rh, h)
             img[a:b] = band[a - y0:b - y0]
             continue
-        is_collapsed = r.kind == "group" and r.key in view.collapsed
+        is_collapsed = r.kind == "group" and r.key in fs.collapsed
         if r.kind == "group" and not is_collapsed:
             cov, _, _, _ = _coverage(frame, row)      # a thin busy strip on the header
             lvl = np.ceil(cov * (len(_STRIP) - 1)).astype(np.intp)
@@ -257,7 +262,7 @@ def paint_tracks(p: QPainter, view, frame: Frame, x: int, y: int, w: int, h: int
             _band(img, y0, rh, h, group_bg, strip, pad=rh - 5, sep=sep)
             continue
         cols, wide, mcols = row_columns(frame, row, palette, bg, is_collapsed,
-                                        view.find_starts.get(row), stats)
+                                        fs.find_starts.get(row), stats)
         _band(img, y0, rh, h, bg, cols, sep=sep)
         if mcols is not None and mcols.any():
             ha, hb = max(y0 + rh - 4, 0), min(y0 + rh - 1, h)
@@ -275,17 +280,18 @@ def paint_tracks(p: QPainter, view, frame: Frame, x: int, y: int, w: int, h: int
         img[max(bottom, 0):] = bg
     qimg = QImage(img.data, w, h, w * 4, QImage.Format.Format_ARGB32_Premultiplied)
     p.drawImage(x, y, qimg)
-    view._last_image = img            # keep the buffer alive while Qt may read it
+    fs.cache.last_image = img         # keep the buffer alive while Qt may read it
     return labels
 
 
-def paint_labels(p: QPainter, view, labels, x: int, y: int, stats: FrameStats) -> None:
+def paint_labels(p: QPainter, fs: FrameState, labels, x: int, y: int, stats: FrameStats) -> None:
     """Names on wide rectangles: elided static texts, cached per (name, width)."""
-    model = view.model
-    fm = view.small_metrics
-    p.setFont(view.small_font)
+    model = fs.model
+    fm = fs.fonts.small_metrics
+    small_font = fs.fonts.small
+    p.setFont(small_font)
     dark, light = QColor(20, 20, 24), QColor(245, 245, 245)
-    cache = view.elide_cache
+    cache = fs.cache.elided
     if len(cache) > 20_000:
         cache.clear()
     th = fm.height()
@@ -294,7 +300,7 @@ def paint_labels(p: QPainter, view, labels, x: int, y: int, stats: FrameStats) -
         ev = r.events
         codes = model.codes[r.table][ev.index[poss]]
         keys = ev.keys[poss] if ev.keys is not None else np.full(len(poss), lod.NO_KEY)
-        dark_text = view.palette.dark_text[view.palette.index(keys)]
+        dark_text = fs.palette.dark_text[fs.palette.index(keys)]
         names = model.labels[r.table]
         ty = y + y0 + (rh - th) / 2
         pen = None
@@ -309,7 +315,7 @@ def paint_labels(p: QPainter, view, labels, x: int, y: int, stats: FrameStats) -
                 st = QStaticText(text) if text else False
                 if st:
                     st.setTextFormat(Qt.TextFormat.PlainText)
-                    st.prepare(QTransform(), view.small_font)
+                    st.prepare(QTransform(), small_font)
                 cache[ck] = st
             if not st:
                 continue

@@ -13,29 +13,28 @@ import logging
 
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
+from PySide6.QtGui import QImage, QPainter
+from PySide6.QtWidgets import QScrollBar, QWidget
 
 from ...analysis import lod
-from ...model.units import fmt_duration
 from ...app.document import Document
 from ...app.tasks import TaskRunner
 from ...model.view_state import Selection
 from . import palette as pal
 from . import render as rd
-from .painting import PaintingMixin
+from .frame_state import Fonts, FrameState, PaintCache
+from .interaction import TimelineInput
+from .painting import paint_frame
 from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
 
 log = logging.getLogger(__name__)
 
 SYNC_LIMIT = 200_000      # events: below this, prepare on the GUI thread (instant)
 MIN_SPAN = 20             # ns
-ZOOM_STEP = 0.8           # per wheel notch / key press
-PAN_STEP = 0.1            # fraction of the window per A/D press
 RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worker
 
 
-class TimelineView(PaintingMixin, QWidget):
+class TimelineView(QWidget):
     """Timeline of one document's trace (see module docstring).
 
     Public API: :meth:`fit`, :meth:`reveal`, :meth:`find_next`, :meth:`find_prev`,
@@ -61,20 +60,15 @@ class TimelineView(PaintingMixin, QWidget):
         self.ruler: tuple[int, int] | None = None
         self.ruler_stats: dict | None = None
         self.stats = rd.FrameStats()
-        self.elide_cache: dict = {}
+        self.paint_cache = PaintCache()
         self.preparing = False
         # time 0 of the axis labels (None: the trace's start); a comparison sets each
         # run's alignment origin so that stacked timelines share one time axis
         self.axis_origin: int | None = None
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._arrow_targets: list[tuple[str, int, str, int]] = []
-        self._drag: dict | None = None
-        self._mouse_x: float | None = None
-        self._last_image = None
-        self._label_pixmap = None
-        self._legend_pixmap = None
-        (self.font_, self.small_font, self.bold_font, self.metrics,
-         self.small_metrics) = rd.make_fonts()
+        self.input = TimelineInput(self)
+        self.fonts = Fonts(*rd.make_fonts())
         self.tasks = TaskRunner(self, max_threads=2)
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
         self.vbar.valueChanged.connect(self._on_vbar_value_changed)
@@ -148,13 +142,7 @@ class TimelineView(PaintingMixin, QWidget):
         values = vs.color_values
 
         def job(progress=None, cancelled=None):
-            model = lod.build_model(trace, grouping, cancelled)
-            scale = lod.color_scale(trace, model, mode, values)
-            keys = lod.color_keys(trace, model, scale, cancelled, values)
-            lod.apply_color_keys(model, keys)
-            found = lod.find(trace, model, text, regex) if text else None
-            starts = lod.track_match_starts(model, found) if found is not None else {}
-            return model, scale, found, starts
+            return lod.prepare(trace, grouping, mode, values, text, regex, cancelled)
 
         self.preparing = True
         n = sum(len(t) for t in (trace.kernels, trace.api, trace.copies, trace.markers))
@@ -172,7 +160,7 @@ class TimelineView(PaintingMixin, QWidget):
         self.found, self.find_starts = found, starts
         self._times = {t: (getattr(trace, t).numpy("start", fill=0),
                            getattr(trace, t).numpy("end", fill=0)) for t in lod.EVENT_TABLES}
-        self.elide_cache.clear()
+        self.paint_cache.elided.clear()
         self.preparing = False
         fresh = {r.key for r in model.rows if r.collapsed_default} - self._seen_keys
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
@@ -222,7 +210,7 @@ class TimelineView(PaintingMixin, QWidget):
             return
         lod.apply_color_keys(model, keys)
         self.scale, self.palette = scale, pal.Palette(scale.mode)
-        self.elide_cache.clear()
+        self.paint_cache.elided.clear()
         self.update()
 
     def _on_document_find_changed(self, value) -> None:
@@ -251,29 +239,12 @@ class TimelineView(PaintingMixin, QWidget):
             self.update()
 
     def _on_document_selection_changed(self, sel) -> None:
-        self._arrow_targets = self._launch_links(sel)
+        trace = self.document.trace
+        self._arrow_targets = ([] if sel is None or trace is None
+                               else lod.launch_links(trace, sel.table, sel.row))
         self.update()
 
     # ------------------------------------------------------------------ arrows
-    def _launch_links(self, sel: Selection | None) -> list[tuple[str, int, str, int]]:
-        """(api table, api row, target table, target row) of launch arrows."""
-        trace = self.document.trace
-        if sel is None or trace is None:
-            return []
-        out = []
-        if sel.table in ("kernels", "copies"):
-            t = getattr(trace, sel.table)
-            if t.has("api_index") and 0 <= sel.row < len(t):
-                a = int(t.numpy("api_index", fill=-1)[sel.row])
-                if 0 <= a < len(trace.api):
-                    out.append(("api", a, sel.table, sel.row))
-        elif sel.table == "api":
-            for tname in ("kernels", "copies"):
-                t = getattr(trace, tname)
-                if t.has("api_index"):
-                    rows = np.flatnonzero(t.numpy("api_index", fill=-1) == sel.row)[:64]
-                    out += [("api", sel.row, tname, int(r)) for r in rows]
-        return out
 
     def _event_anchor(self, table: str, row: int) -> tuple[float, float, float, float] | None:
         """(x_start, x_end, y_mid, height) of an event in widget coordinates."""
@@ -302,7 +273,8 @@ class TimelineView(PaintingMixin, QWidget):
         return out
 
     # ------------------------------------------------------------------ window
-    def _set_window(self, t0: float, t1: float) -> None:
+    def set_window(self, t0: float, t1: float) -> None:
+        """Show ``[t0, t1)``, kept to a sensible span around the trace."""
         m = self.model
         lo, hi = (m.t_min, m.t_max) if m is not None else self.document.full_range()
         span = min(max(t1 - t0, MIN_SPAN), max((hi - lo) * 1.5, MIN_SPAN))
@@ -317,12 +289,12 @@ class TimelineView(PaintingMixin, QWidget):
         ta = t0 + (ax - r.x()) * (t1 - t0) / r.width()
         span = max((t1 - t0) * factor, MIN_SPAN)
         f = (ta - t0) / max(t1 - t0, 1)
-        self._set_window(ta - f * span, ta - f * span + span)
+        self.set_window(ta - f * span, ta - f * span + span)
 
     def pan(self, fraction: float) -> None:
         t0, t1 = self.document.view_state.window
         d = (t1 - t0) * fraction
-        self._set_window(t0 + d, t1 + d)
+        self.set_window(t0 + d, t1 + d)
 
     def fit(self) -> None:
         """Show the whole trace."""
@@ -335,7 +307,7 @@ class TimelineView(PaintingMixin, QWidget):
         vs.select(Selection(table, int(row)))
         if self.model is None or table not in self._times:
             return
-        s, e = (int(a[row]) for a in self._times[table])
+        s, e = self.span_of(table, row)
         t0, t1 = vs.window
         wpx = (e - s) * self.track_rect.width() / max(t1 - t0, 1)
         if not (s >= t0 and e <= t1 and wpx >= 3):
@@ -343,7 +315,7 @@ class TimelineView(PaintingMixin, QWidget):
             if e - s > 0 and span > (e - s) * 50:
                 span = max((e - s) * 6, 2_000)
             mid = (s + e) / 2
-            self._set_window(mid - span / 2, mid + span / 2)
+            self.set_window(mid - span / 2, mid + span / 2)
         tr = int(self.model.track_of[table][row])
         if tr >= 0:
             anc = self.model.rows[tr].parent
@@ -407,6 +379,11 @@ class TimelineView(PaintingMixin, QWidget):
             return None
         return Selection(r.table, int(r.events.index[pos]))
 
+    def span_of(self, table: str, row: int) -> tuple[int, int]:
+        """Start and end (ns) of row ``row`` of an event table."""
+        s, e = self._times[table]
+        return int(s[row]), int(e[row])
+
     def toggle_group(self, row: int) -> None:
         key = self.model.rows[row].key
         if key in self.collapsed:
@@ -415,87 +392,17 @@ class TimelineView(PaintingMixin, QWidget):
             self.collapsed.add(key)
         self._relayout()
 
-    # ------------------------------------------------------------------ input
-    def wheelEvent(self, event) -> None:
-        pos = event.position()
-        d = event.angleDelta()
-        mods = event.modifiers()
-        if pos.x() < LABEL_W or mods & Qt.KeyboardModifier.ShiftModifier:
-            self.vbar.setValue(self.vbar.value() - (d.y() or d.x()) // 2)
-        elif d.y():
-            self.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x())
-        elif d.x():
-            self.pan(-d.x() / 1200.0)
-        event.accept()
-
-    def mousePressEvent(self, event) -> None:
-        pos = event.position()
-        self.setFocus()
-        if event.button() != Qt.MouseButton.LeftButton or self.model is None:
-            return
-        x, y = pos.x(), pos.y()
-        if y < AXIS_H and x >= LABEL_W:
-            t = self.t_of(x)
-            self._drag = {"kind": "ruler", "t": t, "x": x}
-            self.ruler, self.ruler_stats = (t, t), None
-        elif x < LABEL_W and y >= AXIS_H:
-            row = self.layout.at(y - AXIS_H + self.scroll)
-            if row >= 0 and self.model.rows[row].kind == "group":
-                self.toggle_group(row)
-        elif y >= AXIS_H:
-            self._drag = {"kind": "pan", "x": x, "y": y, "moved": False,
-                          "window": self.document.view_state.window, "scroll": self.scroll}
-        self.update()
-
-    def mouseMoveEvent(self, event) -> None:
-        pos = event.position()
-        self._mouse_x = pos.x()
-        d = self._drag
-        if d is None:
-            return
-        if d["kind"] == "ruler":
-            self.ruler = (d["t"], self.t_of(pos.x()))
-            self.update()
-        elif d["kind"] == "pan":
-            dx, dy = pos.x() - d["x"], pos.y() - d["y"]
-            if not d["moved"] and abs(dx) + abs(dy) < 4:
-                return
-            d["moved"] = True
-            t0, t1 = d["window"]
-            dt = -dx * (t1 - t0) / self.track_rect.width()
-            self._set_window(t0 + dt, t1 + dt)
-            self.vbar.setValue(int(d["scroll"] - dy))
-
-    def mouseReleaseEvent(self, event) -> None:
-        d, self._drag = self._drag, None
-        if d is None:
-            return
-        pos = event.position()
-        if d["kind"] == "pan" and not d["moved"]:
-            self.document.view_state.select(self.hit(pos.x(), pos.y()))
-        elif d["kind"] == "ruler":
-            a, b = d["t"], self.t_of(pos.x())
-            if abs(pos.x() - d["x"]) < 3:
-                self.ruler = self.ruler_stats = None
-                self.range_measured.emit(None)
-            else:
-                self.measure(min(a, b), max(a, b))
-        self.update()
-
+    # ------------------------------------------------------------------ ruler
     def measure(self, t0: int, t1: int) -> None:
         """Ruler over ``[t0, t1)``: statistics shown and sent by ``range_measured``."""
         model = self.model
         if model is None:
             return
         self.ruler = (int(t0), int(t1))
+        trace = self.document.trace
 
         def job(progress=None, cancelled=None):
-            st = lod.range_stats(model, t0, t1)
-            st["busy_fraction"] = (float(np.mean(list(st["busy"].values())))
-                                   if st["busy"] else 0.0)
-            st["device_names"] = {d: self.document.trace.device_name(d)
-                                  for d in st["busy"] if d is not None and d >= 0}
-            return st
+            return lod.ruler_figures(trace, model, t0, t1)
 
         if model.n_kernels < RULER_SYNC:
             self._on_measure_succeeded(job())
@@ -510,63 +417,83 @@ class TimelineView(PaintingMixin, QWidget):
         self.range_measured.emit(stats)
         self.update()
 
+    # ------------------------------------------------------------------ input
+    # (mouse, wheel and keys turn into the operations above in :mod:`.interaction`)
+    def wheelEvent(self, event) -> None:
+        self.input.wheel(event)
+
+    def mousePressEvent(self, event) -> None:
+        self.input.press(event)
+
+    def mouseMoveEvent(self, event) -> None:
+        self.input.move(event)
+
+    def mouseReleaseEvent(self, event) -> None:
+        self.input.release(event)
+
     def keyPressEvent(self, event) -> None:
-        k = event.key()
-        ax = self._mouse_x if self._mouse_x is not None and self._mouse_x > LABEL_W else None
-        if k == Qt.Key.Key_W:
-            self.zoom(ZOOM_STEP, ax)
-        elif k == Qt.Key.Key_S:
-            self.zoom(1 / ZOOM_STEP, ax)
-        elif k == Qt.Key.Key_A:
-            self.pan(-PAN_STEP)
-        elif k == Qt.Key.Key_D:
-            self.pan(PAN_STEP)
-        elif k == Qt.Key.Key_Home:
-            self.fit()
-        elif k == Qt.Key.Key_F3:
-            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-                self.find_prev()
-            else:
-                self.find_next()
-        elif k == Qt.Key.Key_Escape:
-            if self.ruler is not None:
-                self.ruler = self.ruler_stats = None
-                self.update()
-            else:
-                self.document.view_state.select(None)
-        else:
+        if not self.input.key(event):
             super().keyPressEvent(event)
 
     def event(self, ev) -> bool:
         if ev.type() == QEvent.Type.ToolTip:
-            self._show_tooltip(ev)
+            self.input.tooltip(ev)
             return True
         return super().event(ev)
 
-    def _show_tooltip(self, ev) -> None:
-        pos = ev.pos()
-        sel = self.hit(pos.x(), pos.y())
-        trace = self.document.trace
-        if sel is None or trace is None:
-            QToolTip.hideText()
-            return
-        s, e = (int(a[sel.row]) for a in self._times[sel.table])
-        codes, names = self.model.codes[sel.table], self.model.names[sel.table]
-        c = int(codes[sel.row])
-        name = names[c] if c >= 0 else "?"
-        if len(name) > 160:
-            name = name[:157] + "…"
-        QToolTip.showText(ev.globalPos(), f"{name}\n{fmt_duration(e - s)}  "
-                          f"(at +{fmt_duration(s - self.model.t_min)})", self)
 
     def closeEvent(self, event) -> None:
         self.tasks.shutdown()
         super().closeEvent(event)
 
     # ------------------------------------------------------------------ painting
-    def paintEvent(self, event) -> None:
-        p = QPainter(self)
+    def frame_state(self, w: int, h: int) -> FrameState:
+        """What one paint at size ``w`` x ``h`` needs, taken once (the painters read
+        this, never the view)."""
+        trace, vs = self.document.trace, self.document.view_state
+        sel = vs.selection
+        box = self._event_anchor(sel.table, sel.row) if sel is not None else None
+        return FrameState(
+            device=self, dpr=self.devicePixelRatioF(), w=w, h=h,
+            has_trace=trace is not None, preparing=self.preparing,
+            n_kernels=len(trace.kernels) if trace is not None else 0, model=self.model,
+            window=vs.window, layout=self.layout, scroll=self.scroll,
+            collapsed=frozenset(self.collapsed), palette=self.palette, scale=self.scale,
+            found=self.found, find_starts=self.find_starts, selection_box=box,
+            arrows=tuple(self.arrow_geometry()), axis_origin=self.axis_origin,
+            ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
+            message_font=self.font(), cache=self.paint_cache)
+
+    def render_to(self, p: QPainter, w: int, h: int) -> rd.FrameStats:
+        """Paint the whole view with ``p`` at size ``w`` x ``h`` (widget, image, SVG)."""
+        self.stats = paint_frame(p, self.frame_state(w, h))
+        return self.stats
+
+    def _render_on(self, device) -> None:
+        p = QPainter(device)
         try:
             self.render_to(p, self.width(), self.height())
         finally:
             p.end()
+
+    def paintEvent(self, event) -> None:
+        self._render_on(self)
+
+    def export_png(self, path) -> bool:
+        """Save the view as a PNG picture (the widget's current size)."""
+        img = QImage(self.size(), QImage.Format.Format_RGB32)
+        self._render_on(img)
+        return img.save(str(path))
+
+    def export_svg(self, path) -> bool:
+        """Save the view as SVG (tracks as an embedded image, text and overlays as
+        vectors). QSvgGenerator comes with PySide6-Essentials (QtSvg)."""
+        from PySide6.QtSvg import QSvgGenerator
+
+        gen = QSvgGenerator()
+        gen.setFileName(str(path))
+        gen.setSize(self.size())
+        gen.setViewBox(QRect(0, 0, self.width(), self.height()))
+        gen.setTitle("hipscope timeline")
+        self._render_on(gen)
+        return True

@@ -1,0 +1,45 @@
+"""What the timeline asks for at data change: the model of a trace for one grouping,
+coloured, with its find matches, and the launch links of a selected event."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...model import Trace
+from ...model.progress import CancelledFn
+from .colours import ColorScale, apply_color_keys, color_keys, color_scale
+from .find import FindResult, find, track_match_starts
+from .rows import TimelineModel, build_model
+
+
+def prepare(trace: Trace, grouping: str, mode: str, values: np.ndarray | None = None,
+            text: str = "", regex: bool = False, cancelled: CancelledFn | None = None
+            ) -> tuple[TimelineModel, ColorScale, FindResult | None, dict[int, np.ndarray]]:
+    """The rows of ``trace`` by ``grouping`` with colour keys of ``mode`` applied, the
+    matches of ``text`` (None without one) and each track's matching starts."""
+    model = build_model(trace, grouping, cancelled)
+    scale = color_scale(trace, model, mode, values)
+    apply_color_keys(model, color_keys(trace, model, scale, cancelled, values))
+    found = find(trace, model, text, regex) if text else None
+    starts = track_match_starts(model, found) if found is not None else {}
+    return model, scale, found, starts
+
+
+def launch_links(trace: Trace, table: str, row: int) -> list[tuple[str, int, str, int]]:
+    """(api table, api row, target table, target row) of the launch arrows of one
+    event: a kernel's or copy's launching call, or the work an API call launched
+    (at most 64 per table)."""
+    out = []
+    if table in ("kernels", "copies"):
+        t = getattr(trace, table)
+        if t.has("api_index") and 0 <= row < len(t):
+            a = int(t.numpy("api_index", fill=-1)[row])
+            if 0 <= a < len(trace.api):
+                out.append(("api", a, table, row))
+    elif table == "api":
+        for tname in ("kernels", "copies"):
+            t = getattr(trace, tname)
+            if t.has("api_index"):
+                rows = np.flatnonzero(t.numpy("api_index", fill=-1) == row)[:64]
+                out += [("api", row, tname, int(r)) for r in rows]
+    return out
