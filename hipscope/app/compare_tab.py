@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .loading_tab import LoadingTab
-from .tasks import TaskHandle, TaskRunner
+from ..qt.tasks import TaskHandle, TaskRunner
 from .trace_tab import Loader, default_loader
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from ..model.view_state import COLOR_MODES, GROUPINGS
 from .compare_tab import CompareTab
 from .settings import Settings
-from .tasks import TaskHandle, TaskRunner
+from ..qt.tasks import TaskHandle, TaskRunner
 from .trace_tab import Loader, TraceTab, default_loader
 
 log = logging.getLogger(__name__)

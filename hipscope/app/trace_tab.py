@@ -16,9 +16,9 @@ from ..views.queue_delay import QueueDelayView
 from ..views.tables import KernelSummaryView, KernelsTableView
 from ..views.tables.format import fmt_duration
 from ..views.tuner_panel import TunerPanel
-from .document import Document
+from ..qt.document import Document
 from .loading_tab import LoadingTab
-from .tasks import TaskHandle, TaskRunner
+from ..qt.tasks import TaskHandle, TaskRunner
 
 log = logging.getLogger(__name__)
 

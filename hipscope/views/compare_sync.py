@@ -21,8 +21,8 @@ from PySide6.QtCore import QObject
 
 from ..analysis import compare_state as cs
 from ..analysis.diff import Alignment, RulesError
-from ..app.document import Document
-from ..app.tasks import TaskRunner
+from ..qt.document import Document
+from ..qt.tasks import TaskRunner
 from ..model.view_state import Selection
 
 log = logging.getLogger(__name__)

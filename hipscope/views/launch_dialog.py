@@ -60,7 +60,7 @@ class LaunchDialog(QDialog):
 
     def __init__(self, settings=None, spec: RunSpec | None = None, parent=None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
+        from ..qt.tasks import TaskRunner
 
         self.setWindowTitle("New run")
         self.setObjectName("launch_dialog")

@@ -17,7 +17,7 @@ class WorkerPanel(QWidget):
 
     def __init__(self, document, max_threads: int, parent: QWidget | None = None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
+        from ..qt.tasks import TaskRunner
 
         self.document = document
         self.tasks = TaskRunner(self, max_threads=max_threads)

@@ -152,7 +152,7 @@ class RunsPanel(QWidget):
 
     def __init__(self, is_active: Callable[[str], bool] = lambda _id: False, parent=None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
+        from ..qt.tasks import TaskRunner
 
         self.is_active = is_active
         self.runner = TaskRunner(self, max_threads=1)

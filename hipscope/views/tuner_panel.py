@@ -161,7 +161,7 @@ class TunerPanel(QWidget):
 
     def __init__(self, document, state: TunerState | None = None, parent=None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
+        from ..qt.tasks import TaskRunner
 
         self.document = document
         self.state = state or TunerState()

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication
 
 from hipscope.app.main_window import EMPTY_TEXT, MainWindow
 from hipscope.app.settings import Settings
-from hipscope.app.tasks import TaskRunner
+from hipscope.qt.tasks import TaskRunner
 from hipscope.cli.main import demo_trace_path
 from hipscope.parsers import Cancelled, TraceFormatError, open_trace
 
@@ -254,7 +254,7 @@ def test_export_timeline_png_and_svg(make_window, qtbot, tiny_file, tmp_path):
 
 
 def test_big_summary_is_computed_in_a_worker(qtbot, tiny_trace, monkeypatch):
-    from hipscope.app.document import Document
+    from hipscope.qt.document import Document
     from hipscope.views.tables import views
 
     monkeypatch.setattr(views, "ASYNC_STATS_ROWS", 10)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hipscope.analysis import queue_delay as qd
-from hipscope.app.document import Document
+from hipscope.qt.document import Document
 from hipscope.model import Trace
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace

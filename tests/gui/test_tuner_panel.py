@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from hipscope.app.document import Document
+from hipscope.qt.document import Document
 from hipscope.launchers import RunSpec
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace

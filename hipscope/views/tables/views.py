@@ -252,7 +252,7 @@ class KernelSummaryView(QWidget):
             self._show_stats(trace, None)
             return
         from ...analysis.stats import kernel_stats
-        from ...app.tasks import TaskRunner
+        from ...qt.tasks import TaskRunner
 
         if self._tasks is None:
             self._tasks = TaskRunner(self, max_threads=1)

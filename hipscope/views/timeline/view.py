@@ -2,7 +2,7 @@
 
 It follows the document's signals and changes state only through
 ``document.view_state`` (window, selection). Row preparation, colour keys, find
-and big ruler measurements run in workers (``app.tasks.TaskRunner``); results are
+and big ruler measurements run in workers (``qt.tasks.TaskRunner``); results are
 applied on the GUI thread. ``paintEvent`` replays prepared numpy geometry
 (see ``render.py``).
 """
@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
 from ...analysis import lod
 from ...model.units import fmt_duration
-from ...app.document import Document
-from ...app.tasks import TaskRunner
+from ...qt.document import Document
+from ...qt.tasks import TaskRunner
 from ...model.view_state import Selection
 from . import palette as pal
 from . import render as rd
