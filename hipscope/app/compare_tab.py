@@ -112,13 +112,13 @@ class CompareTab(LoadingTab):
         if self.state != "loading" or any(t is None for t in self.traces):
             return
         from ..views.compare import CompareView
-        from ..views.compare_sync import CompareController
+        from ..qt.compare import CompareController
 
         self.loading_label.setText(f"Comparing {self.title}: kernels, figures, alignment…")
         self.controller = CompareController(self.traces, self.paths, self)
         self.view = CompareView(self.controller, self)
         self._stack.addWidget(self.view)
-        self.controller.state.subscribe(self._on_compare_state_changed)
+        self.controller.bridge.changed.connect(self._on_compare_state_changed)
         self.controller.start()
 
     def _on_compare_state_changed(self, what: str, value) -> None:
