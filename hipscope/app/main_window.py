@@ -575,7 +575,7 @@ class MainWindow(QMainWindow):
 
     # ---- runs (Run menu, Runs dock) -----------------------------------------------------
     def _build_run_ui(self) -> None:
-        from ..views.run_panel import RunManager
+        from ..qt.runs import RunManager
         from ..views.runs_panel import RunsDock
 
         self.run_manager = RunManager(self)

@@ -38,8 +38,9 @@ from PySide6.QtWidgets import (
 )
 
 from ..launchers.spec import ProfilerSpec, RunSpec, SlurmOptions, Target
-from .launch_widgets import (EnvEditor, HostKeyAsker, ProfilerOptions, describe_detection,
-                             run_detection, ssh_config_hosts)
+from ..qt.host_keys import HostKeyAsker
+from .launch_widgets import (EnvEditor, ProfilerOptions, describe_detection, run_detection,
+                             ssh_config_hosts)
 
 __all__ = ["LaunchDialog", "HostKeyAsker", "ssh_config_hosts"]
 

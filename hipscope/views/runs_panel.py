@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
 
 from ..launchers.rundir import Damaged, RunSummary, list_runs, read_status, runs_dir
 from ..launchers.spec import RunSpec
-from .run_panel import STATE_COLOUR, STATE_TEXT, RunManager, RunPanel, RunSession, fmt_seconds
+from ..qt.runs import RunManager, RunSession, fmt_seconds
+from .run_panel import STATE_COLOUR, STATE_TEXT, RunPanel
 
 log = logging.getLogger(__name__)
 
