@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..analysis import counters as ca
 from ..model.view_state import Selection
+from ..qt.document import Document
 from .panel import WorkerPanel
 
 EMPTY_TEXT = ("This trace has no hardware counters. Collect some with rocprofv3 --pmc ... "
@@ -269,7 +270,7 @@ class CounterHeatmapView(WorkerPanel):
     matrix_ready = Signal()      # a new matrix is shown (tests wait on it)
     time_updated = Signal()
 
-    def __init__(self, document, parent: QWidget | None = None):
+    def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(document, 1, parent)
         self.dispatch_matrix: ca.CounterMatrix | None = None
         self.matrix: ca.CounterMatrix | None = None      # shown: selected columns, ordered
