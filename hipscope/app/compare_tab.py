@@ -22,8 +22,16 @@ log = logging.getLogger(__name__)
 
 
 class CompareTab(LoadingTab):
-    def __init__(self, paths: list[Path], preloaded: dict | None = None, parent=None):
+    """``paths``: one per run (A first), naming it; ``groups``: per run, the files read
+    as its one trace (a run of several processes or ranks), default its path alone."""
+
+    def __init__(self, paths: list[Path], preloaded: dict | None = None, parent=None,
+                 groups: list[list[Path]] | None = None):
         super().__init__(paths, parent)
+        self.groups = [list(map(Path, g)) for g in groups] if groups is not None \
+            else [[p] for p in self.paths]
+        if len(self.groups) != len(self.paths):
+            raise ValueError("one group of files per run")
         self.traces: list = [None] * len(self.paths)
         for i, t in (preloaded or {}).items():
             self.traces[i] = t
@@ -62,15 +70,15 @@ class CompareTab(LoadingTab):
         register themselves on first use; one worker keeps that single-threaded);
         then compare."""
         self._set_state("loading")
-        todo = [(i, p) for i, p in enumerate(self.paths) if self.traces[i] is None]
+        todo = [(i, g) for i, g in enumerate(self.groups) if self.traces[i] is None]
         if not todo:
             self._maybe_compare()
             return
 
         def job(progress, cancelled):
             out = {}
-            for k, (i, p) in enumerate(todo):
-                out[i] = loader([p], lambda f, k=k: progress((k + f) / len(todo)), cancelled)
+            for k, (i, g) in enumerate(todo):
+                out[i] = loader(g, lambda f, k=k: progress((k + f) / len(todo)), cancelled)
             return out
 
         h = runner.submit(f"compare-load:{id(self)}", job)

@@ -157,7 +157,6 @@ class RunsPanel(QWidget):
 
         self.is_active = is_active
         self.runner = TaskRunner(self, max_threads=1)
-        self.compare_multi = False          # can the window compare multi-file runs?
         self.model = RunsTableModel(self)
         self.view = QTableView(self)
         self.view.setModel(self.model)
@@ -248,9 +247,6 @@ class RunsPanel(QWidget):
             return False, "select exactly two runs to compare them"
         if not all(r.trace_inputs for r in rows):
             return False, "both runs need a trace (a profiled run that finished)"
-        if not self.compare_multi and any(len(r.trace_inputs) > 1 for r in rows):
-            return False, ("comparing runs with several trace files (one per rank) is not "
-                           "available in this build: open them as tabs instead")
         return True, "Compare the two selected runs (the older one is A)"
 
     # ---- actions ---------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_empty_window_create_resize_close(make_window, qtbot):
     assert w._central_stack.currentWidget() is w.empty_label
     w.resize(900, 600)
     assert not w.grab().isNull()
-    assert not w.export_kernels_action.isEnabled()
+    assert not w.action_by_id["export.kernels_csv"].isEnabled()
     assert w.close()
 
 
@@ -79,9 +79,9 @@ def test_load_tiny_trace_fills_docks_and_status(make_window, qtbot, tiny_file):
     (tab,) = w.open_paths([tiny_file])
     _wait_loaded(qtbot, w, tab)
     assert tab.state == "loaded"
-    assert w._dock_stacks["kernels"].currentWidget() is tab.kernels_view
-    assert tab.kernels_view.model.rowCount() == 60
-    assert tab.summary_view.model.rowCount() == 5
+    assert w._dock_stacks["kernels"].currentWidget() is tab.panels["kernels"]
+    assert tab.panels["kernels"].model.rowCount() == 60
+    assert tab.panels["summary"].model.rowCount() == 5
     assert w.format_label.text() == "format: tiny-test"
     assert w.kernels_label.text().startswith("60 kernels")
     w.resize(1200, 800)
@@ -97,7 +97,7 @@ def test_open_demo_with_real_reader(make_window, qtbot):
     _wait_loaded(qtbot, w, tab)
     assert tab.state == "loaded", tab.error
     expect = open_trace(demo_trace_path())
-    assert tab.kernels_view.model.rowCount() == len(expect.kernels) > 0
+    assert tab.panels["kernels"].model.rowCount() == len(expect.kernels) > 0
     assert w.tabs.tabText(0) == demo_trace_path().name
 
 
@@ -171,7 +171,7 @@ def test_recent_files_persist(make_window, qtbot, tiny_file):
     w.close()
     assert Settings().recent_files()[0] == tiny_file.resolve()
     w2 = make_window(loader=tiny_loader)
-    w2._fill_recent_menu()
+    w2.recent_menu.aboutToShow.emit()          # as when the menu opens
     texts = [a.text() for a in w2.recent_menu.actions()]
     assert str(tiny_file.resolve()) in texts
 
@@ -220,7 +220,7 @@ def test_export_kernels_csv(make_window, qtbot, tiny_file, tmp_path):
         w.export_table_csv("kernels", out)
     assert blocker.args == [str(out)]
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert len(rows) == tab.kernels_view.model.rowCount() > 0
+    assert len(rows) == tab.panels["kernels"].model.rowCount() > 0
     assert {r["name"] for r in rows} == {"gemm_kernel"}
     out2 = tmp_path / "summary.csv"
     with qtbot.waitSignal(w.export_finished):
