@@ -280,3 +280,34 @@ def test_export_pftrace_in_a_worker(make_window, qtbot, tiny_file, tmp_path):
     with qtbot.waitSignal(w.export_finished, timeout=30_000) as blocker:
         assert w.export_pftrace(out) is not None
     assert blocker.args == [str(out)] and out.stat().st_size > 0
+
+
+TWIN = Path(__file__).resolve().parents[1] / "data" / "rocprofv3-csv-twin" / "node01"
+
+
+def _csv_rows(pattern: str) -> int:
+    n = 0
+    for f in sorted(TWIN.glob(pattern)):
+        with f.open(newline="") as fh:
+            n += sum(1 for _ in csv.DictReader(fh))
+    return n
+
+
+def test_a_ruler_measurement_reaches_the_status_bar(make_window, qtbot):
+    from hipscope.qt.timeline_api import RangeStats, Timeline
+
+    w = make_window(loader=lambda paths, progress, cancelled: open_trace(paths))
+    (tab,) = w.open_paths([TWIN])
+    _wait_loaded(qtbot, w, tab)
+    assert isinstance(tab.timeline, Timeline)
+    t0, t1 = tab.document.full_range()
+    with qtbot.waitSignal(tab.range_text_changed, timeout=10_000):
+        tab.timeline.measure(t0, t1)          # the whole trace, as a ruler drag over it
+    st = tab.range_stats
+    assert isinstance(st, RangeStats) and (st.t0, st.t1) == (t0, t1)
+    kernels, api = _csv_rows("*_kernel_trace.csv"), _csv_rows("*_hip_api_trace.csv")
+    copies = _csv_rows("*_memory_copy_trace.csv")
+    assert (st.kernels, st.api_calls, st.copies) == (kernels, api, copies)
+    text = w.range_label.text()
+    assert text.startswith("measured ") and text == st.text()
+    assert f"{kernels:,} kernels, {api:,} API calls, {copies:,} copies, busy " in text
