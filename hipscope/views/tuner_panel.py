@@ -117,6 +117,22 @@ class TunerPanel(QWidget):
         lv.addWidget(self.status_label)
         lv.addWidget(self.tree, 1)
 
+        scroll = self._build_details()
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(scroll)
+        split.addWidget(self._build_ab_pane())
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 4)
+        split.setStretchFactor(2, 3)
+        split.setSizes([380, 620, 500])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(split)
+
+    def _build_details(self) -> QScrollArea:
+        """The selected proposal: title, estimate, evidence, experiment, docs."""
         self.details = QWidget()
         dv = QVBoxLayout(self.details)
         dv.setContentsMargins(6, 4, 6, 4)
@@ -164,18 +180,7 @@ class TunerPanel(QWidget):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(self.details)
-
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(left)
-        split.addWidget(scroll)
-        split.addWidget(self._build_ab_pane())
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 4)
-        split.setStretchFactor(2, 3)
-        split.setSizes([380, 620, 500])
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(split)
+        return scroll
 
     def _build_ab_pane(self) -> QWidget:
         pane = QWidget()
