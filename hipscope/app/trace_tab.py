@@ -78,6 +78,11 @@ class TraceTab(LoadingTab):
         return self.timeline_api is not None
 
     @property
+    def timelines(self) -> list[Timeline]:
+        """The tab's timelines (none while a placeholder stands in)."""
+        return [] if self.timeline_api is None else [self.timeline_api]
+
+    @property
     def timeline_api(self) -> Timeline | None:
         """The timeline, or None while a placeholder stands in for it."""
         return self.timeline if isinstance(self.timeline, Timeline) else None

@@ -54,10 +54,13 @@ class Timeline(Protocol):
     """What the window asks of a tab's timeline (``views.timeline.TimelineView``).
 
     Its ``range_measured`` signal carries the ruler's figures (``None`` when the ruler
-    is cleared); :meth:`RangeStats.from_ruler` reads them.
+    is cleared); :meth:`RangeStats.from_ruler` reads them. ``prepared`` is emitted when
+    rows made in a worker are ready (``preparing`` is True meanwhile).
     """
 
-    range_measured: Any          # a Qt SignalInstance
+    range_measured: Any          # Qt SignalInstances
+    prepared: Any
+    preparing: bool
 
     def fit(self) -> None: ...
 
