@@ -46,7 +46,7 @@ from ..tuner import experiment as tx
 from ..tuner.proposals import Proposal, Ref
 from ..tuner.state import ExperimentRecord, TunerState
 from .tuner_parts import (CONF_COLOURS, STATUS_TEXT, ABChart, _esc, experiment_text,
-                          fmt_figure, ref_place, result_html, reveal_window, show_ref,
+                          fill_figures, ref_place, result_html, reveal_window, show_ref,
                           trace_pair)
 
 __all__ = ["TunerPanel", "reveal_window"]
@@ -369,7 +369,7 @@ class TunerPanel(QWidget):
         col = CONF_COLOURS[p.confidence.level]
         self.confidence_label.setText(f"Confidence: <b style='color:{col}'>"
                                       f"{p.confidence.level}</b> — {_esc(p.confidence.why)}")
-        self._fill_figures(p.evidence.figures)
+        fill_figures(self.figures, p.evidence.figures)
         links = [f"<a href='ref:{i}'>{_esc(r.label)}</a>{ref_place(self.document, r)}"
                  for i, r in enumerate(p.evidence.refs)]
         notes = "".join(f"<br>{_esc(n)}" for n in p.evidence.notes)
@@ -384,24 +384,6 @@ class TunerPanel(QWidget):
                               if c.says else "") for c in p.docs)
         self.docs_label.setText(f"<b>Documentation</b><br>{docs}" if docs else "")
         self._show_ab(p)
-
-    def _fill_figures(self, figures: dict) -> None:
-        """Short figures two pairs a row; long text on a row of its own."""
-        row, col = 0, 0
-        for k, v in figures.items():
-            label, text = fmt_figure(k, v)
-            long = len(text) > 18
-            if long and col:
-                row, col = row + 1, 0
-            self.figures.addWidget(QLabel(label), row, col)
-            val = QLabel(f"<b>{_esc(text)}</b>")
-            val.setWordWrap(long)
-            val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            self.figures.addWidget(val, row, col + 1, 1, 3 if long else 1)
-            if long or col:
-                row, col = row + 1, 0
-            else:
-                col = 2
 
     def _on_ref_activated(self, href: str) -> None:
         p = self.state.selected_proposal

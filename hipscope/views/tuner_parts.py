@@ -6,6 +6,8 @@ import shlex
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QLabel
 
 from ..model.view_state import Selection
 from ..tuner.proposals import Proposal, Ref
@@ -131,6 +133,25 @@ def trace_pair(rec: ExperimentRecord) -> list[str] | None:
         med = float(np.median([r["wall_s"] for r in runs]))
         out.append(min(runs, key=lambda r: abs(r["wall_s"] - med))["trace_path"])
     return out
+
+
+def fill_figures(grid: QGridLayout, figures: dict) -> None:
+    """Short figures two pairs a row; long text on a row of its own."""
+    row, col = 0, 0
+    for k, v in figures.items():
+        label, text = fmt_figure(k, v)
+        long = len(text) > 18
+        if long and col:
+            row, col = row + 1, 0
+        grid.addWidget(QLabel(label), row, col)
+        val = QLabel(f"<b>{_esc(text)}</b>")
+        val.setWordWrap(long)
+        val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        grid.addWidget(val, row, col + 1, 1, 3 if long else 1)
+        if long or col:
+            row, col = row + 1, 0
+        else:
+            col = 2
 
 
 def ref_place(document, ref: Ref) -> str:
