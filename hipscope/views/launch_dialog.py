@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from ..launchers.spec import ProfilerSpec, RunSpec, SlurmOptions, Target
 from ..qt.host_keys import HostKeyAsker
+from ..qt.tasks import TaskRunner
 from .launch_widgets import (EnvEditor, ProfilerOptions, describe_detection, run_detection,
                              ssh_config_hosts)
 
@@ -61,11 +62,10 @@ class LaunchDialog(QDialog):
 
     def __init__(self, settings=None, spec: RunSpec | None = None, parent=None):
         super().__init__(parent)
-        from ..qt.tasks import TaskRunner
-
         self.setWindowTitle("New run")
         self.setObjectName("launch_dialog")
         self.settings = settings
+        self.result_spec: RunSpec | None = None        # set when accepted
         self.runner = TaskRunner(self, max_threads=1)
         self.asker = HostKeyAsker(self)
         self.detected: dict[str, Any] | None = None

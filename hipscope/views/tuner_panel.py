@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -45,6 +44,7 @@ from ..qt.tuner import TunerController
 from ..tuner import experiment as tx
 from ..tuner.proposals import Proposal, Ref
 from ..tuner.state import ExperimentRecord, TunerState
+from .launch_dialog import LaunchDialog
 from .tuner_parts import (CONF_COLOURS, STATUS_TEXT, ABChart, _esc, experiment_text,
                           fill_figures, ref_place, result_html, reveal_window, show_ref,
                           trace_pair)
@@ -443,27 +443,12 @@ class TunerPanel(QWidget):
 
     # ---- program and apply -----------------------------------------------------------
     def edit_program(self) -> None:
-        """Choose the program tests run: the Run dialog when there is one, else a
-        command line."""
-        prog = self.state.program
-        try:
-            from .launch_dialog import LaunchDialog
-        except ImportError:
-            LaunchDialog = None  # noqa: N806
-        if LaunchDialog is not None:
-            dlg = LaunchDialog(None, prog, self)
-            dlg.setWindowTitle("Program for A/B tests")
-            if getattr(dlg, "run_button", None) is not None:
-                dlg.run_button.setText("Use")
-            if dlg.exec() and getattr(dlg, "result_spec", None) is not None:
-                self.state.set_program(dlg.result_spec)
-            return
-        from ..launchers import RunSpec
-
-        text, ok = QInputDialog.getText(self, "Program for A/B tests", "Command line:",
-                                        text=shlex.join(prog.command) if prog else "")
-        if ok and text.strip():
-            self.state.set_program(RunSpec(shlex.split(text)))
+        """Choose the program tests run, in the Run dialog."""
+        dlg = LaunchDialog(None, self.state.program, self)
+        dlg.setWindowTitle("Program for A/B tests")
+        dlg.run_button.setText("Use")
+        if dlg.exec() and dlg.result_spec is not None:
+            self.state.set_program(dlg.result_spec)
 
     def apply(self, pid: str | None) -> object | None:
         """The program with ``pid``'s experiment applied: its shell line goes to the
