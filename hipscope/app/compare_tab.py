@@ -14,8 +14,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
-from .loading_tab import LoadingTab
 from ..qt.tasks import TaskHandle, TaskRunner
+from .loading_tab import LoadingTab
 from .trace_tab import Loader, default_loader
 
 log = logging.getLogger(__name__)
@@ -119,8 +119,8 @@ class CompareTab(LoadingTab):
     def _maybe_compare(self) -> None:
         if self.state != "loading" or any(t is None for t in self.traces):
             return
-        from ..views.compare import CompareView
         from ..qt.compare import CompareController
+        from ..views.compare import CompareView
 
         self.loading_label.setText(f"Comparing {self.title}: kernels, figures, alignment…")
         self.controller = CompareController(self.traces, self.paths, self)

@@ -262,7 +262,7 @@ class MainWindow(QMainWindow):
             self._sync_toolbar(tab)
             vs = tab.document.view_state
             self.find_bar.show_query(vs.find_text, vs.find_regex)
-        self._update_actions()
+        self.update_actions()
 
     def _on_tab_range_text_changed(self, tab: TraceTab, text: str) -> None:
         if tab is self.current_tab():
@@ -275,7 +275,7 @@ class MainWindow(QMainWindow):
         self.color_combo.setCurrentIndex(max(0, self.color_combo.findData(vs.color_mode)))
         self.group_combo.setCurrentIndex(max(0, self.group_combo.findData(vs.grouping)))
 
-    def _update_actions(self) -> None:
+    def update_actions(self) -> None:
         tab = self.current_tab()
         loaded = tab is not None and tab.state == "loaded"
         timeline = loaded and tab.has_timeline
@@ -293,12 +293,12 @@ class MainWindow(QMainWindow):
             w.setEnabled(loaded)
 
     # ---- view actions ------------------------------------------------------------------
-    def _on_color_combo_activated(self, _i: int) -> None:
+    def on_color_combo_activated(self, _i: int) -> None:
         tab = self.current_tab()
         if tab is not None:
             tab.document.view_state.set_color_mode(self.color_combo.currentData())
 
-    def _on_group_combo_activated(self, _i: int) -> None:
+    def on_group_combo_activated(self, _i: int) -> None:
         tab = self.current_tab()
         if tab is not None:
             tab.document.view_state.set_grouping(self.group_combo.currentData())
@@ -426,7 +426,7 @@ class MainWindow(QMainWindow):
         return self.exports.table_csv(tab.panels[key], key, path)
 
     # ---- lifecycle -----------------------------------------------------------------------
-    def _about(self) -> None:
+    def about(self) -> None:
         from .. import __version__
 
         QMessageBox.about(self, "About hipscope",

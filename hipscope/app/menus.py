@@ -31,13 +31,13 @@ def build_toolbar(w) -> None:
     w.color_combo = QComboBox(tb)
     for m in COLOR_MODES:
         w.color_combo.addItem(COLOR_LABELS.get(m, m), m)
-    w.color_combo.activated.connect(w._on_color_combo_activated)
+    w.color_combo.activated.connect(w.on_color_combo_activated)
     tb.addWidget(w.color_combo)
     tb.addWidget(QLabel("  Group by ", tb))
     w.group_combo = QComboBox(tb)
     for g in GROUPINGS:
         w.group_combo.addItem(GROUP_LABELS.get(g, g), g)
-    w.group_combo.activated.connect(w._on_group_combo_activated)
+    w.group_combo.activated.connect(w.on_group_combo_activated)
     tb.addWidget(w.group_combo)
     w.view_toolbar = tb
 
@@ -55,7 +55,7 @@ def build_menus(w) -> None:
     for spec in w.panel_specs:
         v.addAction(w.docks[spec.key].toggleViewAction())
     h = mb.addMenu("&Help")
-    action(w, ActionId.ABOUT, h, "&About hipscope", w._about)
+    action(w, ActionId.ABOUT, h, "&About hipscope", w.about)
 
 
 def build_file_menu(w, m: QMenu) -> None:
@@ -95,7 +95,7 @@ def build_export_menu(w, ex: QMenu) -> None:
                 w.panel_actions.append(action(
                     w, pa.id, ex, pa.text,
                     lambda spec=spec, pa=pa: w.run_panel_action(spec.key, pa)))
-    ex.aboutToShow.connect(w._update_actions)
+    ex.aboutToShow.connect(w.update_actions)
 
 
 def action(w, action_id: str, menu, text, slot, shortcut=None):

@@ -13,7 +13,6 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 
-
 class Commands(QObject):
     """Intents of panels, as signals the shell carries out."""
 

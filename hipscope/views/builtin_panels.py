@@ -11,7 +11,7 @@ from ..qt.panels import MENU_EXPORT, PanelAction, PanelSpec, register_panel
 from .details import DetailsView
 from .heatmap import CounterHeatmapView
 from .queue_delay import QueueDelayView
-from .tables import KernelSummaryView, KernelsTableView
+from .tables import KernelsTableView, KernelSummaryView
 from .tuner_panel import TunerPanel
 
 

@@ -4,11 +4,12 @@ timeline, the experiment, and an A/B **Test** of it on real runs.
 The panel draws a :class:`~hipscope.tuner.state.TunerState` (proposals, selection,
 program, experiment records) that its :class:`~hipscope.qt.tuner.TunerController`
 fills (proposals and A/B tests in workers; all tuning logic lives in
-``hipscope.tuner``); texts and the chart are in :mod:`.tuner_parts`. Evidence links change the document's ViewState (selection / window), so
-the timeline follows. Signals: ``proposals_ready`` (after a trace's proposals are
-shown), ``experiment_done(str)`` (proposal id, any outcome), ``compare_requested(list)``
-(paths: baseline and variant traces, for the window's comparison tab),
-``apply_requested(object)`` (the RunSpec with the experiment applied).
+``hipscope.tuner``); texts and the chart are in :mod:`.tuner_parts`. Evidence links
+change the document's ViewState (selection / window), so the timeline follows.
+Signals: ``proposals_ready`` (after a trace's proposals are shown),
+``experiment_done(str)`` (proposal id, any outcome), ``compare_requested(list)`` (paths:
+baseline and variant traces, for the window's comparison tab), ``apply_requested(object)``
+(the RunSpec with the experiment applied).
 """
 
 from __future__ import annotations
@@ -45,9 +46,19 @@ from ..tuner import experiment as tx
 from ..tuner.proposals import Proposal, Ref
 from ..tuner.state import ExperimentRecord, TunerState
 from .launch_dialog import LaunchDialog
-from .tuner_parts import (CONF_COLOURS, STATUS_TEXT, ABChart, _esc, experiment_text,
-                          fill_figures, ref_place, result_html, reveal_window, show_ref,
-                          trace_pair)
+from .tuner_parts import (
+    CONF_COLOURS,
+    STATUS_TEXT,
+    ABChart,
+    esc,
+    experiment_text,
+    fill_figures,
+    ref_place,
+    result_html,
+    reveal_window,
+    show_ref,
+    trace_pair,
+)
 
 __all__ = ["TunerPanel", "reveal_window"]
 
@@ -359,28 +370,28 @@ class TunerPanel(QWidget):
         if p is None:
             self._show_ab(None)
             return
-        self.title_label.setText(_esc(p.title))
+        self.title_label.setText(esc(p.title))
         per = p.estimate.breakdown_text() if p.estimate is not None else ""
         self.estimate_label.setText(
-            f"Estimated gain: <b>{_esc(p.estimate_text())}</b>"
-            + (f"<br><span style='color:#777'>per GPU / host thread: {_esc(per)}</span>"
+            f"Estimated gain: <b>{esc(p.estimate_text())}</b>"
+            + (f"<br><span style='color:#777'>per GPU / host thread: {esc(per)}</span>"
                if per else "") + " <span style='color:#777'>(formula in the tooltip)</span>")
         self.estimate_label.setToolTip(p.formula)
         col = CONF_COLOURS[p.confidence.level]
         self.confidence_label.setText(f"Confidence: <b style='color:{col}'>"
-                                      f"{p.confidence.level}</b> — {_esc(p.confidence.why)}")
+                                      f"{p.confidence.level}</b> — {esc(p.confidence.why)}")
         fill_figures(self.figures, p.evidence.figures)
-        links = [f"<a href='ref:{i}'>{_esc(r.label)}</a>{ref_place(self.document, r)}"
+        links = [f"<a href='ref:{i}'>{esc(r.label)}</a>{ref_place(self.document, r)}"
                  for i, r in enumerate(p.evidence.refs)]
-        notes = "".join(f"<br>{_esc(n)}" for n in p.evidence.notes)
+        notes = "".join(f"<br>{esc(n)}" for n in p.evidence.notes)
         self.refs_label.setText(("Show in the timeline:<br>• " + "<br>• ".join(links)
                                  if links else "") + notes)
         self.refs_label.setVisible(bool(links or notes))
         self.experiment_box.setPlainText(experiment_text(p))
-        self.note_label.setText(_esc(p.experiment.note or ""))
+        self.note_label.setText(esc(p.experiment.note or ""))
         self.note_label.setVisible(bool(p.experiment.note))
-        docs = "<br>".join(f"<a href='{_esc(c.url)}'>{_esc(c.title)}</a>"
-                           + (f" <span style='color:#777'>— {_esc(c.says)}</span>"
+        docs = "<br>".join(f"<a href='{esc(c.url)}'>{esc(c.title)}</a>"
+                           + (f" <span style='color:#777'>— {esc(c.says)}</span>"
                               if c.says else "") for c in p.docs)
         self.docs_label.setText(f"<b>Documentation</b><br>{docs}" if docs else "")
         self._show_ab(p)
@@ -406,8 +417,8 @@ class TunerPanel(QWidget):
         if len(line) > 110:
             line = line[:107] + "…"
         self.program_label.setText(
-            f"Program: <span style='font-family:monospace'>{_esc(line)}</span>"
-            + (f" <span style='color:#777'>on {_esc(prog.target.label())}</span>"
+            f"Program: <span style='font-family:monospace'>{esc(line)}</span>"
+            + (f" <span style='color:#777'>on {esc(prog.target.label())}</span>"
                if prog.target.kind != "local" else "")
             if prog is not None else
             "Program: <i>none recorded in the trace</i> — choose one to test experiments")
@@ -423,14 +434,14 @@ class TunerPanel(QWidget):
                                      and p.experiment.automatic)
         self.progress.setVisible(busy)
         self.progress.setValue(int(1000 * (rec.progress or 0)) if busy else 0)
-        self.run_label.setText(_esc(rec.message or "") if rec is not None else "")
+        self.run_label.setText(esc(rec.message or "") if rec is not None else "")
         self.run_label.setVisible(bool(rec is not None and rec.message))
         result = rec.result if rec is not None and rec.status == "finished" else None
         self.chart.setVisible(bool(rec is not None and rec.runs))
         if rec is not None and rec.runs:
             self.chart.show_runs(rec.runs)
         self.result_label.setText(result_html(result) if result is not None else
-                                  ("" if runnable or p is None else _esc(why)))
+                                  ("" if runnable or p is None else esc(why)))
         pair = trace_pair(rec) if result is not None else None
         self.compare_label.setText("<a href='compare'>Open the baseline and variant traces "
                                    "in an aligned comparison</a>" if pair else "")

@@ -144,7 +144,7 @@ def fill_figures(grid: QGridLayout, figures: dict) -> None:
         if long and col:
             row, col = row + 1, 0
         grid.addWidget(QLabel(label), row, col)
-        val = QLabel(f"<b>{_esc(text)}</b>")
+        val = QLabel(f"<b>{esc(text)}</b>")
         val.setWordWrap(long)
         val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         grid.addWidget(val, row, col + 1, 1, 3 if long else 1)
@@ -185,6 +185,6 @@ def show_ref(document, ref: Ref) -> None:
         vs.set_window(*reveal_window(vs.window, int(t0), int(t1)))
 
 
-def _esc(text: str) -> str:
+def esc(text: str) -> str:
     return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("'", "&#39;"))

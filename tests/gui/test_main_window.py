@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QApplication
 
 from hipscope.app.main_window import EMPTY_TEXT, MainWindow
 from hipscope.app.settings import Settings
-from hipscope.qt.tasks import TaskRunner
 from hipscope.cli.main import demo_trace_path
 from hipscope.parsers import Cancelled, TraceFormatError, open_trace
+from hipscope.qt.tasks import TaskRunner
 
 from .conftest import make_tiny_trace
 
@@ -244,7 +244,7 @@ def test_export_timeline_png_and_svg(make_window, qtbot, tiny_file, tmp_path):
     (tab,) = w.open_paths([tiny_file])
     _wait_loaded(qtbot, w, tab)
     assert tab.has_timeline
-    w._update_actions()
+    w.update_actions()
     assert w.export_png_action.isEnabled()
     for kind in ("png", "svg"):
         out = tmp_path / f"t.{kind}"
@@ -274,7 +274,7 @@ def test_export_pftrace_in_a_worker(make_window, qtbot, tiny_file, tmp_path):
     w = make_window(loader=tiny_loader)
     (tab,) = w.open_paths([tiny_file])
     _wait_loaded(qtbot, w, tab)
-    w._update_actions()
+    w.update_actions()
     assert w.export_pftrace_action.isEnabled()
     out = tmp_path / "t.pftrace"
     with qtbot.waitSignal(w.export_finished, timeout=30_000) as blocker:

@@ -13,13 +13,13 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QGuiApplication
 
 from hipscope.analysis.stats import kernel_stats
-from hipscope.qt.document import Document
 from hipscope.model.view_state import Filters, Selection
+from hipscope.qt.document import Document
 from hipscope.views.tables import (
-    KernelSummaryModel,
-    KernelSummaryView,
     KernelsTableModel,
     KernelsTableView,
+    KernelSummaryModel,
+    KernelSummaryView,
 )
 from hipscope.views.tables.columnar import stable_order
 from tests.data.fixtures.big_trace import big_trace

@@ -11,8 +11,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QImage, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from hipscope.qt.document import Document
 from hipscope.model.view_state import Selection
+from hipscope.qt.document import Document
 from hipscope.views.timeline import TimelineView
 from hipscope.views.timeline.render import AXIS_H, LABEL_W
 

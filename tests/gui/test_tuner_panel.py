@@ -13,10 +13,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from hipscope.qt.document import Document
 from hipscope.launchers import RunSpec
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace
+from hipscope.qt.document import Document
 from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.views.tuner_panel import TunerPanel, reveal_window
 
