@@ -20,6 +20,7 @@ class PanelDocks:
         self.window, self.specs = window, specs
         self.docks: dict[str, QDockWidget] = {}
         self.stacks: dict[str, QStackedWidget] = {}
+        self.empty_labels: dict[str, QLabel] = {}
         self._hidden: list[QDockWidget] | None = None
         for spec in specs:
             dock = QDockWidget(spec.title, window)
@@ -32,6 +33,7 @@ class PanelDocks:
             dock.setWidget(stack)
             window.addDockWidget(AREAS[spec.area], dock)
             self.docks[spec.key], self.stacks[spec.key] = dock, stack
+            self.empty_labels[spec.key] = empty
         for spec in specs:
             if spec.tabify_with in self.docks:
                 window.tabifyDockWidget(self.docks[spec.tabify_with], self.docks[spec.key])
@@ -59,7 +61,7 @@ class PanelDocks:
             if panels is not None and state == "loaded":
                 stack.setCurrentWidget(panels[key])
             else:
-                stack.widget(0).setText(EMPTY_TEXTS.get(state, ""))
+                self.empty_labels[key].setText(EMPTY_TEXTS.get(state, ""))
                 stack.setCurrentIndex(0)
 
     def set_shown(self, show: bool) -> None:

@@ -15,6 +15,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ GROUPS = ("hipscope.readers", "hipscope.panels", "hipscope.rules")
 
 
 def load_group(group: str, builtin_modules: Iterable[str],
-               accept: Callable[[object], None] | None = None,
+               accept: Callable[[Any], object] | None = None,
                eps: Iterable[EntryPoint] | None = None) -> list[str]:
     """Import ``builtin_modules``, then load every entry point of ``group`` (``eps``:
     these instead of the installed ones). A plugin that fails to load is logged and

@@ -41,7 +41,8 @@ class HostKeyAsker(QObject):
         return q.answer
 
     def ask(self, host: str, key_type: str, fp: str) -> bool:
-        parent = self.parent() if isinstance(self.parent(), QWidget) else None
+        owner = self.parent()
+        parent = owner if isinstance(owner, QWidget) else None
         text = (f"The authenticity of host {host} can't be established.\n"
                 f"Its {key_type} key fingerprint is\n\n    {fp}\n\n"
                 "Trust this key and add it to known_hosts? Check the fingerprint with "

@@ -103,7 +103,7 @@ class TunerController(QObject):
         into the TunerState)."""
         p = self.state.proposal(pid) if pid else None
         ok, why = self.runnable(p)
-        if not ok:
+        if p is None or not ok:
             log.info("cannot test %s: %s", pid, why)
             return
         spec = tx.experiment_sweep(p, self.state.program, repeats=self.repeats)
@@ -171,8 +171,8 @@ class TunerController(QObject):
         self.experiment_done.emit(pid)
 
     def cancel_test(self, pid: str | None) -> None:
-        h = self._handles.get(pid) if pid else None
-        if h is not None:
+        h = self._handles.get(pid) if pid is not None else None
+        if pid is not None and h is not None:
             h.cancel()
             self.state.update_experiment(pid, message="Cancelling…")
 

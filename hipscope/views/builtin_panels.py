@@ -7,6 +7,11 @@ contract test in tests/gui/test_panel_contract.py then covers it.
 
 from __future__ import annotations
 
+from typing import cast
+
+from PySide6.QtWidgets import QWidget
+
+from ..qt.commands import Commands
 from ..qt.panels import MENU_EXPORT, PanelAction, PanelSpec, register_panel
 from .details import DetailsView
 from .heatmap import CounterHeatmapView
@@ -15,9 +20,10 @@ from .tables import KernelsTableView, KernelSummaryView
 from .tuner_panel import TunerPanel
 
 
-def _connect_tuner(panel: TunerPanel, commands) -> None:
-    panel.compare_requested.connect(commands.compare)
-    panel.apply_requested.connect(commands.new_run)
+def _connect_tuner(panel: QWidget, commands: Commands) -> None:
+    tuner = cast(TunerPanel, panel)
+    tuner.compare_requested.connect(commands.compare)
+    tuner.apply_requested.connect(commands.new_run)
 
 
 register_panel(PanelSpec("details", "Details", DetailsView, area="right", order=10))

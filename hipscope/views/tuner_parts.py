@@ -100,9 +100,9 @@ class ABChart(pg.PlotWidget):
                                             pen=pg.mkPen("w", width=0.5)))
             med = float(np.median(ys))
             self.plot([side - 0.3, side + 0.3], [med, med], pen=pg.mkPen("#222", width=2))
-        ys = [r["wall_s"] for r in runs]
-        if ys:
-            lo, hi = min(ys), max(ys)
+        walls = [r["wall_s"] for r in runs]
+        if walls:
+            lo, hi = min(walls), max(walls)
             pad = max((hi - lo) * 0.15, hi * 0.02)
             self.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
 
