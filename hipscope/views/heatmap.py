@@ -31,8 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..analysis import counters as ca
 from ..model.view_state import Selection
-from ..qt.document import Document
-from .panel import WorkerPanel
+from .panel import Document, WorkerPanel
 
 EMPTY_TEXT = ("This trace has no hardware counters. Collect some with rocprofv3 --pmc ... "
               "(e.g. rocprofv3 --pmc SQ_WAVES SQ_INSTS_VALU TCC_HIT_sum TCC_MISS_sum -- app), "

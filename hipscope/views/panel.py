@@ -9,6 +9,8 @@ from PySide6.QtWidgets import QLabel, QStackedLayout, QWidget
 from ..qt.document import Document
 from ..qt.tasks import TaskRunner
 
+__all__ = ["Document", "WorkerPanel"]     # the base of the worker panels, and what they follow
+
 
 class WorkerPanel(QWidget):
     """Holds ``document`` and ``tasks`` (a TaskRunner shut down when the panel closes);
