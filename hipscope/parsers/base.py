@@ -552,10 +552,9 @@ def _load_builtin() -> None:
     with _LOAD_LOCK:
         if _LOADED:
             return
-        import importlib
+        from ..model.plugins import load_group    # built-ins, then entry points
 
-        for mod in BUILTIN_MODULES:
-            importlib.import_module(f"{__package__}.{mod}")
+        load_group("hipscope.readers", [f"{__package__}.{mod}" for mod in BUILTIN_MODULES])
         _LOADED = True
 
 

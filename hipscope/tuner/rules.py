@@ -77,8 +77,17 @@ def _bounded(ctx: TraceContext, p: Proposal) -> Proposal:
     return p
 
 
+_RULES_LOADED: list[str] = []
+
+
 def _load_rule_modules() -> None:
-    from . import rules_knobs, rules_sync  # noqa: F401  (they register themselves)
+    """The built-in rule modules and the ``hipscope.rules`` entry points, once (each
+    registers its rules with :func:`rule`; loading twice, from two workers, is harmless)."""
+    if not _RULES_LOADED:
+        from ..model.plugins import load_group
+
+        load_group("hipscope.rules", ["hipscope.tuner.rules_knobs", "hipscope.tuner.rules_sync"])
+        _RULES_LOADED.append("loaded")
 
 
 # ====================================================================== graph capture

@@ -38,7 +38,7 @@ from .heatmap_canvas import (
     scaled_for_colour,
     to_image,
 )
-from .panel import WorkerPanel
+from .panel import Document, WorkerPanel
 
 __all__ = ["EMPTY_RGB", "EMPTY_TEXT", "NAN_RGB", "NORMS", "ColourLegend", "CounterHeatmapView",
            "HeatmapCanvas", "TimeCanvas", "colour_lut", "scaled_for_colour", "to_image"]
@@ -57,7 +57,7 @@ class CounterHeatmapView(WorkerPanel):
     matrix_ready = Signal()      # a new matrix is shown (tests wait on it)
     time_updated = Signal()
 
-    def __init__(self, document, parent: QWidget | None = None):
+    def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(document, 1, parent)
         self.dispatch_matrix: ca.CounterMatrix | None = None
         self.matrix: ca.CounterMatrix | None = None      # shown: selected columns, ordered

@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..model.trace import Trace
 from ..model.view_state import ViewState
+from .bridge import ObservableBridge
 
 
 class Document(QObject):
@@ -31,7 +32,8 @@ class Document(QObject):
         self.paths = list(paths or [])
         self.trace: Trace | None = None
         self.view_state = ViewState()
-        self.view_state.subscribe(self._on_view_state_changed)
+        self._bridge = ObservableBridge(self.view_state, self)
+        self._bridge.changed.connect(self._on_view_state_changed)
 
     @property
     def title(self) -> str:
