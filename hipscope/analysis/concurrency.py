@@ -45,9 +45,10 @@ class StreamPair:
     shared_queue: bool | None   # both streams on one hardware queue (None: unknown)
 
 
-def concurrency(trace: Trace) -> dict:
+def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None) -> dict:
     """Per device: busy time, time with 2+ kernels running, and stream pairs that
-    never overlap although their work interleaves in time."""
+    never overlap although their work interleaves in time. ``busy_ns``: the per-device
+    busy time when already known (the analysis service's unions)."""
     k = trace.kernels
     out: dict = {"per_device": {}, "serialized_stream_pairs": []}
     if len(k) == 0:
@@ -58,7 +59,7 @@ def concurrency(trace: Trace) -> dict:
     queue = k.numpy("queue", fill=-1).astype(np.int64)
     for d in np.unique(dev):
         m = dev == d
-        busy = union_length(s[m], e[m])
+        busy = busy_ns[int(d)] if busy_ns is not None else union_length(s[m], e[m])
         two = time_at_least(s[m], e[m], 2)
         out["per_device"][str(int(d))] = {
             "busy_ns": busy, "concurrent_ns": two,

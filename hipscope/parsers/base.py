@@ -327,6 +327,8 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
             fresh = True
         traces.append(tr)
     trace = merge_traces(traces, names=[str(p) for p in paths]) if len(traces) > 1 else traces[0]
+    if len(traces) > 1:         # a merge is no cache entry: its analyses are not kept
+        trace.meta.pop("cache_key", None)
     if fresh or len(traces) > 1:
         _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)

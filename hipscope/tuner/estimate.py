@@ -12,17 +12,13 @@ set-up before the first kernel is not what the user tunes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from ..analysis.idle import Coverage
-from ..analysis.steps import Steps, find_steps
+from ..analysis.steps import Steps
 from .context import TraceContext
 from .proposals import Estimate
-
-_STEPS: WeakKeyDictionary[TraceContext, Steps | None] = WeakKeyDictionary()
-
 
 @dataclass
 class Pieces:
@@ -64,10 +60,8 @@ def thread_label(pid: int, tid: int) -> str:
 
 
 def steps_of(ctx: TraceContext) -> Steps | None:
-    """The trace's steps (cached per context)."""
-    if ctx not in _STEPS:
-        _STEPS[ctx] = find_steps(ctx.trace)
-    return _STEPS[ctx]
+    """The trace's steps (the analysis service's, computed once per trace)."""
+    return ctx.analyses.steps()
 
 
 def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | None]:

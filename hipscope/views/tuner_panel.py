@@ -382,10 +382,12 @@ class TunerPanel(QWidget):
 
     def _propose(self, trace, seen) -> None:
         """Propose for ``seen`` (``trace`` with what the user stated) in a worker."""
+        from ..analysis.context import analyses_of
         from ..tuner.rules import propose
 
         self.status_label.setText("Looking for proposals…")
-        h = self.tasks.submit("propose", lambda progress, cancelled: propose(seen))
+        h = self.tasks.submit("propose", lambda progress, cancelled: propose(
+            seen, analyses=analyses_of(trace), cancelled=cancelled))
         h.succeeded.connect(lambda props, trace=trace: self._on_proposals(trace, props))
         h.failed.connect(self.status_label.setText)
 

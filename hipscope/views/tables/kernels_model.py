@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...analysis.queue_delay import is_graph_launch, queue_delays
+from ...analysis.context import analyses_of
+from ...analysis.queue_delay import is_graph_launch
 from ...model.trace import Trace
 from ...model.view_state import Filters
 from .columnar import Col, ColumnarModel
@@ -90,7 +91,7 @@ class _Snapshot:
 
     def _queue_delay(self) -> np.ndarray:
         out = np.full(len(self.trace.kernels), np.nan)
-        qd = queue_delays(self.trace)
+        qd = analyses_of(self.trace).queue_delays()
         if qd.from_dispatch is not None:
             out[self.trace.kernels.valid("dispatch_ns")] = qd.from_dispatch
         if qd.from_api_start is not None:

@@ -17,6 +17,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
 from ...analysis import lod
+from ...analysis.context import analyses_of
 from ...model.units import fmt_duration
 from ...app.document import Document
 from ...app.tasks import TaskRunner
@@ -491,6 +492,7 @@ class TimelineView(PaintingMixin, QWidget):
 
         def job(progress=None, cancelled=None):
             st = lod.range_stats(model, t0, t1)
+            st["busy"] = analyses_of(self.document.trace).busy_between(t0, t1, cancelled)
             st["busy_fraction"] = (float(np.mean(list(st["busy"].values())))
                                    if st["busy"] else 0.0)
             st["device_names"] = {d: self.document.trace.device_name(d)
