@@ -85,6 +85,10 @@ class TraceAnalyses:
     def idle(self, cancelled: CancelledFn | None = None):
         return self.get("idle", cancelled=cancelled)
 
+    def idle_json(self, cancelled: CancelledFn | None = None) -> dict:
+        """The idle breakdown's report figures (its wall-clock unions, computed once)."""
+        return self.get("idle_json", cancelled=cancelled)
+
     def concurrency(self, cancelled: CancelledFn | None = None) -> dict:
         return self.get("concurrency", cancelled=cancelled)
 
@@ -156,6 +160,11 @@ def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
     return idle.idle_breakdown(svc.trace)
+
+
+@result("idle_json")
+def _idle_json(svc: TraceAnalyses, cancelled=None) -> dict:
+    return svc.idle(cancelled).to_json()
 
 
 @result("concurrency")

@@ -58,7 +58,7 @@ def build_report(trace: Trace, top: int = 20, analyses: TraceAnalyses | None = N
         ],
         "queue_delay_ns": qdelay,
         "copies": copies_by_direction(trace),
-        "idle_breakdown_ns": (an.idle(cancelled).to_json()
+        "idle_breakdown_ns": (an.idle_json(cancelled)
                               if len(trace.kernels) and real_timeline else None),
         "concurrency": an.concurrency(cancelled) if real_timeline else None,
         "launch_stats": an.launch_stats(cancelled) if real_timeline else None,

@@ -359,6 +359,8 @@ def _warn_separate_runs(trace: Trace) -> Trace:
     import numpy as np
     import pyarrow as pa
 
+    if _one_pid(trace):
+        return trace             # one process (the usual case): nothing to group
     parts = []   # per table: each pid's first start and last end (hash group-by, not a sort)
     for t in (trace.kernels, trace.api):
         if len(t) and "pid" in t.data.column_names and t.valid("pid").any():
@@ -389,6 +391,18 @@ def _warn_separate_runs(trace: Trace) -> Trace:
     meta = dict(trace.meta)
     add_diagnostic(meta, "merge.separate_runs", "warning", text)
     return replace(trace, meta=meta)
+
+
+def _one_pid(trace: Trace) -> bool:
+    """Whether the kernels and API calls all name one process (or none): min == max."""
+    import pyarrow.compute as pc
+
+    seen: set = set()
+    for t in (trace.kernels, trace.api):
+        if len(t) and "pid" in t.data.column_names:
+            mm = pc.min_max(t.data.column("pid"))
+            seen.update(v for v in (mm["min"].as_py(), mm["max"].as_py()) if v is not None)
+    return len(seen) <= 1
 
 
 @_one_input
