@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..model.names import compile_pattern
 
 NORMALISATIONS = ("minmax", "zscore", "peak", "none")
 _INSTANCE_RE = re.compile(r"\[\d+\]$")
@@ -407,10 +408,7 @@ def select_columns(m: CounterMatrix, pattern: str = "", drop_constant: bool = Fa
     patterns match as plain text), optionally without constant or all-NaN columns,
     without per-instance counters, and at most ``limit`` of them (derived first)."""
     names = m.column_names()
-    try:
-        rx = re.compile(pattern, re.IGNORECASE) if pattern else None
-    except re.error:
-        rx = re.compile(re.escape(pattern), re.IGNORECASE)
+    rx = compile_pattern(pattern)[0] if pattern else None     # the one name rule
     keep = []
     for i, n in enumerate(names):
         if rx is not None and not rx.search(n):

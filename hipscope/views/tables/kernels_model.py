@@ -10,13 +10,13 @@ worker (see :class:`~.columnar.ColumnarModel`), over a snapshot of the trace's c
 from __future__ import annotations
 
 import logging
-import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...analysis.context import analyses_of
+from ...model.names import match_mask
 from ...analysis.queue_delay import is_graph_launch
 from ...model.trace import Trace
 from ...model.view_state import Filters
@@ -46,18 +46,11 @@ _OPTIONAL = (
 
 
 def name_mask(categories: list[str], codes: np.ndarray, pattern: str) -> tuple[np.ndarray, str]:
-    """Rows whose name matches ``pattern`` (case-insensitive regex search).
+    """Rows whose name matches ``pattern`` (the one rule: :mod:`hipscope.model.names`).
 
     An invalid regex is searched for as plain text; the second value then says why.
     """
-    error = ""
-    try:
-        rx = re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        error = f"not a valid regular expression ({exc}); matching it as plain text"
-        rx = re.compile(re.escape(pattern), re.IGNORECASE)
-    ok = np.fromiter((rx.search(c) is not None for c in categories), dtype=bool,
-                     count=len(categories))
+    ok, error = match_mask(categories, pattern)
     ok = np.append(ok, False)            # code -1 (no name) -> index -1 -> False
     return ok[codes], error
 
