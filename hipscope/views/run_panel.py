@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from ..launchers.base import RunResult, RunState
 from ..launchers.spec import RunSpec
+from ..model.units import fmt_duration
 from .launch_widgets import HostKeyAsker
 
 log = logging.getLogger(__name__)
@@ -57,13 +58,7 @@ GPU_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2",
 
 
 def fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {int(s % 60):02d} s"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+    return "-" if s is None else fmt_duration(s * 1e9)     # the one duration text
 
 
 class TelemetryBuffer:
