@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import Trace
+from ..model.api_names import LAUNCH_RE, is_launch, per_code  # noqa: F401 - LAUNCH_RE re-exported
 from .stats import union_length
 
-LAUNCH_RE = re.compile(r"(launchkernel|launchcooperativekernel|modulelaunch|graphlaunch|"
-                       r"cudalaunch|culaunch|hiplaunch)", re.IGNORECASE)
 
 
 def time_at_least(starts: np.ndarray, ends: np.ndarray, k: int = 2) -> int:
@@ -111,15 +109,15 @@ def launch_stats(trace: Trace, top: int = 10) -> dict:
     if len(api) == 0:
         return out
     codes, names = api.codes("name")
-    is_launch = np.array([bool(LAUNCH_RE.search(n)) for n in names] + [False])[codes]
-    if not is_launch.any():
+    launch = per_code(names, is_launch)[codes]
+    if not launch.any():
         return out
-    a_s, a_e = api.numpy("start")[is_launch], api.numpy("end")[is_launch]
+    a_s, a_e = api.numpy("start")[launch], api.numpy("end")[launch]
     overhead = float(np.median(a_e - a_s))
     out["launch_overhead_ns"] = int(round(overhead))
     out["kernels_shorter_than_launch_fraction"] = float(np.mean((e - s) < overhead))
-    tid = api.numpy("tid", fill=-1)[is_launch]
-    rows = np.flatnonzero(is_launch)
+    tid = api.numpy("tid", fill=-1)[launch]
+    rows = np.flatnonzero(launch)
     gaps = []
     for t in np.unique(tid):
         m = tid == t

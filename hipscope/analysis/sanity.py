@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import Trace
-from .queue_delay import is_graph_launch
+from ..model.api_names import is_graph_launch, per_code
 
 
 def sanity_warnings(trace: Trace) -> list[str]:
@@ -22,7 +22,7 @@ def sanity_warnings(trace: Trace) -> list[str]:
         graph = np.zeros(len(k), dtype=bool)
         if len(api):
             codes, names = api.codes("name")
-            gcode = np.array([is_graph_launch(n) for n in names] + [False])
+            gcode = per_code(names, is_graph_launch)
             graph = (api_idx >= 0) & gcode[np.where(api_idx >= 0, codes[np.maximum(api_idx, 0)],
                                                     len(names))]
         pid = k.numpy("pid", fill=-1).astype(np.int64)

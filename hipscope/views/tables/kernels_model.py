@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ...analysis.context import analyses_of
 from ...model.names import match_mask
-from ...analysis.queue_delay import is_graph_launch
+from ...model.api_names import is_graph_launch
 from ...model.trace import Trace
 from ...model.view_state import Filters
 from .columnar import Col, ColumnarModel
