@@ -22,7 +22,7 @@ import numpy as np
 
 from ..model import Trace
 from ..model.progress import CancelledFn, check_cancel
-from . import intervals
+from ..model import intervals
 
 # name -> (function(service, *params, cancelled) -> value, kept on disk)
 _RESULTS: dict[str, tuple[Callable[..., Any], bool]] = {}

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..model import Trace
 from ..model.progress import CancelledFn, check_cancel
-from .intervals import busy_fraction, union, union_length  # noqa: F401 - re-exported
+from ..model.intervals import busy_fraction, union, union_length  # noqa: F401 - re-exported
 
 
 def busy_fraction_per_device(trace: Trace) -> dict[int, float]:
