@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Trace
-from ..model.intervals import nesting_depth
+from ..model.intervals import nesting_depth, union_length
 from ..model.names import match_mask
 from ..model.progress import Cancelled
 
@@ -799,17 +799,6 @@ def range_stats(model: TimelineModel, t0: int, t1: int) -> dict:
         busy[d] = union_length(s, e) / dur
     return {"t0": t0, "t1": t1, "duration_ns": t1 - t0, "kernels": n_k,
             "api_calls": n_api, "copies": n_cp, "busy": busy}
-
-
-def union_length(start: np.ndarray, end: np.ndarray) -> int:
-    """Total length of the union of intervals (any order)."""
-    if len(start) == 0:
-        return 0
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], np.maximum(end[o], start[o])
-    run = np.maximum.accumulate(e)
-    prev = np.r_[s[0], run[:-1]]
-    return int(np.maximum(run - np.maximum(s, prev), 0).sum())
 
 
 # --------------------------------------------------------------------------- names
