@@ -155,7 +155,7 @@ def _queue_delays(svc: TraceAnalyses, cancelled=None):
     return qd.queue_delays(svc.trace)
 
 
-@result("idle")
+@result("idle", persist=False)        # ~50 bytes a gap: cheaper to compute than to keep
 def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
@@ -200,7 +200,7 @@ def _device_rows(svc: TraceAnalyses, cancelled=None) -> dict[int, np.ndarray]:
     return {int(dev[part[0]]): part for part in np.split(order, bounds)}
 
 
-@result("busy_unions")
+@result("busy_unions", persist=False)   # an intermediate: a sort per device
 def _busy_unions(svc: TraceAnalyses, cancelled=None) -> dict[int, tuple]:
     k = svc.trace.kernels
     out = {}
