@@ -13,7 +13,6 @@ kernel rows in start order, busy unions) are results too. Qt-free.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -132,19 +131,21 @@ class TraceAnalyses:
 
 
 # --------------------------------------------------------------------------- one per trace
-_BY_TRACE: dict[int, TraceAnalyses] = {}
-_BY_TRACE_LOCK = threading.Lock()
+_ATTR = "_hipscope_analyses"
+_OF_LOCK = threading.Lock()
 
 
 def analyses_of(trace: Trace) -> TraceAnalyses:
-    """The one service of ``trace`` (created on first use, dropped with the trace)."""
-    key = id(trace)
-    with _BY_TRACE_LOCK:
-        svc = _BY_TRACE.get(key)
-        if svc is None or svc.trace is not trace:
-            svc = _BY_TRACE[key] = TraceAnalyses(trace)
-            weakref.finalize(trace, _BY_TRACE.pop, key, None)
-        return svc
+    """The one service of ``trace``, created on first use and kept on the trace itself
+    (so it lives exactly as long as the trace; a registry would keep every trace)."""
+    svc = trace.__dict__.get(_ATTR)
+    if svc is None:
+        with _OF_LOCK:
+            svc = trace.__dict__.get(_ATTR)
+            if svc is None:
+                svc = TraceAnalyses(trace)
+                object.__setattr__(trace, _ATTR, svc)     # Trace is frozen: its own slot
+    return svc
 
 
 # --------------------------------------------------------------------------- the results

@@ -124,3 +124,15 @@ def test_busy_figures_from_plain_interval_arithmetic():
         "0": 40 / 50, "1": 60 / 100}
     assert svc.busy_between(20, 45) == {0: (10 + 5) / 25, 1: 0.0}
     assert svc.concurrency()["per_device"]["0"]["busy_ns"] == 40
+
+
+def test_the_service_does_not_keep_its_trace_alive():
+    import gc
+    import weakref
+
+    trace = open_trace(LINKED, use_cache=False)
+    analyses_of(trace).queue_delays()
+    gone = weakref.ref(trace)
+    del trace
+    gc.collect()
+    assert gone() is None
