@@ -129,14 +129,15 @@ def from_bytes(payload: bytes) -> Any:
 class DiskStore:
     """Results of one cached trace, in ``folder`` (the trace entry's ``analyses/``)."""
 
-    def __init__(self, folder: Path, key: str):
+    def __init__(self, folder: Path, key: str, shape: tuple[int, ...] = ()):
         self.folder = folder
         self.key = key
+        self.shape = shape       # rows per table: a trace changed under its key misses
 
     def _path(self, rkey: tuple) -> Path:
         h = blake2b(digest_size=12)
         h.update(code_version())
-        h.update(json.dumps([self.key, *rkey], default=str).encode())
+        h.update(json.dumps([self.key, self.shape, *rkey], default=str).encode())
         return self.folder / f"{rkey[0]}-{h.hexdigest()}.npz"
 
     def load(self, rkey: tuple) -> tuple[Any] | None:
@@ -213,4 +214,5 @@ def store_for(trace: Trace) -> DiskStore | None:
         return None
     from ..parsers.cache import cache_dir
 
-    return DiskStore(cache_dir() / key / "analyses", key)
+    shape = tuple(len(t) for t in trace.tables().values())
+    return DiskStore(cache_dir() / key / "analyses", key, shape)
