@@ -56,15 +56,16 @@ def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None) -> dict:
     stream = k.numpy("stream", fill=-1).astype(np.int64)
     queue = k.numpy("queue", fill=-1).astype(np.int64)
     for d in np.unique(dev):
-        m = dev == d
-        busy = busy_ns[int(d)] if busy_ns is not None else union_length(s[m], e[m])
-        two = time_at_least(s[m], e[m], 2)
+        r = np.flatnonzero(dev == d)        # one take per column, not a mask each use
+        sd, ed, st = s[r], e[r], stream[r]
+        busy = busy_ns[int(d)] if busy_ns is not None else union_length(sd, ed)
+        two = time_at_least(sd, ed, 2)
         out["per_device"][str(int(d))] = {
             "busy_ns": busy, "concurrent_ns": two,
             "concurrent_fraction_of_busy": (two / busy) if busy else 0.0,
-            "streams": int(len(np.unique(stream[m][stream[m] >= 0]))),
+            "streams": int(len(np.unique(st[st >= 0]))),
         }
-        for pair in _serialized_pairs(int(d), s[m], e[m], stream[m], queue[m]):
+        for pair in _serialized_pairs(int(d), sd, ed, st, queue[r]):
             out["serialized_stream_pairs"].append(pair.__dict__)
     return out
 
