@@ -160,12 +160,15 @@ class DiskStore:
             payload = to_bytes(value)
         except NotStorable:
             return False
+        except Exception as exc:  # noqa: BLE001 - a value the codec chokes on: not kept
+            log.warning("analysis cache: cannot encode %s (%s); not kept", rkey[0], exc)
+            return False
         head = json.dumps({"key": self.key, "size": len(payload),
                            "crc32": zlib.crc32(payload)}).encode() + b"\n"
         try:
             _write_atomic(self._path(rkey), MAGIC + head + payload)
             return True
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - a cache problem never fails an analysis
             log.warning("analysis cache %s: cannot store %s (%s)", self.folder, rkey[0], exc)
             return False
 

@@ -103,3 +103,14 @@ def test_codec_round_trips_every_stored_result():
             continue
         back = persist.from_bytes(payload)
         assert persist.to_bytes(back) == payload, key
+
+
+def test_a_cache_that_cannot_be_written_never_fails_the_report(caplog):
+    tr = open_trace(LINKED, use_cache=True)
+    folder = Path(os.environ["HIPSCOPE_CACHE_DIR"]) / tr.meta["cache_key"] / "analyses"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the folder should be")
+    with caplog.at_level(logging.WARNING, logger="hipscope.analysis.persist"):
+        rep = build_report(tr)
+    assert rep["queue_delay_ns"]["from_api_start"]["count"] > 0
+    assert "cannot store" in caplog.text
