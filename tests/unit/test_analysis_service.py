@@ -136,3 +136,15 @@ def test_the_service_does_not_keep_its_trace_alive():
     del trace
     gc.collect()
     assert gone() is None
+
+
+def test_shared_correlation_ids_are_counted_once_each():
+    # kernels 0-4 with correlation ids 7, 7, 8, 9, 9 on one process: 2 ids are shared
+    n = 5
+    k = build_table("kernels", {"name": ["k"] * n, "device": np.zeros(n, np.int16),
+                                "start": np.arange(n, dtype=np.int64) * 10,
+                                "end": np.arange(n, dtype=np.int64) * 10 + 5,
+                                "pid": np.ones(n, np.int32),
+                                "correlation_id": np.array([7, 7, 8, 9, 9], np.int64)})
+    warnings = TraceAnalyses(Trace(kernels=k, meta={"format": "t"})).sanity()
+    assert "2 correlation ids are shared by several kernels outside graph launches" in warnings
