@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from ..launchers.base import RunResult, RunState
 from ..launchers.spec import RunSpec
+from ..model.units import fmt_duration
 from .bridge import ObservableBridge
 from .host_keys import HostKeyAsker
 
@@ -39,13 +40,7 @@ def _not_output(kind: str, _ev) -> bool:
 
 
 def fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{int(s // 60)} min {int(s % 60):02d} s"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+    return "-" if s is None else fmt_duration(s * 1e9)     # the one duration text
 
 
 class TelemetryBuffer:

@@ -49,7 +49,10 @@ class TunerController(QObject):
         from ..tuner.rules import propose
 
         self.status.emit("Looking for proposals…")
-        h = self.tasks.submit("propose", lambda progress, cancelled: propose(seen))
+        from ..analysis.context import analyses_of
+
+        h = self.tasks.submit("propose", lambda progress, cancelled: propose(
+            seen, analyses=analyses_of(trace), cancelled=cancelled))
         h.succeeded.connect(lambda props, trace=trace: self._on_proposals(trace, props))
         h.failed.connect(self.status.emit)
 

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.context import TraceAnalyses
 from ..analysis.idle import CATEGORIES, Coverage, category_pieces
 from ..model import Trace
+from ..model.progress import CancelledFn, check_cancel
 from ..model.units import fmt_duration
 from . import knobs
 from .context import TraceContext
@@ -43,21 +45,24 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 
 
 def propose(trace: Trace, probes: dict[str, float] | None = None,
-            only: list[str] | None = None) -> list[Proposal]:
+            only: list[str] | None = None, analyses: TraceAnalyses | None = None,
+            cancelled: CancelledFn | None = None) -> list[Proposal]:
     """All proposals for ``trace``, best first (gain, then confidence).
 
     ``probes``: figures measured elsewhere (see :class:`TraceContext`); ``only``:
-    rule names to run (default: all). A rule that fails is logged and skipped: one
-    bug must not hide the other proposals.
+    rule names to run (default: all); ``analyses``: the trace's analysis service
+    (default: its own); ``cancelled``: checked between rules (raises Cancelled). A
+    rule that fails is logged and skipped: one bug must not hide the other proposals.
     """
     _load_rule_modules()
-    ctx = TraceContext(trace, probes)
+    ctx = TraceContext(trace, probes, analyses)
     if not ctx.real_timeline:
         return []
     out: list[Proposal] = []
     for name, fn in RULES.items():
         if only is not None and name not in only:
             continue
+        check_cancel(cancelled)
         try:
             props = [_bounded(ctx, p) for p in fn(ctx)]
             out.extend(p for p in props if p.estimated_gain_fraction >= MIN_GAIN

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..analysis import counters as ca
+from ..analysis.context import analyses_of
 from ..model.view_state import Selection
 from .heatmap_canvas import (
     EMPTY_RGB,
@@ -157,8 +158,8 @@ class CounterHeatmapView(WorkerPanel):
             return
         self.stack.setCurrentIndex(1)
         self.status.setText(f"Pivoting {len(trace.counters):,} counter values…")
-        h = self.tasks.submit("matrix", lambda progress, cancelled: ca.counter_matrix(
-            trace, cancelled=cancelled))
+        h = self.tasks.submit("matrix", lambda progress, cancelled: analyses_of(
+            trace).counter_matrix(cancelled=cancelled))
         h.succeeded.connect(lambda m, trace=trace: self._on_matrix(trace, m))
         h.failed.connect(self.status.setText)
 

@@ -252,7 +252,7 @@ class KernelSummaryView(QWidget):
         if len(trace.kernels) < ASYNC_STATS_ROWS:
             self._show_stats(trace, None)
             return
-        from ...analysis.stats import kernel_stats
+        from ...analysis.context import analyses_of
         from ...qt.tasks import TaskRunner
 
         if self._tasks is None:
@@ -260,7 +260,8 @@ class KernelSummaryView(QWidget):
         self.model.set_trace(None)
         self.status.setText(f"Computing statistics of {len(trace.kernels):,} kernels…")
         self.status.show()
-        h = self._tasks.submit("stats", lambda progress, cancelled: kernel_stats(trace))
+        h = self._tasks.submit("stats", lambda progress, cancelled: analyses_of(
+            trace).kernel_stats(cancelled))
         h.succeeded.connect(lambda st, trace=trace: self._show_stats(trace, st))
         h.failed.connect(self.status.setText)
 

@@ -403,7 +403,7 @@ class TimelineView(QWidget):
         trace = self.document.trace
 
         def job(progress=None, cancelled=None):
-            return lod.ruler_figures(trace, model, t0, t1)
+            return lod.ruler_figures(trace, model, t0, t1, cancelled)
 
         if model.n_kernels < RULER_SYNC:
             self._on_measure_succeeded(job())
