@@ -163,7 +163,7 @@ class QueueDelayView(WorkerPanel):
             return
         kind, by = self.kind_combo.currentData(), self.group_combo.currentData()
         h = self.tasks.submit("delays", lambda progress, cancelled: dv.compute_view_data(
-            trace, kind, by, N_WORST, cancelled))
+            trace, kind, by, N_WORST, cancelled=cancelled))
         h.succeeded.connect(lambda vd, trace=trace: self._on_view_data(trace, vd))
         h.failed.connect(self.headline.setText)
 

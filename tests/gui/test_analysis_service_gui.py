@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hipscope.app.document import Document
 
 from hipscope.analysis import queue_delay as qd
 from hipscope.analysis.context import analyses_of
 from hipscope.analysis.report import build_report
 from hipscope.model import Trace, build_table
+from hipscope.qt.document import Document
 from hipscope.tuner.context import TraceContext
 from hipscope.tuner.rules import propose
 from hipscope.views.queue_delay import QueueDelayView
@@ -74,4 +74,4 @@ def test_ruler_busy_agrees_with_the_report(qtbot):
     rep = build_report(trace)["gpu_busy_fraction_per_device"]
     # by hand: device 0 is covered by [0, 1000); device 1 by 400 + 400 of 1000
     assert rep == {"0": 1.0, "1": 0.8}
-    assert {str(d): f for d, f in got.args[0]["busy"].items()} == rep
+    assert {str(d): f for d, f in got.args[0].busy.items()} == rep
