@@ -1,0 +1,801 @@
+/*
+ * hipscope.parsers._pftscan: a wire-format walk of a Perfetto trace (the Trace proto:
+ * repeated TracePacket packet = 1) for hipscope/parsers/pftrace/fast.py. It does what
+ * hipscope/parsers/pftrace/walk.py does with the protobuf classes, for the fields that
+ * walk reads, and gives back the same Python structures (slices, open slices, counts).
+ *
+ * The file is taken in chunks of packets: a chunk is decoded into flat C records with
+ * the GIL released (framing, TracePacket, TrackEvent, DebugAnnotation, InternedData,
+ * ClockSnapshot, TracePacketDefaults), then walked in order with the GIL held (the
+ * sequence-scoped interned state, SEQ_INCREMENTAL_STATE_CLEARED, clocks, slice
+ * pairing per track), so the records' memory is one chunk's. The walk is one thread:
+ * interned ids are defined by earlier packets of the same sequence, so a packet range
+ * cannot be resolved without every packet before it.
+ *
+ * It declines (returns None, and the protobuf path reads the file exactly as before)
+ * whatever it does not know or where protobuf's merge rules would matter: a malformed
+ * field, a group, field number 0, a field walk reads given twice in one message, both
+ * members of a oneof walk reads, two data members in one packet, nested / dict / array /
+ * proto annotation values, invalid UTF-8, timestamp_delta_us, clock ids over 127 or
+ * timestamps that overflow int64 after conversion. Track descriptors come back as byte
+ * ranges that Python decodes with the protobuf class (there are few).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 65536
+
+typedef struct { uint32_t off, len; } Span;
+
+enum { D_NONE = 0, D_EVENT = 1, D_SNAP = 2, D_DESC = 3, D_OTHER = 4 };
+enum { V_NONE = 0, V_BOOL, V_UINT, V_INT, V_DOUBLE, V_STR, V_PTR, V_NULL, V_STRIID };
+
+typedef struct {
+    uint64_t ts, def_track, track, name_iid;
+    int64_t abs_us;
+    uint32_t clock, seq, flags, def_clock, primary;
+    Span name, desc;
+    uint32_t intern_lo, intern_hi, cat_lo, cat_hi, cs_lo, cs_hi, ann_lo, ann_hi;
+    uint32_t flow_lo, nflow[4], clk_lo, clk_hi;
+    uint8_t has_ts, has_clock, cleared, dropped, kind, has_def_clock, has_def_track;
+    uint8_t etype, has_track, name_kind, has_abs, has_primary;
+} Pkt;
+
+typedef struct { uint64_t iid; Span s; uint8_t kind; } Intern;
+typedef struct { uint64_t name, v; Span s; uint8_t nkind, vkind; } Ann;
+typedef struct { uint64_t ts, mult; uint32_t id; uint8_t incr, has_mult; } Clk;
+
+#define VEC(T, name) T *name; size_t name##_n, name##_cap;
+typedef struct {
+    const uint8_t *base;
+    VEC(Pkt, pk) VEC(Intern, in) VEC(uint64_t, cat) VEC(Span, cs) VEC(Ann, an)
+    VEC(uint64_t, fl) VEC(Clk, ck)
+    uint64_t tmpfl[4][64]; size_t tmpn[4];
+    const uint8_t *data_oneof; /* bitmap of TracePacket data-oneof field numbers */
+} Ctx;
+
+static int grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap) return 1;
+    size_t nc = *cap ? *cap * 2 : 1024;
+    void *q = realloc(*p, nc * sz);
+    if (!q) return 0;
+    *p = q; *cap = nc;
+    return 1;
+}
+#define PUSH(c, name) (grow((void **)&(c)->name, &(c)->name##_cap, (c)->name##_n, \
+                            sizeof(*(c)->name)) ? &(c)->name[(c)->name##_n++] : NULL)
+
+/* ------------------------------------------------------------------ wire */
+static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t r = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p >= end) return 0;
+        uint8_t b = *p++;
+        if (i == 9 && b > 1) return 0; /* beyond 64 bits */
+        r |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) { *pp = p; *out = r; return 1; }
+    }
+    return 0;
+}
+
+typedef struct { const uint8_t *p, *end; uint32_t field; int wire; uint64_t v; Span s; } Rd;
+
+/* next field: 1 ok, 0 end of message, -1 malformed */
+static int next(Rd *r, const uint8_t *base)
+{
+    if (r->p >= r->end) return 0;
+    uint64_t key;
+    if (!varint(&r->p, r->end, &key)) return -1;
+    if ((key >> 3) == 0 || (key >> 3) > 0x1FFFFFFF) return -1;
+    r->field = (uint32_t)(key >> 3);
+    r->wire = (int)(key & 7);
+    switch (r->wire) {
+    case 0: return varint(&r->p, r->end, &r->v) ? 1 : -1;
+    case 1:
+        if (r->end - r->p < 8) return -1;
+        memcpy(&r->v, r->p, 8); r->p += 8; return 1;
+    case 5: {
+        uint32_t w;
+        if (r->end - r->p < 4) return -1;
+        memcpy(&w, r->p, 4); r->v = w; r->p += 4; return 1;
+    }
+    case 2: {
+        uint64_t n;
+        if (!varint(&r->p, r->end, &n) || n > (uint64_t)(r->end - r->p)) return -1;
+        r->s.off = (uint32_t)(r->p - base); r->s.len = (uint32_t)n; r->p += n;
+        return 1;
+    }
+    default: return -1;
+    }
+}
+
+static Rd sub(const Rd *r, const uint8_t *base)
+{
+    Rd s = {base + r->s.off, base + r->s.off + r->s.len, 0, 0, 0, {0, 0}};
+    return s;
+}
+
+/* "seen" bit per field of one message: a field walk reads given twice -> decline */
+#define ONCE(mask, bit) do { if ((mask) & (1u << (bit))) return 0; (mask) |= 1u << (bit); } while (0)
+
+/* ------------------------------------------------------------------ decode (no GIL) */
+static int d_intern(Ctx *c, Rd *r)
+{
+    Rd m = sub(r, c->base), e;
+    int st;
+    while ((st = next(&m, c->base)) > 0) {
+        int kind = m.field == 2 ? 0 : m.field == 1 ? 1 : m.field == 3 ? 2 : m.field == 29 ? 3 : -1;
+        if (kind < 0) continue;
+        if (m.wire != 2) return 0;
+        Intern *it = PUSH(c, in);
+        if (!it) return 0;
+        it->kind = (uint8_t)kind; it->iid = 0; it->s.off = 0; it->s.len = 0;
+        e = sub(&m, c->base);
+        unsigned seen = 0;
+        while ((st = next(&e, c->base)) > 0) {
+            if (e.field == 1) { if (e.wire != 0) return 0; ONCE(seen, 1); it->iid = e.v; }
+            else if (e.field == 2) { if (e.wire != 2) return 0; ONCE(seen, 2); it->s = e.s; }
+        }
+        if (st < 0) return 0;
+    }
+    return st == 0;
+}
+
+static int d_ann(Ctx *c, Rd *r)
+{
+    Rd m = sub(r, c->base);
+    Ann *a = PUSH(c, an);
+    if (!a) return 0;
+    memset(a, 0, sizeof(*a));
+    int st;
+    unsigned seen = 0;
+    while ((st = next(&m, c->base)) > 0) {
+        uint32_t f = m.field;
+        if (f == 1 || f == 10) {
+            ONCE(seen, 0);
+            if (f == 1) { if (m.wire != 0) return 0; a->nkind = 1; a->name = m.v; }
+            else { if (m.wire != 2) return 0; a->nkind = 2; a->s = m.s; }
+            continue;
+        }
+        int vk = f == 2 ? V_BOOL : f == 3 ? V_UINT : f == 4 ? V_INT : f == 5 ? V_DOUBLE :
+                 f == 6 ? V_STR : f == 7 ? V_PTR : f == 9 ? V_NULL : f == 17 ? V_STRIID : -1;
+        if (vk < 0) return 0; /* nested / dict / array / proto values: the protobuf path */
+        ONCE(seen, 1);
+        int want = vk == V_DOUBLE ? 1 : (vk == V_STR || vk == V_NULL) ? 2 : 0;
+        if (m.wire != want) return 0;
+        a->vkind = (uint8_t)vk;
+        a->v = want == 2 ? ((uint64_t)m.s.off << 32) | m.s.len : m.v;
+    }
+    return st == 0;
+}
+
+static int d_flow(Ctx *c, Rd *r, int which, int fixed)
+{
+    /* packed or not; collected per kind so that the order is flow_ids, terminating */
+    if (r->wire == 2) {
+        Rd m = sub(r, c->base);
+        while (m.p < m.end) {
+            uint64_t v;
+            if (fixed) {
+                if (m.end - m.p < 8) return 0;
+                memcpy(&v, m.p, 8); m.p += 8;
+            } else if (!varint(&m.p, m.end, &v)) return 0;
+            if (c->tmpn[which] >= 64) return 0;
+            c->tmpfl[which][c->tmpn[which]++] = v;
+        }
+        return 1;
+    }
+    if (r->wire != (fixed ? 1 : 0) || c->tmpn[which] >= 64) return 0;
+    c->tmpfl[which][c->tmpn[which]++] = r->v;
+    return 1;
+}
+
+static int d_event(Ctx *c, Rd *r, Pkt *k)
+{
+    Rd m = sub(r, c->base);
+    int st;
+    unsigned seen = 0;
+    k->ann_lo = k->ann_hi = (uint32_t)c->an_n;
+    k->cat_lo = k->cat_hi = (uint32_t)c->cat_n;
+    k->cs_lo = k->cs_hi = (uint32_t)c->cs_n;
+    memset(c->tmpn, 0, sizeof(c->tmpn));
+    while ((st = next(&m, c->base)) > 0) {
+        switch (m.field) {
+        case 9: if (m.wire != 0) return 0; ONCE(seen, 0); k->etype = (uint8_t)(m.v <= 4 ? m.v : 0); break;
+        case 11: if (m.wire != 0) return 0; ONCE(seen, 1); k->has_track = 1; k->track = m.v; break;
+        case 10: if (m.wire != 0) return 0; ONCE(seen, 2); k->name_kind = 1; k->name_iid = m.v; break;
+        case 23: if (m.wire != 2) return 0; ONCE(seen, 2); k->name_kind = 2; k->name = m.s; break;
+        case 16: if (m.wire != 0) return 0; ONCE(seen, 3); k->has_abs = 1; k->abs_us = (int64_t)m.v; break;
+        case 1: return 0; /* timestamp_delta_us */
+        case 3:
+            if (m.wire == 2) {
+                Rd pk = sub(&m, c->base);
+                while (pk.p < pk.end) {
+                    uint64_t v, *d;
+                    if (!varint(&pk.p, pk.end, &v) || !(d = PUSH(c, cat))) return 0;
+                    *d = v;
+                }
+            } else {
+                uint64_t *d;
+                if (m.wire != 0 || !(d = PUSH(c, cat))) return 0;
+                *d = m.v;
+            }
+            break;
+        case 22: {
+            Span *d;
+            if (m.wire != 2 || !(d = PUSH(c, cs))) return 0;
+            *d = m.s;
+            break;
+        }
+        case 4: if (m.wire != 2 || !d_ann(c, &m)) return 0; break;
+        case 47: if (!d_flow(c, &m, 0, 1)) return 0; break;
+        case 48: if (!d_flow(c, &m, 1, 1)) return 0; break;
+        case 36: if (!d_flow(c, &m, 2, 0)) return 0; break;
+        case 42: if (!d_flow(c, &m, 3, 0)) return 0; break;
+        default: break;
+        }
+    }
+    if (st < 0) return 0;
+    k->ann_hi = (uint32_t)c->an_n; k->cat_hi = (uint32_t)c->cat_n; k->cs_hi = (uint32_t)c->cs_n;
+    k->flow_lo = (uint32_t)c->fl_n;
+    for (int w = 0; w < 4; w++) {
+        k->nflow[w] = (uint32_t)c->tmpn[w];
+        for (size_t i = 0; i < c->tmpn[w]; i++) {
+            uint64_t *d = PUSH(c, fl);
+            if (!d) return 0;
+            *d = c->tmpfl[w][i];
+        }
+    }
+    return 1;
+}
+
+static int d_snap(Ctx *c, Rd *r, Pkt *k)
+{
+    Rd m = sub(r, c->base), e;
+    int st;
+    unsigned seen = 0;
+    k->clk_lo = (uint32_t)c->ck_n;
+    while ((st = next(&m, c->base)) > 0) {
+        if (m.field == 2) {
+            if (m.wire != 0) return 0;
+            ONCE(seen, 0);
+            if (m.v > 63) return 0; /* an unknown enum value: protobuf leaves it unset */
+            k->has_primary = 1; k->primary = (uint32_t)m.v;
+        } else if (m.field == 1) {
+            if (m.wire != 2) return 0;
+            Clk *ck = PUSH(c, ck);
+            if (!ck) return 0;
+            memset(ck, 0, sizeof(*ck));
+            e = sub(&m, c->base);
+            unsigned s2 = 0;
+            while ((st = next(&e, c->base)) > 0) {
+                if (e.field >= 1 && e.field <= 4 && e.wire != 0) return 0;
+                if (e.field == 1) { ONCE(s2, 1); if (e.v > 0xFFFFFFFFu) return 0; ck->id = (uint32_t)e.v; }
+                else if (e.field == 2) { ONCE(s2, 2); ck->ts = e.v; }
+                else if (e.field == 3) { ONCE(s2, 3); ck->incr = e.v != 0; }
+                else if (e.field == 4) { ONCE(s2, 4); ck->mult = e.v; ck->has_mult = 1; }
+            }
+            if (st < 0) return 0;
+            if (ck->id > 127) return 0;
+        }
+    }
+    k->clk_hi = (uint32_t)c->ck_n;
+    return st == 0;
+}
+
+static int d_defaults(Ctx *c, Rd *r, Pkt *k)
+{
+    Rd m = sub(r, c->base), e;
+    int st;
+    unsigned seen = 0;
+    while ((st = next(&m, c->base)) > 0) {
+        if (m.field == 58) {
+            if (m.wire != 0 || m.v > 127) return 0;
+            ONCE(seen, 0);
+            k->has_def_clock = 1; k->def_clock = (uint32_t)m.v;
+        } else if (m.field == 11) {
+            if (m.wire != 2) return 0;
+            ONCE(seen, 1);
+            e = sub(&m, c->base);
+            unsigned s2 = 0;
+            while ((st = next(&e, c->base)) > 0) {
+                if (e.field == 11) {
+                    if (e.wire != 0) return 0;
+                    ONCE(s2, 0);
+                    k->has_def_track = 1; k->def_track = e.v;
+                }
+            }
+            if (st < 0) return 0;
+        }
+    }
+    return st == 0;
+}
+
+static int d_packet(Ctx *c, const uint8_t *p, const uint8_t *end, Pkt *k)
+{
+    Rd r = {p, end, 0, 0, 0, {0, 0}};
+    int st;
+    unsigned seen = 0;
+    memset(k, 0, sizeof(*k));
+    k->intern_lo = k->intern_hi = (uint32_t)c->in_n;
+    while ((st = next(&r, c->base)) > 0) {
+        uint32_t f = r.field;
+        if (f < 1024 && (c->data_oneof[f >> 3] >> (f & 7)) & 1) {
+            ONCE(seen, 0);
+            k->kind = f == 11 ? D_EVENT : f == 6 ? D_SNAP : f == 60 ? D_DESC : D_OTHER;
+            if (k->kind != D_OTHER && r.wire != 2) return 0;
+            if (k->kind == D_EVENT && !d_event(c, &r, k)) return 0;
+            if (k->kind == D_SNAP && !d_snap(c, &r, k)) return 0;
+            if (k->kind == D_DESC) k->desc = r.s;
+            continue;
+        }
+        switch (f) {
+        case 8: if (r.wire != 0) return 0; ONCE(seen, 1); k->has_ts = 1; k->ts = r.v; break;
+        case 58: if (r.wire != 0) return 0; ONCE(seen, 2);
+            if (r.v > 127) return 0;
+            k->has_clock = 1; k->clock = (uint32_t)r.v; break;
+        case 10: if (r.wire != 0) return 0; ONCE(seen, 3); k->seq = (uint32_t)r.v; break;
+        case 13: if (r.wire != 0) return 0; ONCE(seen, 4); k->flags = (uint32_t)r.v; break;
+        case 41: if (r.wire != 0) return 0; ONCE(seen, 5); if (r.v) k->cleared |= 2; break;
+        case 42: if (r.wire != 0) return 0; ONCE(seen, 6); k->dropped = r.v != 0; break;
+        case 59: if (r.wire != 2) return 0; ONCE(seen, 7); if (!d_defaults(c, &r, k)) return 0; break;
+        case 12: if (r.wire != 2) return 0; if (!d_intern(c, &r)) return 0; break;
+        default: break;
+        }
+    }
+    k->intern_hi = (uint32_t)c->in_n;
+    return st == 0;
+}
+
+typedef struct { size_t pos, n, used; int problem; uint8_t bad; } Frame;
+
+/* decode packets from f->pos until CHUNK packets or the end: 0 = decline */
+static int decode_chunk(Ctx *c, size_t size, Frame *f)
+{
+    c->pk_n = c->in_n = c->cat_n = c->cs_n = c->an_n = c->fl_n = c->ck_n = 0;
+    while (f->pos < size && c->pk_n < CHUNK) {
+        const uint8_t *p = c->base + f->pos, *end = c->base + size;
+        if (*p != 0x0A) { f->problem = 2; f->bad = *p; return 1; }
+        p++;
+        uint64_t len = 0;
+        int ok = 0, i;
+        for (i = 0; i < 10 && p < end; i++) {
+            uint8_t b = *p++;
+            if (i < 9 || b <= 1) len |= (uint64_t)(b & 0x7F) << (7 * i);
+            else len = UINT64_MAX; /* beyond 64 bits: longer than any file */
+            if (!(b & 0x80)) { ok = 1; break; }
+        }
+        if (!ok) { f->problem = (i == 10) ? 3 : 1; return 1; }
+        if (len > (uint64_t)(end - p)) { f->problem = 1; return 1; }
+        Pkt *k = PUSH(c, pk);
+        if (!k || !d_packet(c, p, p + len, k)) return 0;
+        f->pos = (size_t)(p - c->base) + len;
+        f->used = f->pos;
+        f->n++;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ walk (GIL held) */
+typedef struct { __int128 last, ref_ts, base; uint64_t mult; uint32_t ref; uint8_t present, incr; } Scoped;
+
+typedef struct {
+    uint32_t id;
+    PyObject *d[4]; /* names, categories, annotation names, annotation strings */
+    uint64_t def_track;
+    uint32_t def_clock;
+    uint8_t has_def_track, has_def_clock, valid;
+    Scoped clocks[64];
+} Seq;
+
+typedef struct {
+    Seq *seqs; size_t nseq, capseq, last;
+    PyObject *slices, *open, *counters, *clocks_used, *snaps, *descs, *empty_tuple, *empty_str;
+    PyObject *source_clock;
+    uint32_t primary;
+    long long unresolved, skipped, n_begun, unmatched;
+    int hipscope_made;
+} W;
+
+static Seq *seq_of(W *w, uint32_t id)
+{
+    if (w->nseq && w->seqs[w->last].id == id) return &w->seqs[w->last];
+    for (size_t i = 0; i < w->nseq; i++)
+        if (w->seqs[i].id == id) { w->last = i; return &w->seqs[i]; }
+    if (!grow((void **)&w->seqs, &w->capseq, w->nseq, sizeof(Seq))) return NULL;
+    Seq *s = &w->seqs[w->nseq];
+    memset(s, 0, sizeof(*s));
+    s->id = id; s->valid = 1;
+    for (int j = 0; j < 4; j++)
+        if (!(s->d[j] = PyDict_New())) return NULL;
+    w->last = w->nseq++;
+    return s;
+}
+
+static PyObject *str_of(const uint8_t *base, Span s, const char *errors)
+{
+    return PyUnicode_DecodeUTF8((const char *)base + s.off, s.len, errors);
+}
+
+/* d[key] lookup with a uint64 key; a borrowed reference or NULL (absent); err on failure */
+static PyObject *iget(PyObject *d, uint64_t key, int *err)
+{
+    PyObject *k = PyLong_FromUnsignedLongLong(key);
+    if (!k) { *err = 1; return NULL; }
+    PyObject *v = PyDict_GetItemWithError(d, k);
+    Py_DECREF(k);
+    if (!v && PyErr_Occurred()) *err = 1;
+    return v;
+}
+
+static int w_intern(W *w, Ctx *c, Seq *s, const Pkt *k)
+{
+    for (int kind = 0; kind < 4; kind++) /* walk's order: names, categories, ... */
+        for (uint32_t i = k->intern_lo; i < k->intern_hi; i++) {
+            const Intern *it = &c->in[i];
+            if (it->kind != kind) continue;
+            PyObject *key = PyLong_FromUnsignedLongLong(it->iid);
+            PyObject *v = str_of(c->base, it->s, kind == 3 ? "replace" : NULL);
+            int bad = !key || !v || PyDict_SetItem(s->d[kind], key, v) < 0;
+            if (!bad && kind == 1) {
+                if (PyUnicode_CompareWithASCIIString(v, "hipscope") == 0) w->hipscope_made = 1;
+                else if (it->s.len >= 15 && !memcmp(c->base + it->s.off, "hipscope-clock:", 15)) {
+                    PyObject *sc = PyUnicode_Substring(v, 15, PY_SSIZE_T_MAX);
+                    if (!sc) bad = 1;
+                    else Py_XSETREF(w->source_clock, sc);
+                }
+            }
+            Py_XDECREF(key); Py_XDECREF(v);
+            if (bad) return 0;
+        }
+    return 1;
+}
+
+static int w_snap(W *w, Ctx *c, Seq *s, const Pkt *k)
+{
+    if (k->has_primary) w->primary = k->primary;
+    PyObject *builtin = PyDict_New();
+    if (!builtin) return 0;
+    uint32_t first = 0;
+    int nb = 0, nscoped = 0;
+    for (uint32_t i = k->clk_lo; i < k->clk_hi; i++) {
+        const Clk *ck = &c->ck[i];
+        if (ck->id >= 64) { nscoped++; continue; }
+        PyObject *key = PyLong_FromUnsignedLong(ck->id), *v = PyLong_FromUnsignedLongLong(ck->ts);
+        int bad = !key || !v || PyDict_SetItem(builtin, key, v) < 0;
+        Py_XDECREF(key); Py_XDECREF(v);
+        if (bad) { Py_DECREF(builtin); return 0; }
+        if (!nb++) first = ck->id;
+    }
+    if (nb && PyList_Append(w->snaps, builtin) < 0) { Py_DECREF(builtin); return 0; }
+    Py_DECREF(builtin);
+    if (!nscoped || !nb) return 1;
+    uint32_t ref = first;
+    uint64_t ref_ts = 0;
+    for (uint32_t i = k->clk_lo; i < k->clk_hi; i++)
+        if (c->ck[i].id == w->primary) ref = w->primary;
+    for (uint32_t i = k->clk_lo; i < k->clk_hi; i++) /* the dict keeps the last value */
+        if (c->ck[i].id == ref) ref_ts = c->ck[i].ts;
+    for (uint32_t i = k->clk_lo; i < k->clk_hi; i++) {
+        const Clk *ck = &c->ck[i];
+        if (ck->id < 64) continue;
+        Scoped *sc = &s->clocks[ck->id - 64];
+        sc->present = 1; sc->last = ck->ts; sc->base = ck->ts; sc->ref_ts = ref_ts;
+        sc->mult = ck->mult ? ck->mult : 1; sc->incr = ck->incr; sc->ref = ref;
+    }
+    return 1;
+}
+
+/* the event's (ts, clock) as a new tuple; Py_None for an unknown scoped clock; NULL: decline */
+static PyObject *w_when(W *w, Seq *s, const Pkt *k)
+{
+    __int128 ts;
+    uint32_t clock = w->primary;
+    int none = 0;
+    if (k->has_ts) {
+        ts = k->ts;
+        clock = k->has_clock ? k->clock : s->has_def_clock ? s->def_clock : w->primary;
+        if (clock >= 64 && clock <= 127) {
+            Scoped *sc = &s->clocks[clock - 64];
+            if (!sc->present) { Py_RETURN_NONE; }
+            if (sc->incr) { sc->last += ts; ts = sc->last; }
+            ts = sc->ref_ts + (ts - sc->base) * (__int128)sc->mult;
+            clock = sc->ref;
+        } else if (clock > 127) return NULL;
+    } else if (k->has_abs) {
+        ts = (__int128)k->abs_us * 1000;
+    } else {
+        none = 1; ts = 0;
+    }
+    if (!none && (ts > INT64_MAX || ts < INT64_MIN)) return NULL;
+    PyObject *c = PyLong_FromUnsignedLong(clock);
+    if (!c || PySet_Add(w->clocks_used, c) < 0) { Py_XDECREF(c); return NULL; }
+    PyObject *t = none ? Py_NewRef(Py_None) : PyLong_FromLongLong((long long)ts);
+    if (!t) { Py_DECREF(c); return NULL; }
+    PyObject *r = PyTuple_Pack(2, t, c);
+    Py_DECREF(t);
+    Py_DECREF(c);
+    return r;
+}
+
+static PyObject *w_ann(W *w, Ctx *c, Seq *s, const Pkt *k)
+{
+    PyObject *ann = PyDict_New();
+    int err = 0;
+    if (!ann) return NULL;
+    for (uint32_t i = k->ann_lo; i < k->ann_hi; i++) {
+        const Ann *a = &c->an[i];
+        PyObject *name, *v = NULL;
+        if (a->nkind == 1 && a->name) {
+            name = iget(s->d[2], a->name, &err);
+            if (!name) { if (err) goto fail; continue; }
+            Py_INCREF(name);
+        } else if (a->nkind == 2) {
+            if (!(name = str_of(c->base, a->s, NULL))) goto fail;
+        } else name = Py_NewRef(w->empty_str);
+        Span sp = {(uint32_t)(a->v >> 32), (uint32_t)a->v};
+        double dv;
+        switch (a->vkind) {
+        case V_BOOL: v = PyBool_FromLong(a->v != 0); break;
+        case V_UINT: case V_PTR: v = PyLong_FromUnsignedLongLong(a->v); break;
+        case V_INT: v = PyLong_FromLongLong((long long)a->v); break;
+        case V_DOUBLE: memcpy(&dv, &a->v, 8); v = PyFloat_FromDouble(dv); break;
+        case V_STR: v = str_of(c->base, sp, NULL); break;
+        case V_STRIID:
+            v = iget(s->d[3], a->v, &err);
+            if (err) { Py_DECREF(name); goto fail; }
+            v = Py_NewRef(v ? v : Py_None);
+            break;
+        default: v = Py_NewRef(Py_None);
+        }
+        int bad = !v || PyDict_SetItem(ann, name, v) < 0;
+        Py_DECREF(name); Py_XDECREF(v);
+        if (bad) goto fail;
+    }
+    return ann;
+fail:
+    Py_DECREF(ann);
+    return NULL;
+}
+
+static PyObject *w_cats(W *w, Ctx *c, Seq *s, const Pkt *k)
+{
+    int err = 0;
+    if (k->cat_hi > k->cat_lo) {
+        PyObject *t = PyTuple_New(k->cat_hi - k->cat_lo);
+        if (!t) return NULL;
+        for (uint32_t i = k->cat_lo; i < k->cat_hi; i++) {
+            PyObject *v = iget(s->d[1], c->cat[i], &err);
+            if (err) { Py_DECREF(t); return NULL; }
+            PyTuple_SET_ITEM(t, i - k->cat_lo, Py_NewRef(v ? v : w->empty_str));
+        }
+        return t;
+    }
+    PyObject *t = PyTuple_New(k->cs_hi - k->cs_lo);
+    if (!t) return NULL;
+    for (uint32_t i = k->cs_lo; i < k->cs_hi; i++) {
+        PyObject *v = str_of(c->base, c->cs[i], NULL);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i - k->cs_lo, v);
+    }
+    return t;
+}
+
+static PyObject *w_flows(Ctx *c, const Pkt *k)
+{
+    uint32_t lo = k->flow_lo, n = k->nflow[0] + k->nflow[1];
+    if (!n) { lo += n; n = k->nflow[2] + k->nflow[3]; }
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(c->fl[lo + i]);
+        if (!v) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* a new list [track, when, None, name, cats, ann, flows, n] (steals nothing) */
+static PyObject *record(PyObject *track, PyObject *when, PyObject *name, PyObject *cats,
+                        PyObject *ann, PyObject *flows, PyObject *n)
+{
+    PyObject *items[8] = {track, when, Py_None, name, cats, ann, flows, n};
+    PyObject *l = PyList_New(8);
+    if (!l) return NULL;
+    for (int i = 0; i < 8; i++) PyList_SET_ITEM(l, i, Py_NewRef(items[i]));
+    return l;
+}
+
+static int w_push_open(W *w, PyObject *track, PyObject *rec)
+{
+    PyObject *stack = PyDict_GetItemWithError(w->open, track);
+    if (!stack) {
+        if (PyErr_Occurred() || !(stack = PyList_New(0))) return 0;
+        int bad = PyDict_SetItem(w->open, track, stack) < 0;
+        Py_DECREF(stack);
+        if (bad) return 0;
+    }
+    return PyList_Append(stack, rec) == 0;
+}
+
+static int w_begin(W *w, Ctx *c, Seq *s, const Pkt *k, PyObject *track, PyObject *when)
+{
+    PyObject *name;
+    int err = 0;
+    if (k->name_kind == 1 && k->name_iid) {
+        name = iget(s->d[0], k->name_iid, &err);
+        if (err) return 0;
+        if (!name) {
+            w->unresolved++;
+            if (k->etype != 1) return 1;
+            PyObject *ph = PyList_New(8), *nd = PyDict_New();
+            if (!ph || !nd) { Py_XDECREF(ph); Py_XDECREF(nd); return 0; }
+            PyObject *it[8] = {track, Py_None, Py_None, Py_None, w->empty_tuple, nd,
+                               w->empty_tuple, NULL};
+            it[7] = PyLong_FromLong(-1);
+            if (!it[7]) { Py_DECREF(ph); Py_DECREF(nd); return 0; }
+            for (int i = 0; i < 8; i++) PyList_SET_ITEM(ph, i, i == 7 ? it[i] : Py_NewRef(it[i]));
+            Py_DECREF(nd);
+            int ok = w_push_open(w, track, ph);
+            Py_DECREF(ph);
+            return ok;
+        }
+        Py_INCREF(name);
+    } else if (k->name_kind == 2) {
+        if (!(name = str_of(c->base, k->name, NULL))) return 0;
+    } else name = Py_NewRef(w->empty_str);
+    PyObject *cats = w_cats(w, c, s, k), *ann = w_ann(w, c, s, k), *flows = w_flows(c, k);
+    PyObject *n = PyLong_FromLongLong(w->n_begun++), *rec = NULL;
+    int ok = 0;
+    if (cats && ann && flows && n && (rec = record(track, when, name, cats, ann, flows, n))) {
+        if (k->etype == 3) {
+            PyList_SetItem(rec, 2, Py_NewRef(when));
+            ok = PyList_Append(w->slices, rec) == 0;
+        } else ok = w_push_open(w, track, rec);
+    }
+    Py_DECREF(name); Py_XDECREF(cats); Py_XDECREF(ann); Py_XDECREF(flows); Py_XDECREF(n);
+    Py_XDECREF(rec);
+    return ok;
+}
+
+static int w_event(W *w, Ctx *c, Seq *s, const Pkt *k)
+{
+    PyObject *when = w_when(w, s, k);
+    if (!when) return 0;
+    if (when == Py_None) { Py_DECREF(when); w->unresolved++; return 1; }
+    uint64_t tr = k->has_track ? k->track : s->has_def_track ? s->def_track : 0;
+    PyObject *track = PyLong_FromUnsignedLongLong(tr);
+    int ok = track != NULL;
+    if (ok && k->etype == 2) {
+        PyObject *stack = PyDict_GetItemWithError(w->open, track);
+        if (!stack && PyErr_Occurred()) ok = 0;
+        else if (!stack || !PyList_GET_SIZE(stack)) w->unmatched++;
+        else {
+            Py_ssize_t last = PyList_GET_SIZE(stack) - 1;
+            PyObject *rec = Py_NewRef(PyList_GET_ITEM(stack, last));
+            ok = PyList_SetSlice(stack, last, last + 1, NULL) == 0 &&
+                 PyList_SetItem(rec, 2, Py_NewRef(when)) == 0 &&
+                 PyList_Append(w->slices, rec) == 0;
+            Py_DECREF(rec);
+        }
+    } else if (ok && k->etype == 4) {
+        PyObject *cur = PyDict_GetItemWithError(w->counters, track);
+        long long n = 0;
+        if (!cur && PyErr_Occurred()) ok = 0;
+        else {
+            if (cur) n = PyLong_AsLongLong(cur);
+            PyObject *nv = PyLong_FromLongLong(n + 1);
+            ok = nv && PyDict_SetItem(w->counters, track, nv) == 0;
+            Py_XDECREF(nv);
+        }
+    } else if (ok && (k->etype == 1 || k->etype == 3)) {
+        ok = w_begin(w, c, s, k, track, when);
+    }
+    Py_XDECREF(track);
+    Py_DECREF(when);
+    return ok;
+}
+
+static int w_packet(W *w, Ctx *c, const Pkt *k)
+{
+    Seq *s = seq_of(w, k->seq);
+    if (!s) return 0;
+    if ((k->flags & 1) || k->cleared) {
+        for (int j = 0; j < 4; j++) PyDict_Clear(s->d[j]);
+        s->has_def_track = s->has_def_clock = 0;
+        s->valid = 1;
+    } else if (k->dropped) s->valid = 0;
+    if (k->has_def_clock) { s->has_def_clock = 1; s->def_clock = k->def_clock; }
+    if (k->has_def_track) { s->has_def_track = 1; s->def_track = k->def_track; }
+    if (!w_intern(w, c, s, k)) return 0;
+    if (k->kind == D_SNAP) return w_snap(w, c, s, k);
+    if (k->kind == D_DESC) {
+        PyObject *t = Py_BuildValue("(kk)", (unsigned long)k->desc.off, (unsigned long)k->desc.len);
+        int ok = t && PyList_Append(w->descs, t) == 0;
+        Py_XDECREF(t);
+        return ok;
+    }
+    if (k->kind != D_EVENT) return 1;
+    if ((k->flags & 2) && !s->valid) { w->skipped++; return 1; }
+    return w_event(w, c, s, k);
+}
+
+static void w_free(W *w)
+{
+    for (size_t i = 0; i < w->nseq; i++)
+        for (int j = 0; j < 4; j++) Py_XDECREF(w->seqs[i].d[j]);
+    free(w->seqs);
+    Py_XDECREF(w->slices); Py_XDECREF(w->open); Py_XDECREF(w->counters);
+    Py_XDECREF(w->clocks_used); Py_XDECREF(w->snaps); Py_XDECREF(w->descs);
+    Py_XDECREF(w->empty_tuple); Py_XDECREF(w->empty_str); Py_XDECREF(w->source_clock);
+}
+
+static void c_free(Ctx *c)
+{
+    free(c->pk); free(c->in); free(c->cat); free(c->cs); free(c->an); free(c->fl); free(c->ck);
+}
+
+/* walk(data, data_oneof, primary) -> tuple, or None (declined) */
+static PyObject *py_walk(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, oneof;
+    unsigned int primary;
+    if (!PyArg_ParseTuple(args, "y*y*I", &buf, &oneof, &primary)) return NULL;
+    if (oneof.len < 128 || buf.len > (Py_ssize_t)UINT32_MAX) {
+        PyBuffer_Release(&buf); PyBuffer_Release(&oneof);
+        Py_RETURN_NONE;
+    }
+    Ctx c;
+    W w;
+    memset(&c, 0, sizeof(c));
+    memset(&w, 0, sizeof(w));
+    c.base = buf.buf;
+    c.data_oneof = oneof.buf;
+    w.primary = primary;
+    int ok = (w.slices = PyList_New(0)) && (w.open = PyDict_New()) &&
+             (w.counters = PyDict_New()) && (w.clocks_used = PySet_New(NULL)) &&
+             (w.snaps = PyList_New(0)) && (w.descs = PyList_New(0)) &&
+             (w.empty_tuple = PyTuple_New(0)) && (w.empty_str = PyUnicode_FromString("")) &&
+             (w.source_clock = Py_NewRef(Py_None));
+    Frame f = {0, 0, 0, 0, 0};
+    size_t size = (size_t)buf.len;
+    while (ok && f.pos < size && !f.problem) {
+        int dec;
+        Py_BEGIN_ALLOW_THREADS
+        dec = decode_chunk(&c, size, &f);
+        Py_END_ALLOW_THREADS
+        ok = dec;
+        for (size_t i = 0; ok && i < c.pk_n; i++) ok = w_packet(&w, &c, &c.pk[i]);
+    }
+    PyObject *out = NULL;
+    if (ok) {
+        out = Py_BuildValue("(nniiOOOOOILLLLiOO)", (Py_ssize_t)f.n, (Py_ssize_t)f.used,
+                            f.problem, (int)f.bad, w.slices, w.open, w.counters,
+                            w.clocks_used, w.snaps, w.primary, w.unresolved, w.skipped,
+                            w.n_begun, w.unmatched, w.hipscope_made, w.source_clock, w.descs);
+    }
+    if (!out) { PyErr_Clear(); out = Py_NewRef(Py_None); }
+    w_free(&w);
+    c_free(&c);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&oneof);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", py_walk, METH_VARARGS,
+     "walk(data, data_oneof_bitmap, primary_clock) -> the walk's results, or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pftscan",
+                                    "Perfetto TracePacket wire-format walk", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__pftscan(void) { return PyModule_Create(&module); }
