@@ -343,7 +343,7 @@ static int d_packet(Ctx *c, const uint8_t *p, const uint8_t *end, Pkt *k)
         case 10: if (r.wire != 0) return 0; ONCE(seen, 3); k->seq = (uint32_t)r.v; break;
         case 13: if (r.wire != 0) return 0; ONCE(seen, 4); k->flags = (uint32_t)r.v; break;
         case 41: if (r.wire != 0) return 0; ONCE(seen, 5); if (r.v) k->cleared |= 2; break;
-        case 42: if (r.wire != 0) return 0; ONCE(seen, 6); k->dropped = r.v != 0; break;
+        case 42: if (r.wire != 0) return 0; ONCE(seen, 6); k->dropped = (uint32_t)r.v != 0; break;
         case 59: if (r.wire != 2) return 0; ONCE(seen, 7); if (!d_defaults(c, &r, k)) return 0; break;
         case 12: if (r.wire != 2) return 0; if (!d_intern(c, &r)) return 0; break;
         default: break;

@@ -72,10 +72,18 @@ PROVENANCE = {
 }
 
 
-def _pid_tid(cols: dict, ann: dict, ti: dict) -> None:
-    cols["pid"].append(_as_int(ann.get("pid")) if "pid" in ann else ti.get("pid"))
-    tid = _as_int(ann.get("tid"))
-    cols["tid"].append(tid if tid is not None else ti.get("tid"))
+def _ints(anns: list[dict], key: str) -> list:
+    """``_as_int`` of annotation ``key`` of every slice (None where absent)."""
+    vals = [a.get(key) for a in anns]
+    return [v if v is None or type(v) is int else _as_int(v) for v in vals]
+
+
+def _pid_tid(anns: list[dict], tis: list[dict]) -> tuple[list, list]:
+    """pid and tid columns: the annotations, else the track's."""
+    pids = [(_as_int(a.get("pid")) if "pid" in a else ti.get("pid"))
+            for a, ti in zip(anns, tis)]
+    tids = [t if t is not None else ti.get("tid") for t, ti in zip(_ints(anns, "tid"), tis)]
+    return pids, tids
 
 
 class _Tracks:
@@ -259,24 +267,25 @@ class Builder:
     # ------------------------------------------------------------------ api and links
     def api_cols(self) -> None:
         self.api_flow: dict[int, int] = {}
-        a_cols: dict[str, list] = {c: [] for c in ("name", "domain", "start", "end", "pid",
-                                                   "tid", "correlation_id", "stream",
-                                                   "device")}
-        for j, s in enumerate(self.api):
-            ann = s[5]
-            dom = next((c[4:] for c in s[4][1:] if c.startswith("api:")), None)
-            if dom is None:
-                dom = _api_domain(s[4][0], s[3])
-            a_cols["name"].append(s[3])
-            a_cols["domain"].append(dom)
-            a_cols["start"].append(_i64(s[1]))
-            a_cols["end"].append(_i64(s[2]))
-            _pid_tid(a_cols, ann, self.tinfo(s[0]))
-            a_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
-            a_cols["stream"].append(_as_int(ann.get("stream_ID")))
-            a_cols["device"].append(self.di(self.a_dev[j]))
+        api = self.api
+        anns = [s[5] for s in api]
+        doms = [next((c[4:] for c in s[4][1:] if c.startswith("api:")), None)
+                if len(s[4]) > 1 else None for s in api]
+        a_cols: dict[str, list] = {
+            "name": [s[3] for s in api],
+            "domain": [d if d is not None else _api_domain(s[4][0], s[3])
+                       for d, s in zip(doms, api)],
+            "start": [_i64(s[1]) for s in api],
+            "end": [_i64(s[2]) for s in api],
+        }
+        a_cols["pid"], a_cols["tid"] = _pid_tid(anns, self._track_infos(api))
+        a_cols["correlation_id"] = _ints(anns, "corr_id")
+        a_cols["stream"] = _ints(anns, "stream_ID")
+        a_cols["device"] = [self.di(k) for k in self.a_dev]
+        setdefault = self.api_flow.setdefault
+        for j, s in enumerate(api):
             for f in s[6]:
-                self.api_flow.setdefault(f, j)
+                setdefault(f, j)
         self.a_cols = a_cols
 
     def link(self, rows: list) -> tuple[list, int]:
@@ -318,47 +327,62 @@ class Builder:
 
     # ------------------------------------------------------------------ GPU work
     def kernel_cols(self) -> None:
+        """Kernel columns, one list comprehension per column (millions of kernels)."""
         k_cols: dict[str, list] = defaultdict(list)
         self.pmc_rows: list[tuple[int, str, float]] = []
         self.ann_times = 0
-        for j, s in enumerate(self.kern):
-            ann = s[5]
-            ti = self.tinfo(s[0])
-            start, end = s[1], s[2]
-            b_ns, e_ns = _as_int(ann.get("begin_ns")), _as_int(ann.get("end_ns"))
-            if b_ns is not None and e_ns is not None and e_ns >= b_ns:
-                if (b_ns, e_ns) != (start, end):
-                    self.ann_times += 1
-                start, end = b_ns, e_ns
-            k_cols["name"].append(s[3])
-            k_cols["device"].append(self.di(self.k_dev[j]))
-            k_cols["start"].append(_i64(start))
-            k_cols["end"].append(_i64(end))
-            q = _as_int(ann.get("queue"))
-            if q is None and ti.get("compute") is not None:
-                q = ti["compute"][2]
-            k_cols["queue"].append(q)
-            st = _as_int(ann.get("stream_ID"))
-            k_cols["stream"].append(st if st is not None else ti.get("stream"))
-            _pid_tid(k_cols, ann, ti)
-            self._kernel_anns(k_cols, ann)
+        kern = self.kern
+        if not kern:
+            self.k_cols = k_cols
+            return
+        anns = [s[5] for s in kern]
+        tis = self._track_infos(kern)
+        k_cols["name"] = [s[3] for s in kern]
+        k_cols["device"] = [self.di(k) for k in self.k_dev]
+        k_cols["start"], k_cols["end"] = self._kernel_times(kern, anns)
+        k_cols["queue"] = [q if q is not None else
+                           (ti["compute"][2] if ti.get("compute") is not None else None)
+                           for q, ti in zip(_ints(anns, "queue"), tis)]
+        k_cols["stream"] = [st if st is not None else ti.get("stream")
+                            for st, ti in zip(_ints(anns, "stream_ID"), tis)]
+        k_cols["pid"], k_cols["tid"] = _pid_tid(anns, tis)
+        for col, key in _KERNEL_ANNS:
+            if key is None:
+                k_cols[col] = [v if v is not None else p for v, p in
+                               zip(_ints(anns, col), _ints(anns, _PRODUCT_ANNS[col]))]
+            else:
+                k_cols[col] = _ints(anns, key)
+        known = _KERNEL_KNOWN
+        for j, ann in enumerate(anns):
+            if ann.keys() <= known:
+                continue
             for an, v in ann.items():
-                if an not in _KERNEL_KNOWN and isinstance(v, (int, float)) and \
+                if an not in known and isinstance(v, (int, float)) and \
                         not isinstance(v, bool):
                     self.pmc_rows.append((j, an, float(v)))
         self.k_cols = k_cols
 
-    @staticmethod
-    def _kernel_anns(k_cols: dict, ann: dict) -> None:
-        for col, key in _KERNEL_ANNS:
-            if key is None:
-                v = _as_int(ann.get(col))
-                k_cols[col].append(v if v is not None else _as_int(ann.get(_PRODUCT_ANNS[col])))
-            else:
-                k_cols[col].append(_as_int(ann.get(key)))
+    def _track_infos(self, rows: list) -> list[dict]:
+        tinfo = self.tinfo
+        return [tinfo(s[0]) for s in rows]
+
+    def _kernel_times(self, kern: list, anns: list) -> tuple[list, list]:
+        """begin_ns/end_ns annotations where both are there and in order, else the
+        slice times; counts the kernels whose annotations differ from the slice."""
+        starts, ends = [], []
+        for s, b_ns, e_ns in zip(kern, _ints(anns, "begin_ns"), _ints(anns, "end_ns")):
+            start, end = s[1], s[2]
+            if b_ns is not None and e_ns is not None and e_ns >= b_ns:
+                if b_ns != start or e_ns != end:
+                    self.ann_times += 1
+                start, end = b_ns, e_ns
+            starts.append(start)
+            ends.append(end)
+        return [_i64(v) for v in starts], [_i64(v) for v in ends]
 
     def copy_cols(self) -> None:
         c_cols: dict[str, list] = defaultdict(list)
+        pids, tids = _pid_tid([s[5] for s in self.copies], self._track_infos(self.copies))
         for j, s in enumerate(self.copies):
             ann = s[5]
             ti = self.tinfo(s[0])
@@ -378,12 +402,14 @@ class Builder:
             c_cols["queue"].append(_as_int(ann.get("queue")))
             st = _as_int(ann.get("stream_ID"))
             c_cols["stream"].append(st if st is not None else ti.get("stream"))
-            _pid_tid(c_cols, ann, ti)
+            c_cols["pid"].append(pids[j])
+            c_cols["tid"].append(tids[j])
             c_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
         self.c_cols = c_cols
 
     def marker_cols(self) -> None:
         m_cols: dict[str, list] = defaultdict(list)
+        pids, tids = _pid_tid([s[5] for s in self.marks], self._track_infos(self.marks))
         for j, s in enumerate(self.marks):
             ann = s[5]
             dom = None
@@ -394,7 +420,8 @@ class Builder:
             m_cols["domain"].append(dom or "roctx")
             m_cols["start"].append(_i64(s[1]))
             m_cols["end"].append(_i64(s[2]))
-            _pid_tid(m_cols, ann, self.tinfo(s[0]))
+            m_cols["pid"].append(pids[j])
+            m_cols["tid"].append(tids[j])
             m_cols["device"].append(self.di(self.m_dev[j]))
             m_cols["stream"].append(_as_int(ann.get("stream_ID")))
         if m_cols["start"]:
