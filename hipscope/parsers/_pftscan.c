@@ -383,11 +383,14 @@ static int decode_chunk(Ctx *c, size_t size, Frame *f)
 }
 
 /* ------------------------------------------------------------------ walk (GIL held) */
+#define FASTN 1024
+
 typedef struct { __int128 last, ref_ts, base; uint64_t mult; uint32_t ref; uint8_t present, incr; } Scoped;
 
 typedef struct {
     uint32_t id;
     PyObject *d[4]; /* names, categories, annotation names, annotation strings */
+    PyObject **fast[4]; /* d[j][iid] for iid < FASTN, borrowed from d[j] (NULL: absent) */
     uint64_t def_track;
     uint32_t def_clock;
     uint8_t has_def_track, has_def_clock, valid;
@@ -412,9 +415,10 @@ static Seq *seq_of(W *w, uint32_t id)
     Seq *s = &w->seqs[w->nseq];
     memset(s, 0, sizeof(*s));
     s->id = id; s->valid = 1;
+    w->last = w->nseq++; /* counted first: w_free releases what was made */
     for (int j = 0; j < 4; j++)
-        if (!(s->d[j] = PyDict_New())) return NULL;
-    w->last = w->nseq++;
+        if (!(s->d[j] = PyDict_New()) || !(s->fast[j] = calloc(FASTN, sizeof(PyObject *))))
+            return NULL;
     return s;
 }
 
@@ -424,6 +428,13 @@ static PyObject *str_of(const uint8_t *base, Span s, const char *errors)
 }
 
 /* d[key] lookup with a uint64 key; a borrowed reference or NULL (absent); err on failure */
+static PyObject *iget(PyObject *d, uint64_t key, int *err);
+
+static PyObject *sget(Seq *s, int j, uint64_t key, int *err)
+{
+    return key < FASTN ? s->fast[j][key] : iget(s->d[j], key, err);
+}
+
 static PyObject *iget(PyObject *d, uint64_t key, int *err)
 {
     PyObject *k = PyLong_FromUnsignedLongLong(key);
@@ -443,6 +454,7 @@ static int w_intern(W *w, Ctx *c, Seq *s, const Pkt *k)
             PyObject *key = PyLong_FromUnsignedLongLong(it->iid);
             PyObject *v = str_of(c->base, it->s, kind == 3 ? "replace" : NULL);
             int bad = !key || !v || PyDict_SetItem(s->d[kind], key, v) < 0;
+            if (!bad && it->iid < FASTN) s->fast[kind][it->iid] = v; /* the dict holds it */
             if (!bad && kind == 1) {
                 if (PyUnicode_CompareWithASCIIString(v, "hipscope") == 0) w->hipscope_made = 1;
                 else if (it->s.len >= 15 && !memcmp(c->base + it->s.off, "hipscope-clock:", 15)) {
@@ -533,7 +545,7 @@ static PyObject *w_ann(W *w, Ctx *c, Seq *s, const Pkt *k)
         const Ann *a = &c->an[i];
         PyObject *name, *v = NULL;
         if (a->nkind == 1 && a->name) {
-            name = iget(s->d[2], a->name, &err);
+            name = sget(s, 2, a->name, &err);
             if (!name) { if (err) goto fail; continue; }
             Py_INCREF(name);
         } else if (a->nkind == 2) {
@@ -548,7 +560,7 @@ static PyObject *w_ann(W *w, Ctx *c, Seq *s, const Pkt *k)
         case V_DOUBLE: memcpy(&dv, &a->v, 8); v = PyFloat_FromDouble(dv); break;
         case V_STR: v = str_of(c->base, sp, NULL); break;
         case V_STRIID:
-            v = iget(s->d[3], a->v, &err);
+            v = sget(s, 3, a->v, &err);
             if (err) { Py_DECREF(name); goto fail; }
             v = Py_NewRef(v ? v : Py_None);
             break;
@@ -571,7 +583,7 @@ static PyObject *w_cats(W *w, Ctx *c, Seq *s, const Pkt *k)
         PyObject *t = PyTuple_New(k->cat_hi - k->cat_lo);
         if (!t) return NULL;
         for (uint32_t i = k->cat_lo; i < k->cat_hi; i++) {
-            PyObject *v = iget(s->d[1], c->cat[i], &err);
+            PyObject *v = sget(s, 1, c->cat[i], &err);
             if (err) { Py_DECREF(t); return NULL; }
             PyTuple_SET_ITEM(t, i - k->cat_lo, Py_NewRef(v ? v : w->empty_str));
         }
@@ -629,7 +641,7 @@ static int w_begin(W *w, Ctx *c, Seq *s, const Pkt *k, PyObject *track, PyObject
     PyObject *name;
     int err = 0;
     if (k->name_kind == 1 && k->name_iid) {
-        name = iget(s->d[0], k->name_iid, &err);
+        name = sget(s, 0, k->name_iid, &err);
         if (err) return 0;
         if (!name) {
             w->unresolved++;
@@ -707,7 +719,10 @@ static int w_packet(W *w, Ctx *c, const Pkt *k)
     Seq *s = seq_of(w, k->seq);
     if (!s) return 0;
     if ((k->flags & 1) || k->cleared) {
-        for (int j = 0; j < 4; j++) PyDict_Clear(s->d[j]);
+        for (int j = 0; j < 4; j++) {
+            memset(s->fast[j], 0, FASTN * sizeof(PyObject *));
+            PyDict_Clear(s->d[j]);
+        }
         s->has_def_track = s->has_def_clock = 0;
         s->valid = 1;
     } else if (k->dropped) s->valid = 0;
@@ -729,7 +744,10 @@ static int w_packet(W *w, Ctx *c, const Pkt *k)
 static void w_free(W *w)
 {
     for (size_t i = 0; i < w->nseq; i++)
-        for (int j = 0; j < 4; j++) Py_XDECREF(w->seqs[i].d[j]);
+        for (int j = 0; j < 4; j++) {
+            Py_XDECREF(w->seqs[i].d[j]);
+            free(w->seqs[i].fast[j]);
+        }
     free(w->seqs);
     Py_XDECREF(w->slices); Py_XDECREF(w->open); Py_XDECREF(w->counters);
     Py_XDECREF(w->clocks_used); Py_XDECREF(w->snaps); Py_XDECREF(w->descs);

@@ -123,7 +123,7 @@ class Builder:
 
     def devices(self) -> None:
         """Device keys of every slice, then their indices and the devices rows."""
-        self.k_dev = [self.dev_of(s[5].get("agent"), self.tinfo(s[0])) for s in self.kern]
+        self.k_dev = self._devs(self.kern, True)
         n_nodev = sum(k is None for k in self.k_dev)
         if n_nodev:
             unknown = ("UNKNOWN", 0)
@@ -137,16 +137,34 @@ class Builder:
             self.c_dir.append(d)
             self.c_src.append(src)
             self.c_dst.append(dst)
-        self.a_dev = [self.dev_of(s[5].get("agent"), {}, False) if "agent" in s[5] else None
-                      for s in self.api]
-        self.m_dev = [self.dev_of(s[5].get("agent"), {}, False) if "agent" in s[5] else None
-                      for s in self.marks]
+        self.a_dev = self._devs(self.api, False)
+        self.m_dev = self._devs(self.marks, False)
         keys = sorted(self.dev_keys)
         if keys and all(k[0] == "GPU" for k in keys):
             self.dev_index = {k: k[1] for k in keys}
         else:
             self.dev_index = {k: i for i, k in enumerate(keys)}
         self.dev_rows = [self._device_row(k) for k in keys]
+
+    def _devs(self, rows: list, gpu_work: bool) -> list:
+        """``dev_of`` of each slice's agent annotation (GPU work: and its track), once
+        per distinct (value, track): the first call of each registers the device."""
+        memo: dict[tuple, Any] = {}
+        out = []
+        for s in rows:
+            ann = s[5]
+            if not gpu_work and "agent" not in ann:
+                out.append(None)
+                continue
+            v = ann.get("agent")
+            key = (type(v), v, s[0] if gpu_work else None)
+            got = memo.get(key, memo)
+            if got is memo:
+                got = self.dev_of(v, self.tinfo(s[0])) if gpu_work else \
+                    self.dev_of(v, {}, False)
+                memo[key] = got
+            out.append(got)
+        return out
 
     def _device_row(self, k: tuple) -> dict[str, Any]:
         hs = self.dev_keys[k]["hs"] or {}
