@@ -759,12 +759,14 @@ static void c_free(Ctx *c)
     free(c->pk); free(c->in); free(c->cat); free(c->cs); free(c->an); free(c->fl); free(c->ck);
 }
 
-/* walk(data, data_oneof, primary) -> tuple, or None (declined) */
+/* walk(data, data_oneof, primary, tick) -> tuple, or None (declined); tick(fraction)
+   is called after each chunk (with the GIL): what it raises (Cancelled) propagates */
 static PyObject *py_walk(PyObject *self, PyObject *args)
 {
     Py_buffer buf, oneof;
     unsigned int primary;
-    if (!PyArg_ParseTuple(args, "y*y*I", &buf, &oneof, &primary)) return NULL;
+    PyObject *tick;
+    if (!PyArg_ParseTuple(args, "y*y*IO", &buf, &oneof, &primary, &tick)) return NULL;
     if (oneof.len < 128 || buf.len > (Py_ssize_t)UINT32_MAX) {
         PyBuffer_Release(&buf); PyBuffer_Release(&oneof);
         Py_RETURN_NONE;
@@ -782,6 +784,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
              (w.empty_tuple = PyTuple_New(0)) && (w.empty_str = PyUnicode_FromString("")) &&
              (w.source_clock = Py_NewRef(Py_None));
     Frame f = {0, 0, 0, 0, 0};
+    int raised = 0;
     size_t size = (size_t)buf.len;
     while (ok && f.pos < size && !f.problem) {
         int dec;
@@ -790,6 +793,11 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
         Py_END_ALLOW_THREADS
         ok = dec;
         for (size_t i = 0; ok && i < c.pk_n; i++) ok = w_packet(&w, &c, &c.pk[i]);
+        if (ok && tick != Py_None) {
+            PyObject *r = PyObject_CallFunction(tick, "d", (double)f.pos / (double)size);
+            if (!r) { raised = 1; ok = 0; }
+            Py_XDECREF(r);
+        }
     }
     PyObject *out = NULL;
     if (ok) {
@@ -798,7 +806,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
                             w.clocks_used, w.snaps, w.primary, w.unresolved, w.skipped,
                             w.n_begun, w.unmatched, w.hipscope_made, w.source_clock, w.descs);
     }
-    if (!out) { PyErr_Clear(); out = Py_NewRef(Py_None); }
+    if (!out && !raised) { PyErr_Clear(); out = Py_NewRef(Py_None); }
     w_free(&w);
     c_free(&c);
     PyBuffer_Release(&buf);
@@ -808,7 +816,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"walk", py_walk, METH_VARARGS,
-     "walk(data, data_oneof_bitmap, primary_clock) -> the walk's results, or None"},
+     "walk(data, data_oneof_bitmap, primary_clock, tick) -> the walk's results, or None"},
     {NULL, NULL, 0, NULL},
 };
 

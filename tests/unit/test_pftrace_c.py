@@ -273,3 +273,14 @@ def test_mutated_bytes(tmp_path, monkeypatch):
             assert_same(c, p)
             both_read += 1
     assert both_read >= 10 and c_took >= 10  # seeded: 17 and 20
+
+
+def test_progress_and_cancel_inside_the_walk():
+    from hipscope.model.progress import Cancelled
+
+    data = FIXTURES[0].read_bytes()
+    seen: list[float] = []
+    assert fast.walk(data, seen.append) is not None
+    assert seen == [0.8]  # one chunk of packets, all of the file
+    with pytest.raises(Cancelled):
+        fast.walk(data, cancelled=lambda: True)

@@ -110,7 +110,7 @@ class PftraceReader:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
         check_cancel(cancelled)
-        fast = walk_fast(data)
+        fast = walk_fast(data, progress, cancelled)
         if fast is None:
             ranges, used, problem = scan_packets(data)
             n_packets = len(ranges)
@@ -133,8 +133,6 @@ class PftraceReader:
         if fast is None:
             walk = Walk()
             walk.run(path, data, ranges, progress, cancelled)
-        else:
-            progress(0.8)
         slices, clock_name = walk.finish(warnings, dropped)
         check_cancel(cancelled)
         progress(0.85)

@@ -14,6 +14,7 @@ import logging
 import os
 from collections import defaultdict
 
+from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
 from .proto import _pb2
 from .walk import Walk, _track_descriptor
 
@@ -46,12 +47,19 @@ def _data_oneof() -> bytes:
     return _ONEOF
 
 
-def walk(data: bytes) -> tuple[Walk, int, int, str | None] | None:
-    """(walk, whole packets, bytes used, framing problem) or None (declined)."""
+def walk(data: bytes, progress: ProgressFn = no_progress,
+         cancelled: CancelledFn | None = None) -> tuple[Walk, int, int, str | None] | None:
+    """(walk, whole packets, bytes used, framing problem) or None (declined); between
+    chunks of packets it reports ``progress`` (0..0.8) and raises Cancelled."""
     if not available():
         return None
     w = Walk()
-    got = _pftscan.walk(data, _data_oneof(), w.primary_clock[0])
+
+    def tick(fraction: float) -> None:
+        check_cancel(cancelled)
+        progress(0.8 * fraction)
+
+    got = _pftscan.walk(data, _data_oneof(), w.primary_clock[0], tick)
     if got is None:
         log.debug("pftrace: the C walk declined the file; reading it with protobuf")
         return None
