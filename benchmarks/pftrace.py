@@ -10,7 +10,10 @@ issue's table says. Then measures, each in a fresh subprocess (so peak RSS is it
 * ``protobuf_parse_s`` / ``protobuf_peak_rss_mb``: ``Trace.FromString`` of the whole
   file with perfetto's protobuf (upb) classes, the floor the table compares with;
 * ``export_s``: ``write_pftrace`` of the trace read from the database (timed alone);
-* ``report_protobuf_s``: the report with the C walk off (``HIPSCOPE_PFTRACE_C=0``).
+* ``report_protobuf_s``: the report with the C walk off (``HIPSCOPE_PFTRACE_C=0``,
+  ``--protobuf-report``);
+* ``*_cpu_s``: the CPU seconds (user + system) of the same runs, steadier than the
+  wall clock when the machine is shared.
 
 Timings on a shared machine are noisy: state the load average (``uptime``) with them.
 """
@@ -31,8 +34,9 @@ _TIMED = r"""
 import json, resource, subprocess, sys, time
 t0 = time.perf_counter()
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(json.dumps({"s": time.perf_counter() - t0,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"s": time.perf_counter() - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "rss_mb": ru.ru_maxrss / 1024}))
 """
 
 _PROTOBUF = r"""
@@ -92,6 +96,8 @@ def bench(data: Path, n: int, protobuf_report: bool) -> dict:
         cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
     out = {"report_s": round(report["s"], 3), "peak_rss_mb": round(report["rss_mb"]),
            "protobuf_parse_s": round(pb["s"], 3), "protobuf_peak_rss_mb": round(pb["rss_mb"]),
+           "report_cpu_s": round(report["cpu_s"], 3),
+           "protobuf_parse_cpu_s": round(pb["cpu_s"], 3),
            "export_s": round(export["s"], 3), "kernels": facts["kernels"],
            "api_calls": facts["api_calls"]}
     if protobuf_report:
