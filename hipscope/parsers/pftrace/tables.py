@@ -35,18 +35,31 @@ _KERNEL_ANNS = (("correlation_id", "corr_id"), ("dispatch_id", "dispatch_id"),
                 ("registers", "registers"), ("lds_bytes", "LDS_Block_Size"),
                 ("dyn_lds_bytes", "dyn_lds_bytes"), ("scratch_bytes", "Scratch_Size"))
 _PRODUCT_ANNS = {"grid_x": "grid_size", "block_x": "workgroup_size"}
+# every integer annotation the kernel columns read, fetched in one pass
+_KERNEL_INT_KEYS = ("begin_ns", "end_ns", "queue", "stream_ID", "pid", "tid", "grid_x",
+                    "block_x", *_PRODUCT_ANNS.values(), *(k for _, k in _KERNEL_ANNS if k))
 
-def _ints(anns: list[dict], key: str) -> list:
-    """``_as_int`` of annotation ``key`` of every slice (None where absent)."""
-    vals = [a.get(key) for a in anns]
-    return [v if v is None or type(v) is int else _as_int(v) for v in vals]
+_ABSENT = object()  # "pid" not annotated (the track's pid applies)
+_PIECE = 1 << 16
 
 
-def _pid_tid(anns: list[dict], tis: list[dict]) -> tuple[list, list]:
+def _ann_ints(anns: list[dict], keys: tuple) -> dict[str, list]:
+    """``_as_int`` of the annotations ``keys`` of every slice (None where absent; "pid"
+    _ABSENT). Each dict is read once for all keys, a piece of slices at a time."""
+    defaults = [_ABSENT if k == "pid" else None for k in keys]
+    out: dict[str, list] = {k: [] for k in keys}
+    for p in range(0, len(anns), _PIECE):
+        rows = [list(map(a.get, keys, defaults)) for a in anns[p:p + _PIECE]]
+        for k, col in zip(keys, zip(*rows)):
+            out[k] += [v if v is None or v is _ABSENT or type(v) is int else _as_int(v)
+                       for v in col]
+    return out
+
+
+def _pid_tid(ints: dict[str, list], tis: list[dict]) -> tuple[list, list]:
     """pid and tid columns: the annotations, else the track's."""
-    pids = [(_as_int(a.get("pid")) if "pid" in a else ti.get("pid"))
-            for a, ti in zip(anns, tis)]
-    tids = [t if t is not None else ti.get("tid") for t, ti in zip(_ints(anns, "tid"), tis)]
+    pids = [ti.get("pid") if p is _ABSENT else p for p, ti in zip(ints["pid"], tis)]
+    tids = [t if t is not None else ti.get("tid") for t, ti in zip(ints["tid"], tis)]
     return pids, tids
 
 
@@ -196,9 +209,10 @@ class Builder:
             "start": [_i64(s[1]) for s in api],
             "end": [_i64(s[2]) for s in api],
         }
-        a_cols["pid"], a_cols["tid"] = _pid_tid(anns, self._track_infos(api))
-        a_cols["correlation_id"] = _ints(anns, "corr_id")
-        a_cols["stream"] = _ints(anns, "stream_ID")
+        ints = _ann_ints(anns, ("pid", "tid", "corr_id", "stream_ID"))
+        a_cols["pid"], a_cols["tid"] = _pid_tid(ints, self._track_infos(api))
+        a_cols["correlation_id"] = ints["corr_id"]
+        a_cols["stream"] = ints["stream_ID"]
         a_cols["device"] = [self.di(k) for k in self.a_dev]
         setdefault = self.api_flow.setdefault
         for j, s in enumerate(api):
@@ -255,21 +269,22 @@ class Builder:
             return
         anns = [s[5] for s in kern]
         tis = self._track_infos(kern)
+        ints = _ann_ints(anns, _KERNEL_INT_KEYS)
         k_cols["name"] = [s[3] for s in kern]
         k_cols["device"] = [self.di(k) for k in self.k_dev]
-        k_cols["start"], k_cols["end"] = self._kernel_times(kern, anns)
+        k_cols["start"], k_cols["end"] = self._kernel_times(kern, ints)
         k_cols["queue"] = [q if q is not None else
                            (ti["compute"][2] if ti.get("compute") is not None else None)
-                           for q, ti in zip(_ints(anns, "queue"), tis)]
+                           for q, ti in zip(ints["queue"], tis)]
         k_cols["stream"] = [st if st is not None else ti.get("stream")
-                            for st, ti in zip(_ints(anns, "stream_ID"), tis)]
-        k_cols["pid"], k_cols["tid"] = _pid_tid(anns, tis)
+                            for st, ti in zip(ints["stream_ID"], tis)]
+        k_cols["pid"], k_cols["tid"] = _pid_tid(ints, tis)
         for col, key in _KERNEL_ANNS:
             if key is None:
                 k_cols[col] = [v if v is not None else p for v, p in
-                               zip(_ints(anns, col), _ints(anns, _PRODUCT_ANNS[col]))]
+                               zip(ints[col], ints[_PRODUCT_ANNS[col]])]
             else:
-                k_cols[col] = _ints(anns, key)
+                k_cols[col] = ints[key]
         known = _KERNEL_KNOWN
         for j, ann in enumerate(anns):
             if ann.keys() <= known:
@@ -284,11 +299,11 @@ class Builder:
         tinfo = self.tinfo
         return [tinfo(s[0]) for s in rows]
 
-    def _kernel_times(self, kern: list, anns: list) -> tuple[list, list]:
+    def _kernel_times(self, kern: list, ints: dict) -> tuple[list, list]:
         """begin_ns/end_ns annotations where both are there and in order, else the
         slice times; counts the kernels whose annotations differ from the slice."""
         starts, ends = [], []
-        for s, b_ns, e_ns in zip(kern, _ints(anns, "begin_ns"), _ints(anns, "end_ns")):
+        for s, b_ns, e_ns in zip(kern, ints["begin_ns"], ints["end_ns"]):
             start, end = s[1], s[2]
             if b_ns is not None and e_ns is not None and e_ns >= b_ns:
                 if b_ns != start or e_ns != end:
@@ -300,7 +315,8 @@ class Builder:
 
     def copy_cols(self) -> None:
         c_cols: dict[str, list] = defaultdict(list)
-        pids, tids = _pid_tid([s[5] for s in self.copies], self._track_infos(self.copies))
+        pids, tids = _pid_tid(_ann_ints([s[5] for s in self.copies], ("pid", "tid")),
+                              self._track_infos(self.copies))
         for j, s in enumerate(self.copies):
             ann = s[5]
             ti = self.tinfo(s[0])
@@ -327,7 +343,8 @@ class Builder:
 
     def marker_cols(self) -> None:
         m_cols: dict[str, list] = defaultdict(list)
-        pids, tids = _pid_tid([s[5] for s in self.marks], self._track_infos(self.marks))
+        pids, tids = _pid_tid(_ann_ints([s[5] for s in self.marks], ("pid", "tid")),
+                              self._track_infos(self.marks))
         for j, s in enumerate(self.marks):
             ann = s[5]
             dom = None
