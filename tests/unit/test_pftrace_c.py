@@ -284,3 +284,18 @@ def test_progress_and_cancel_inside_the_walk():
     assert seen == [0.8]  # one chunk of packets, all of the file
     with pytest.raises(Cancelled):
         fast.walk(data, cancelled=lambda: True)
+
+
+def test_times_beyond_int64_saturate_on_both_paths(tmp_path, monkeypatch):
+    t = pb2.Trace()
+    p = _pk(t, sequence_flags=1)
+    p.interned_data.event_names.add(iid=1, name="k")
+    p.interned_data.event_categories.add(iid=1, name="kernel_dispatch")
+    p.interned_data.debug_annotation_names.add(iid=1, name="begin_ns")
+    p.interned_data.debug_annotation_names.add(iid=2, name="end_ns")
+    ev = _event(t, 1000, 1, name_iid=1, category_iids=[1]).track_event
+    ev.debug_annotations.add(name_iid=1, uint_value=(1 << 63) + 5)
+    ev.debug_annotations.add(name_iid=2, uint_value=(1 << 64) - 1)
+    _event(t, 2000, 2)
+    tr = both(_write(t, tmp_path), monkeypatch)
+    assert tr.kernels.numpy("start").tolist() == [(1 << 63) - 1]

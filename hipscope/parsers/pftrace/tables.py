@@ -56,6 +56,28 @@ def _ann_ints(anns: list[dict], keys: tuple) -> dict[str, list]:
     return out
 
 
+def _i64_list(vals: list[int]) -> list[int]:
+    """Times saturated into int64 (the list itself when every one fits)."""
+    if not vals or (min(vals) >= -(1 << 63) and max(vals) < (1 << 63)):
+        return vals
+    return [_i64(v) for v in vals]
+
+
+def _api_domains(api: list) -> list[str]:
+    """The domain of each API slice: an ``api:<domain>`` category after the first, else
+    from the first category and the name; once per distinct (categories, name)."""
+    memo: dict[tuple, str] = {}
+    out = []
+    for s in api:
+        key = (s[4], s[3])
+        d = memo.get(key)
+        if d is None:
+            d = next((c[4:] for c in s[4][1:] if c.startswith("api:")), None)
+            d = memo[key] = d if d is not None else _api_domain(s[4][0], s[3])
+        out.append(d)
+    return out
+
+
 def _pid_tid(ints: dict[str, list], tis: list[dict]) -> tuple[list, list]:
     """pid and tid columns: the annotations, else the track's."""
     pids = [ti.get("pid") if p is _ABSENT else p for p, ti in zip(ints["pid"], tis)]
@@ -200,14 +222,11 @@ class Builder:
         self.api_flow: dict[int, int] = {}
         api = self.api
         anns = [s[5] for s in api]
-        doms = [next((c[4:] for c in s[4][1:] if c.startswith("api:")), None)
-                if len(s[4]) > 1 else None for s in api]
         a_cols: dict[str, list] = {
             "name": [s[3] for s in api],
-            "domain": [d if d is not None else _api_domain(s[4][0], s[3])
-                       for d, s in zip(doms, api)],
-            "start": [_i64(s[1]) for s in api],
-            "end": [_i64(s[2]) for s in api],
+            "domain": _api_domains(api),
+            "start": _i64_list([s[1] for s in api]),
+            "end": _i64_list([s[2] for s in api]),
         }
         ints = _ann_ints(anns, ("pid", "tid", "corr_id", "stream_ID"))
         a_cols["pid"], a_cols["tid"] = _pid_tid(ints, self._track_infos(api))
@@ -297,7 +316,10 @@ class Builder:
 
     def _track_infos(self, rows: list) -> list[dict]:
         tinfo = self.tinfo
-        return [tinfo(s[0]) for s in rows]
+        for t in {s[0] for s in rows}:
+            tinfo(t)  # resolved once per track
+        get = tinfo.cache.__getitem__
+        return [get(s[0]) for s in rows]
 
     def _kernel_times(self, kern: list, ints: dict) -> tuple[list, list]:
         """begin_ns/end_ns annotations where both are there and in order, else the
@@ -311,7 +333,7 @@ class Builder:
                 start, end = b_ns, e_ns
             starts.append(start)
             ends.append(end)
-        return [_i64(v) for v in starts], [_i64(v) for v in ends]
+        return _i64_list(starts), _i64_list(ends)
 
     def copy_cols(self) -> None:
         c_cols: dict[str, list] = defaultdict(list)
