@@ -136,6 +136,7 @@ class PftraceReader:
         if fast is None:
             walk = Walk()
             walk.run(path, data, ranges, progress, cancelled)
+        del data, fast  # the packets are walked: the file's bytes are not needed now
         slices, clock_name = walk.finish(warnings, dropped)
         check_cancel(cancelled)
         progress(0.85)
