@@ -21,20 +21,34 @@ def _i64(table, col: str, fill: int = -1) -> tuple[np.ndarray, np.ndarray]:
 
 def _lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Lane per slice so that slices on one lane nest or are disjoint (given the
-    event order END(t) < BEGIN(t), ends sorted inner-first)."""
+    event order END(t) < BEGIN(t), ends sorted inner-first). Slices that start after
+    every earlier one ended begin a fresh run (all lanes free): runs of one slice get
+    lane 0 at once, only runs of overlapping slices are placed one by one."""
     n = len(start)
     lane = np.zeros(n, dtype=np.int32)
     if n < 2:
         return lane
     order = np.lexsort((-end, start))
     s, e = start[order], end[order]
-    if np.all(s[1:] >= e[:-1]):
+    fresh = np.ones(n, dtype=bool)
+    fresh[1:] = s[1:] >= np.maximum.accumulate(e)[:-1]
+    if fresh.all():
         return lane
-    stacks: list[list[int]] = []
+    first = np.nonzero(fresh)[0]
+    last = np.append(first[1:], n)
     out = np.zeros(n, dtype=np.int32)
-    sl, el = s.tolist(), e.tolist()
-    for i in range(n):
-        si, ei = sl[i], el[i]
+    for a, b in zip(first[last - first > 1].tolist(), last[last - first > 1].tolist()):
+        out[a:b] = _lane_run(s[a:b].tolist(), e[a:b].tolist())
+    lane[order] = out
+    return lane
+
+
+def _lane_run(sl: list[int], el: list[int]) -> list[int]:
+    """Greedy lanes of one run of sorted slices: the first lane it nests in or is
+    free after the slices that ended, else a new one."""
+    stacks: list[list[int]] = []
+    out = []
+    for si, ei in zip(sl, el):
         placed = -1
         for li, st in enumerate(stacks):
             while st and st[-1] <= si:
@@ -46,9 +60,8 @@ def _lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         if placed < 0:
             stacks.append([ei])
             placed = len(stacks) - 1
-        out[i] = placed
-    lane[order] = out
-    return lane
+        out.append(placed)
+    return out
 
 
 def _group_ids(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
