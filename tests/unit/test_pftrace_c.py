@@ -250,7 +250,7 @@ def test_generated_streams_equal(raw, tmp_path, monkeypatch):
 
 def test_mutated_bytes(tmp_path, monkeypatch):
     """Byte flips, cuts and insertions: only TraceFormatError escapes either path, and
-    the traces are equal where both read the file."""
+    both give the same trace or the same error."""
     rng = random.Random(14)
     base = FIXTURES[0].read_bytes()
     both_read = c_took = 0
@@ -269,9 +269,8 @@ def test_mutated_bytes(tmp_path, monkeypatch):
         monkeypatch.setenv("HIPSCOPE_PFTRACE_C", "1")
         c_took += fast.walk(bytes(raw)) is not None
         c, p = _read(path, True, monkeypatch), _read(path, False, monkeypatch)
-        if not isinstance(c, TraceFormatError) and not isinstance(p, TraceFormatError):
-            assert_same(c, p)
-            both_read += 1
+        assert_same(c, p)  # the same trace, or the same one-sentence error
+        both_read += not isinstance(c, TraceFormatError)
     assert both_read >= 10 and c_took >= 10  # seeded: 17 and 20
 
 
