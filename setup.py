@@ -16,6 +16,8 @@ PFT_ARGS = [] if sys.platform == "win32" else ["-O3", "-std=gnu11", "-Wall", "-W
 setup(ext_modules=[
     Extension("hipscope.parsers._csvscan", ["hipscope/parsers/_csvscan.c"],
               extra_compile_args=ARGS, optional=True),
-    Extension("hipscope.parsers._pftscan", ["hipscope/parsers/_pftscan.c"],
-              extra_compile_args=PFT_ARGS, optional=True),
+    Extension("hipscope.parsers._pftscan",
+              ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c"],
+              depends=["hipscope/parsers/_pftscan.h"], extra_compile_args=PFT_ARGS,
+              optional=True),
 ])
