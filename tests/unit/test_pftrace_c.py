@@ -298,3 +298,32 @@ def test_times_beyond_int64_saturate_on_both_paths(tmp_path, monkeypatch):
     _event(t, 2000, 2)
     tr = both(_write(t, tmp_path), monkeypatch)
     assert tr.kernels.numpy("start").tolist() == [(1 << 63) - 1]
+
+
+def test_annotation_columns_helper_equals_python(tmp_path, monkeypatch):
+    """_pftscan.ann_ints (kernel/API integer annotations read in C) gives the columns
+    the Python loop gives, also for values that are not ints."""
+    from hipscope.parsers.pftrace import tables
+
+    t = pb2.Trace()
+    p = _pk(t, sequence_flags=1)
+    p.interned_data.event_names.add(iid=1, name="k")
+    p.interned_data.event_categories.add(iid=1, name="kernel_dispatch")
+    for i, n in enumerate(("queue", "stream_ID", "pid", "tid", "grid_size"), 1):
+        p.interned_data.debug_annotation_names.add(iid=i, name=n)
+    for ts, vals in ((1000, {"double_value": 2.0}), (3000, {"string_value": "0x10"}),
+                     (5000, {"bool_value": True}), (7000, {"legacy_json_value": "{}"})):
+        ev = _event(t, ts, 1, name_iid=1, category_iids=[1]).track_event
+        for iid in range(1, 6):
+            ev.debug_annotations.add(name_iid=iid, **vals)
+        _event(t, ts + 500, 2)
+    path = _write(t, tmp_path)
+    with_c = both(path, monkeypatch)
+    monkeypatch.setattr(tables, "_pftscan", None)
+    assert_same(_read(path, True, monkeypatch), with_c)
+    assert with_c.kernels.strings("queue") == [2, 16, 1, None]
+    for path in FIXTURES + REAL:
+        monkeypatch.setattr(tables, "_pftscan", fast._pftscan)
+        a = _read(path, True, monkeypatch)
+        monkeypatch.setattr(tables, "_pftscan", None)
+        assert_same(a, _read(path, True, monkeypatch))

@@ -25,6 +25,11 @@ from .proto import (
 )
 from .tracks import PROVENANCE, _Tracks
 
+try:
+    from .. import _pftscan
+except ImportError:  # pragma: no cover - the extension is optional
+    _pftscan = None
+
 # kernel columns from annotations, in column order (None: grid_x/block_x, whose
 # product annotations stand in when the x one is missing)
 _KERNEL_ANNS = (("correlation_id", "corr_id"), ("dispatch_id", "dispatch_id"),
@@ -47,6 +52,11 @@ def _ann_ints(anns: list[dict], keys: tuple) -> dict[str, list]:
     """``_as_int`` of the annotations ``keys`` of every slice (None where absent; "pid"
     _ABSENT). Each dict is read once for all keys, a piece of slices at a time."""
     defaults = [_ABSENT if k == "pid" else None for k in keys]
+    if _pftscan is not None:
+        cols, exact = _pftscan.ann_ints(anns, tuple(keys), tuple(defaults))
+        return {k: col if ok else [v if v is None or v is _ABSENT or type(v) is int else
+                                   _as_int(v) for v in col]
+                for k, col, ok in zip(keys, cols, exact)}
     out: dict[str, list] = {k: [] for k in keys}
     for p in range(0, len(anns), _PIECE):
         rows = [list(map(a.get, keys, defaults)) for a in anns[p:p + _PIECE]]
