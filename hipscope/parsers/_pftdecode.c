@@ -112,6 +112,14 @@ static int d_ann(Ctx *c, Rd *r)
     return st == 0;
 }
 
+static int flow_push(Ctx *c, int which, uint64_t v)
+{
+    if (!grow((void **)&c->tmpfl[which], &c->tmpcap[which], c->tmpn[which], sizeof(uint64_t)))
+        return 0;
+    c->tmpfl[which][c->tmpn[which]++] = v;
+    return 1;
+}
+
 static int d_flow(Ctx *c, Rd *r, int which, int fixed)
 {
     /* packed or not; collected per kind so that the order is flow_ids, terminating */
@@ -123,14 +131,12 @@ static int d_flow(Ctx *c, Rd *r, int which, int fixed)
                 if (m.end - m.p < 8) return 0;
                 memcpy(&v, m.p, 8); m.p += 8;
             } else if (!varint(&m.p, m.end, &v)) return 0;
-            if (c->tmpn[which] >= 64) return 0;
-            c->tmpfl[which][c->tmpn[which]++] = v;
+            if (!flow_push(c, which, v)) return 0;
         }
         return 1;
     }
-    if (r->wire != (fixed ? 1 : 0) || c->tmpn[which] >= 64) return 0;
-    c->tmpfl[which][c->tmpn[which]++] = r->v;
-    return 1;
+    if (r->wire != (fixed ? 1 : 0)) return 0;
+    return flow_push(c, which, r->v);
 }
 
 static int d_event(Ctx *c, Rd *r, Pkt *k)

@@ -399,6 +399,7 @@ static void w_free(W *w)
 static void c_free(Ctx *c)
 {
     free(c->pk); free(c->in); free(c->cat); free(c->cs); free(c->an); free(c->fl); free(c->ck);
+    for (int w = 0; w < 4; w++) free(c->tmpfl[w]);
 }
 
 /* walk(data, data_oneof, primary, tick) -> tuple, or None (declined); tick(fraction)

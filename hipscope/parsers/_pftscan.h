@@ -38,7 +38,7 @@ typedef struct {
     const uint8_t *base;
     VEC(Pkt, pk) VEC(Intern, in) VEC(uint64_t, cat) VEC(Span, cs) VEC(Ann, an)
     VEC(uint64_t, fl) VEC(Clk, ck)
-    uint64_t tmpfl[4][64]; size_t tmpn[4];
+    uint64_t *tmpfl[4]; size_t tmpn[4], tmpcap[4]; /* one event's flows, per kind */
     const uint8_t *data_oneof; /* bitmap of TracePacket data-oneof field numbers */
 } Ctx;
 

@@ -327,3 +327,23 @@ def test_annotation_columns_helper_equals_python(tmp_path, monkeypatch):
         a = _read(path, True, monkeypatch)
         monkeypatch.setattr(tables, "_pftscan", None)
         assert_same(a, _read(path, True, monkeypatch))
+
+
+def test_graph_launch_with_many_flows(tmp_path, monkeypatch):
+    """One API call launching 300 kernels: its slice carries 300 flow ids."""
+    import numpy as np
+
+    from hipscope.model import Trace, build_table
+
+    n = 300
+    api = build_table("api", {"name": ["hipGraphLaunch"], "domain": ["HIP_RUNTIME_API"],
+                              "start": [10], "end": [20], "pid": [1], "tid": [1]})
+    kernels = build_table("kernels", {
+        "name": [f"k{i % 3}" for i in range(n)], "device": np.zeros(n, np.int16),
+        "start": 100 + 10 * np.arange(n), "end": 105 + 10 * np.arange(n),
+        "api_index": [0] * n})
+    out = tmp_path / "graph.pftrace"
+    write_pftrace(Trace(kernels=kernels, api=api, meta={"format": "test", "sources": []}),
+                  out)
+    tr = both(out, monkeypatch)
+    assert tr.kernels.numpy("api_index").tolist() == [0] * n
