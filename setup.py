@@ -17,7 +17,8 @@ setup(ext_modules=[
     Extension("hipscope.parsers._csvscan", ["hipscope/parsers/_csvscan.c"],
               extra_compile_args=ARGS, optional=True),
     Extension("hipscope.parsers._pftscan",
-              ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c"],
+              ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c",
+               "hipscope/parsers/_pftcols.c"],
               depends=["hipscope/parsers/_pftscan.h"], extra_compile_args=PFT_ARGS,
               optional=True),
 ])

@@ -303,7 +303,7 @@ def test_times_beyond_int64_saturate_on_both_paths(tmp_path, monkeypatch):
 def test_annotation_columns_helper_equals_python(tmp_path, monkeypatch):
     """_pftscan.ann_ints (kernel/API integer annotations read in C) gives the columns
     the Python loop gives, also for values that are not ints."""
-    from hipscope.parsers.pftrace import tables
+    from hipscope.parsers.pftrace import columns
 
     t = pb2.Trace()
     p = _pk(t, sequence_flags=1)
@@ -319,13 +319,13 @@ def test_annotation_columns_helper_equals_python(tmp_path, monkeypatch):
         _event(t, ts + 500, 2)
     path = _write(t, tmp_path)
     with_c = both(path, monkeypatch)
-    monkeypatch.setattr(tables, "_pftscan", None)
+    monkeypatch.setattr(columns, "_pftscan", None)
     assert_same(_read(path, True, monkeypatch), with_c)
     assert with_c.kernels.strings("queue") == [2, 16, 1, None]
     for path in FIXTURES + REAL:
-        monkeypatch.setattr(tables, "_pftscan", fast._pftscan)
+        monkeypatch.setattr(columns, "_pftscan", fast._pftscan)
         a = _read(path, True, monkeypatch)
-        monkeypatch.setattr(tables, "_pftscan", None)
+        monkeypatch.setattr(columns, "_pftscan", None)
         assert_same(a, _read(path, True, monkeypatch))
 
 
