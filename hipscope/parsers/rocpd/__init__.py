@@ -32,7 +32,7 @@ from pathlib import Path
 from ...model import Trace, merge_traces
 from ..base import TraceFormatError, check_cancel, register
 from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
-from .db import _db_files, _Db, _table_names, is_rocpd
+from .db import Db, db_files, is_rocpd, table_names
 from .tables import read_db
 
 __all__ = ["RocpdReader", "is_rocpd"]
@@ -49,13 +49,13 @@ class RocpdReader:
         path = Path(path)
         if path.is_dir():
             try:
-                return 0.9 if _db_files(path) else 0.0
+                return 0.9 if db_files(path) else 0.0
             except OSError:
                 return 0.0
         if not is_sqlite(path):
             return 0.0
         try:
-            names = _table_names(path)
+            names = table_names(path)
         except SQL_ERRORS:
             return 0.0
         if "rocpd_metadata" in names:
@@ -67,7 +67,7 @@ class RocpdReader:
     def read(self, path, progress, cancelled) -> Trace:
         path = Path(path)
         if path.is_dir():
-            files = _db_files(path)
+            files = db_files(path)
             if not files:
                 raise TraceFormatError(path, None, "a folder holding rocpd *_results.db files",
                                        "no rocpd database in it")
@@ -90,5 +90,5 @@ class RocpdReader:
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
         # quick_check runs while the views are read
-        return read_sqlite_input(path, "rocpd", "database", _Db,
+        return read_sqlite_input(path, "rocpd", "database", Db,
                                  lambda db: read_db(self.name, db, progress, cancelled))

@@ -22,11 +22,13 @@ import pyarrow.compute as pc
 from .._sqlite import SQL_ERRORS, connect_ro, error_text, is_sqlite, ro_uri, schema_names
 from ..base import TraceFormatError
 
-_MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
-_LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
+__all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "is_rocpd", "masked",
+           "table_names"]
+
+LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
 
 
-def _table_names(path: Path) -> set[str]:
+def table_names(path: Path) -> set[str]:
     conn = connect_ro(path)
     try:
         return set(schema_names(conn))
@@ -39,13 +41,13 @@ def is_rocpd(path: Path) -> bool:
     if not path.is_file() or not is_sqlite(path):
         return False
     try:
-        names = _table_names(path)
+        names = table_names(path)
     except SQL_ERRORS:
         return False
     return "rocpd_metadata" in names or any(n.startswith("rocpd_") for n in names)
 
 
-def _db_files(folder: Path) -> list[Path]:
+def db_files(folder: Path) -> list[Path]:
     """The rocpd databases of a folder, each once (a link to one already listed, or a
     second name of it, would double every count)."""
     out, seen = [], set()
@@ -75,7 +77,7 @@ def _adbc_dbapi():
 _ADBC_BATCH_ROWS = 65536  # rows per Arrow batch (driver default 1024: slower)
 
 
-class _Db:
+class Db:
     """A read-only connection with error translation and column-wise fetches.
 
     ``use_adbc``: fetch through the ADBC SQLite driver (None: when installed and not
@@ -88,6 +90,7 @@ class _Db:
         self.use_adbc = _adbc_enabled() if use_adbc is None else use_adbc
         self._aconn = None
         self.adbc_fetches = 0
+        self.read_path = ""  # "physical" or "views", once read (for tests)
         self.adbc_fallbacks = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[str, Future] = {}
@@ -210,7 +213,11 @@ class _Db:
             sql, cols = self._plan(view, wanted, where, required, extra)
         except TraceFormatError:
             return  # the fetch itself reports it
-        if sql in self._pending:
+        self.prefetch_sql(sql, cols)
+
+    def prefetch_sql(self, sql: str, cols: list[str]) -> None:
+        """Start the ADBC fetch a later ``fetch_sql(sql, cols, ...)`` will make."""
+        if not self.use_adbc or self._arrow_conn() is None or sql in self._pending:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocpd-adbc")
@@ -267,7 +274,7 @@ class _Db:
         return out
 
 
-def _int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
+def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
     """An integer column as int64 numpy with nulls as ``fill``."""
     if arr is None or len(arr) == 0 or pa.types.is_null(arr.type):
         return np.full(n, fill, dtype=np.int64)
@@ -279,14 +286,19 @@ def _int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
     return pc.fill_null(arr.cast(pa.int64()), fill).to_numpy(zero_copy_only=False)
 
 
-def _str(arr: pa.Array | None, n: int) -> pa.Array:
+def as_str(arr: pa.Array | None, n: int) -> pa.Array:
     if arr is None or len(arr) == 0 or pa.types.is_null(arr.type):
         return pa.nulls(n, pa.string())
     return arr if pa.types.is_string(arr.type) else pc.cast(arr, pa.string())
 
 
-def _masked(vals: np.ndarray, invalid: np.ndarray | None = None) -> pa.Array | None:
+def masked(vals: np.ndarray, invalid: np.ndarray | None = None) -> pa.Array | None:
     mask = vals < 0 if invalid is None else invalid
     if len(vals) == 0 or mask.all():
         return None
     return pa.array(vals, mask=mask if mask.any() else None)
+
+
+# the former private spellings (kept for callers outside this package)
+_Db, _int, _str, _masked = Db, as_int, as_str, masked
+_db_files, _table_names, _LEGACY_TABLES = db_files, table_names, LEGACY_TABLES
