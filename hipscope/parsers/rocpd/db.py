@@ -65,13 +65,41 @@ def _adbc_enabled() -> bool:
 
 
 def _adbc_dbapi():
-    """``adbc_driver_sqlite.dbapi`` or None when it is not installed (imported lazily:
-    loading the driver costs ~0.3 s)."""
+    """The ADBC driver modules, or None when they are not installed (imported lazily)."""
     try:
-        import adbc_driver_sqlite.dbapi as dbapi
+        import adbc_driver_manager
+        import adbc_driver_sqlite
     except Exception:  # noqa: BLE001 - missing or broken install: use sqlite3
         return None
-    return dbapi
+    return adbc_driver_manager, adbc_driver_sqlite
+
+
+class _Adbc:
+    """A read-only ADBC SQLite connection through the driver manager's low-level API
+    (its DB-API module imports pyarrow.dataset and pandas: ~1 s of every read)."""
+
+    def __init__(self, uri: str):
+        self._dm, sqlite_driver = _adbc_dbapi()
+        self._db = sqlite_driver.connect(uri)
+        try:
+            self._conn = self._dm.AdbcConnection(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def table(self, sql: str) -> pa.Table:
+        st = self._dm.AdbcStatement(self._conn)
+        try:
+            st.set_options(**{"adbc.sqlite.query.batch_rows": str(_ADBC_BATCH_ROWS)})
+            st.set_sql_query(sql)
+            stream, _ = st.execute_query()
+            return pa.RecordBatchReader._import_from_c(stream.address).read_all()
+        finally:
+            st.close()
+
+    def close(self) -> None:
+        self._conn.close()
+        self._db.close()
 
 
 _ADBC_BATCH_ROWS = 65536  # rows per Arrow batch (driver default 1024: slower)
@@ -117,12 +145,11 @@ class Db:
 
     def _arrow_conn(self):
         if self._aconn is None and self.use_adbc:
-            dbapi = _adbc_dbapi()
-            if dbapi is None:
+            if _adbc_dbapi() is None:
                 self.use_adbc = False
                 return None
             try:
-                self._aconn = dbapi.connect(ro_uri(self.path))
+                self._aconn = _Adbc(ro_uri(self.path))
             except Exception:  # noqa: BLE001 - the driver cannot open it: use sqlite3
                 self.use_adbc = False
         return self._aconn
@@ -136,15 +163,10 @@ class Db:
             return None
         try:
             if own_conn:  # connections are not shared between threads
-                conn = _adbc_dbapi().connect(ro_uri(self.path))
-            cur = conn.cursor()
+                conn = _Adbc(ro_uri(self.path))
             try:
-                cur.adbc_statement.set_options(
-                    **{"adbc.sqlite.query.batch_rows": str(_ADBC_BATCH_ROWS)})
-                cur.execute(sql)
-                table = cur.fetch_arrow_table()
+                table = conn.table(sql)
             finally:
-                cur.close()
                 if own_conn:
                     conn.close()
         except Exception:  # noqa: BLE001 - type mismatch, damaged file...: use sqlite3
@@ -283,7 +305,10 @@ def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
             arr = arr.cast(pa.int64())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             arr = pc.cast(pc.cast(arr, pa.string()), pa.int64(), safe=False)
-    return pc.fill_null(arr.cast(pa.int64()), fill).to_numpy(zero_copy_only=False)
+    arr = arr.cast(pa.int64())
+    if arr.null_count == 0:  # no copy through fill_null
+        return arr.to_numpy(zero_copy_only=False)
+    return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
 
 
 def as_str(arr: pa.Array | None, n: int) -> pa.Array:

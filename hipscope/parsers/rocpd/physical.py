@@ -100,6 +100,12 @@ def _index(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Row of each key in ``ids`` (unique), -1 where it is absent."""
     if len(ids) == 0:
         return np.full(len(keys), -1, np.int64)
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo >= 0 and hi < 4 * len(ids) + 1024:  # ids 1..m as SQLite gives them: a table
+        lut = np.full(hi + 2, -1, np.int64)
+        lut[ids] = np.arange(len(ids))
+        inside = (keys >= 0) & (keys <= hi)
+        return np.where(inside, lut[np.where(inside, keys, hi + 1)], -1)
     order = np.argsort(ids, kind="stable")
     s = ids[order]
     pos = np.minimum(np.searchsorted(s, keys), len(s) - 1)
@@ -110,7 +116,12 @@ def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     """``arr[rows]`` with NULL where ``rows`` is -1 (a LEFT JOIN's miss)."""
     if len(arr) == 0 or pa.types.is_null(arr.type):
         return pa.nulls(len(rows), arr.type)
-    return arr.take(pa.array(rows, mask=rows < 0))
+    miss = rows < 0
+    if pa.types.is_int64(arr.type):  # numpy gather: several times faster than take
+        vals = pc.fill_null(arr, 0).to_numpy()[np.where(miss, 0, rows)]
+        bad = miss | ~pc.is_valid(arr).to_numpy(zero_copy_only=False)[np.where(miss, 0, rows)]
+        return pa.array(vals, mask=bad if bad.any() else None)
+    return arr.take(pa.array(rows, mask=miss if miss.any() else None))
 
 
 class Physical:
