@@ -59,7 +59,7 @@ def _run(argv: list[str]) -> tuple[float, float, float]:
 
 def measure(db: Path, runs: int = 1) -> dict:
     """Median report and floor times (the runs alternate), the report's peak RSS."""
-    rep, floor, rss, cpu = [], [], [], []
+    rep, floor, rss = [], [], []
     for _ in range(runs):
         floor.append(_run([sys.executable, "-c", _ADBC, str(db)])[:2])
         wall, c, peak = _run([sys.executable, "-m", "hipscope.cli.main", "report",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import hipscope.parsers.kineto.decode as decode
 from benchmarks.gen_kineto import write_kineto_json
 from hipscope.parsers import get_reader
+from hipscope.parsers.kineto import decode
 from tests.conftest import SAMPLES
 
 READER = get_reader("kineto")

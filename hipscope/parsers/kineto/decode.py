@@ -18,6 +18,12 @@ import msgspec
 from .._json import error_byte, error_place, gc_paused
 from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
 
+__all__ = [
+    "API_CATS", "ARG_FIELDS", "CAT_ALIASES", "CHUNK_BYTES", "EMPTY_ARGS", "GPU_CATS",
+    "GPU_MARKER_CATS", "HOST_MARKER_CATS", "Top", "canonical_cat", "decode", "decode_chunked",
+    "load"
+]
+
 # --------------------------------------------------------------------------- structs
 
 
@@ -39,7 +45,7 @@ class _Args(msgspec.Struct, gc=False):
     labels: Any = None    # ph M process_labels
 
 
-_EMPTY_ARGS = _Args()
+EMPTY_ARGS = _Args()
 
 
 class _Ev(msgspec.Struct, gc=False):
@@ -62,11 +68,11 @@ _TOP_FIELDS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTime
                "hip_runtime_version", "hip_driver_version")
 _TOP_TAIL = [(f, Any, None) for f in _TOP_FIELDS]
 # typed events; and the generic form for files whose values have odd types
-_Top = msgspec.defstruct("_Top", [("traceEvents", list[_Ev]), *_TOP_TAIL])
+Top = msgspec.defstruct("Top", [("traceEvents", list[_Ev]), *_TOP_TAIL])
 _LooseTop = msgspec.defstruct("_LooseTop", [("traceEvents", list[Any]), *_TOP_TAIL])
 
 
-_ARG_FIELDS = ("correlation", "device", "stream", "registers", "shared", "bytes", "size")
+ARG_FIELDS = ("correlation", "device", "stream", "registers", "shared", "bytes", "size")
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 API_CATS = ("cuda_runtime", "cuda_driver", "cuda_sync")
@@ -92,9 +98,9 @@ def canonical_cat(cat: object) -> object:
 # --------------------------------------------------------------------------- decoding
 
 
-def _decode_strict(buf: bytes) -> _Top:
+def _decode_strict(buf: bytes) -> Top:
     with gc_paused():
-        return msgspec.json.decode(buf, type=_Top)
+        return msgspec.json.decode(buf, type=Top)
 
 
 def _loose_event(obj: Any) -> _Ev | None:
@@ -110,7 +116,7 @@ def _loose_event(obj: Any) -> _Ev | None:
                dur=obj.get("dur"), id=obj.get("id"), bp=obj.get("bp"), args=a)
 
 
-def _decode_loose(path: Path, buf: bytes) -> tuple[_Top, int]:
+def _decode_loose(path: Path, buf: bytes) -> tuple[Top, int]:
     """Decode with generic types and coerce: for files whose values have unusual
     types. Returns the top object and the count of records that were not objects."""
     try:
@@ -128,11 +134,11 @@ def _decode_loose(path: Path, buf: bytes) -> tuple[_Top, int]:
             bad += 1
         else:
             evs.append(ev)
-    fields = {f: getattr(loose, f) for f in _Top.__struct_fields__ if f != "traceEvents"}
-    return _Top(traceEvents=evs, **fields), bad
+    fields = {f: getattr(loose, f) for f in Top.__struct_fields__ if f != "traceEvents"}
+    return Top(traceEvents=evs, **fields), bad
 
 
-def _decode_any(path: Path, buf: bytes) -> tuple[_Top, int]:
+def _decode_any(path: Path, buf: bytes) -> tuple[Top, int]:
     """Typed decode, falling back to a generic one when values have odd types.
     Raises msgspec.DecodeError for text that is not JSON (or cut short)."""
     try:
@@ -141,7 +147,7 @@ def _decode_any(path: Path, buf: bytes) -> tuple[_Top, int]:
         return _decode_loose(path, buf)
 
 
-def _recover_truncated(path: Path, buf: bytes) -> tuple[_Top, int, int] | None:
+def _recover_truncated(path: Path, buf: bytes) -> tuple[Top, int, int] | None:
     """A JSON text cut short: close it after the last whole element and decode.
     Returns (top, records that were not objects, bytes dropped) or None when no cut
     point works."""
@@ -180,11 +186,11 @@ _SEP = b"},\n"
 _NAME = attrgetter("name")  # an event's end: a newline is never inside a JSON string
 
 
-def _head_tail(buf, key: int, open_: int) -> _Top | None:
+def _head_tail(buf, key: int, open_: int) -> Top | None:
     """The top-level keys before ``traceEvents`` (its list cut to ``[]``)."""
     if bytes(buf[key + len(b'"traceEvents"'):open_]).strip() != b":":
         return None
-    head = msgspec.json.decode(bytes(buf[:open_ + 1]) + b"]}", type=_Top)
+    head = msgspec.json.decode(bytes(buf[:open_ + 1]) + b"]}", type=Top)
     return head if not head.traceEvents else None
 
 
@@ -198,7 +204,7 @@ def _intern(evs: list, seen: dict) -> None:
         pass
 
 
-def decode_chunked(buf) -> _Top | None:
+def decode_chunked(buf) -> Top | None:
     """The strict typed decode, ``CHUNK_BYTES`` of traceEvents at a time: split after
     an event's closing ``},`` at a line end, each piece decoded as a list of events (a
     piece that does not end at an event's end cannot parse), the keys before and after
@@ -233,14 +239,14 @@ def decode_chunked(buf) -> _Top | None:
                 pos = sep + 2
                 released = _release(buf, released, pos)
             del piece
-            tail = msgspec.json.decode(b'{"traceEvents":[' + bytes(view[pos:]), type=_Top)
+            tail = msgspec.json.decode(b'{"traceEvents":[' + bytes(view[pos:]), type=Top)
         _intern(tail.traceEvents, seen)
         events.extend(tail.traceEvents)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     fields = {f: getattr(tail, f) if getattr(tail, f) is not None else getattr(head, f)
               for f in _TOP_FIELDS}
-    return _Top(traceEvents=events, **fields)
+    return Top(traceEvents=events, **fields)
 
 
 def _release(buf, done: int, upto: int) -> int:
@@ -257,7 +263,7 @@ def _release(buf, done: int, upto: int) -> int:
     return max(done, end)
 
 
-def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> _Top:
+def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> Top:
     """The decoded file (gzip or plain JSON, which is decoded from a memory map)."""
     try:
         if is_gzip(path):
@@ -281,7 +287,7 @@ def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> _Top:
         raise TraceFormatError(path, None, "a readable file", str(exc)) from None
 
 
-def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> _Top:
+def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> Top:
     """Decode, keeping the whole events of a text cut short (reported)."""
     bad = 0
     try:

@@ -30,8 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...model import Trace, merge_traces
-from ..base import TraceFormatError, check_cancel, register
 from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
+from ..base import TraceFormatError, check_cancel, register
 from .db import Db, db_files, is_rocpd, table_names
 from .tables import read_db
 

@@ -19,7 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._sqlite import SQL_ERRORS, connect_ro, error_text, is_sqlite, ro_uri, schema_names
+from .._sqlite import (
+    SQL_ERRORS,
+    connect_ro,
+    error_text,
+    is_sqlite,
+    ro_uri,
+    schema_names,
+)
 from ..base import TraceFormatError
 
 __all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "is_rocpd", "masked",

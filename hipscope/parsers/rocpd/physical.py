@@ -29,7 +29,7 @@ from .db import Db, as_int, as_str
 __all__ = ["Physical", "open_physical", "physical_enabled"]
 
 _VIEW = re.compile(r'\s*CREATE\s+VIEW\s+"?(\w+)"?\s+AS\s+SELECT\s+\*\s+FROM\s+"?(\w+)"?'
-                   r"\s*;?\s*", re.I)
+                   r"\s*;?\s*", re.IGNORECASE)
 _NEEDED = ("rocpd_kernel_dispatch", "rocpd_region", "rocpd_event", "rocpd_string",
            "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_info_process",
            "rocpd_info_thread")
