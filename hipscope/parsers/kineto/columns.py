@@ -24,6 +24,8 @@ __all__ = [
 ]
 
 NULL = -(1 << 62)
+# C-level attribute reads (map(attrgetter) is ~2x a list comprehension)
+_PID, _TID, _TS, _DUR = (attrgetter(f) for f in ("pid", "tid", "ts", "dur"))
 _BIG_US = LIMIT_NS / 1000
 
 # --------------------------------------------------------------------------- helpers
@@ -173,13 +175,13 @@ def xyz_fast(args: list, field: str) -> np.ndarray:
 
 
 def pid_tid(sub: list) -> tuple[np.ndarray, np.ndarray]:
-    return _int_col([e.pid for e in sub]), _int_col([e.tid for e in sub])
+    return _int_col(list(map(_PID, sub))), _int_col(list(map(_TID, sub)))
 
 
 def times_ns(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """start, end (int64 ns) and a mask of rows with a valid ts."""
-    ts = _float_col([e.ts for e in sub])
-    dur = _float_col([e.dur for e in sub])
+    ts = _float_col(list(map(_TS, sub)))
+    dur = _float_col(list(map(_DUR, sub)))
     ok = np.isfinite(ts)
     # raw times pass through (a negative dur too): the interval rule judges them
     dur = np.where(np.isnan(dur), 0.0, dur)

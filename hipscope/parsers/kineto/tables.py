@@ -3,6 +3,8 @@ linked by correlation id (from args, else from ac2g flows)."""
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -38,6 +40,7 @@ __all__ = ["build"]
 _AMD_GLOBAL_SIZE_LAUNCHES = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
 _COPY_KINDS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
+_CAT, _NAME, _PH = attrgetter("cat"), attrgetter("name"), attrgetter("ph")
 
 
 class _Events:
@@ -45,12 +48,12 @@ class _Events:
 
     def __init__(self, top: Top):
         self.evs = top.traceEvents
-        cats = [e.cat for e in self.evs]
+        cats = list(map(_CAT, self.evs))
         self.cat_codes, cat_names = str_codes(cats)
         del cats
         self.renamed = self._canonical_cats(cat_names)
         if self.renamed:
-            self.cat_codes, cat_names = str_codes([e.cat for e in self.evs])
+            self.cat_codes, cat_names = str_codes(list(map(_CAT, self.evs)))
         self.cat_index = {c: i for i, c in enumerate(cat_names)}
 
     def _canonical_cats(self, cat_names: list) -> dict[str, str]:
@@ -71,7 +74,7 @@ class _Events:
         idx = np.flatnonzero(np.isin(self.cat_codes, wanted))
         sub = list(map(self.evs.__getitem__, idx.tolist()))
         if phase is not None:
-            sub = [e for e in sub if e.ph == phase]
+            sub = list(compress(sub, map(eq, map(_PH, sub), repeat(phase))))
         return sub
 
 
@@ -99,8 +102,8 @@ def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
     a.pid, a.tid = pid_tid(a.sub)
     a.cols = args_cols(a.args, ("correlation", "stream", "device", "shared", "size", "bytes")
                         if vendor == "AMD" else ("correlation", "stream", "device"))
-    a.dom_codes, a.dom = str_codes([e.cat for e in a.sub])
-    a.name_codes, a.name_cats = str_codes([e.name for e in a.sub])
+    a.dom_codes, a.dom = str_codes(list(map(_CAT, a.sub)))
+    a.name_codes, a.name_cats = str_codes(list(map(_NAME, a.sub)))
     a.corr = a.cols["correlation"]
     a.stream = np.where(a.cols["stream"] == 0xFFFFFFFF, NULL, a.cols["stream"])
     return a
@@ -197,7 +200,7 @@ def _kernel_table(path: Path, k: SimpleNamespace, a: SimpleNamespace, vendor: st
     gx, block = _grid(k, a, vendor, provenance)
     kc = k.cols
     k_cols: dict[str, Any] = {
-        "name": name_column([e.name for e in k.sub]),
+        "name": name_column(list(map(_NAME, k.sub))),
         "device": k.dev,
         "start": k.start,
         "end": k.end,
@@ -264,7 +267,7 @@ def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, st
         "direction": name_column(directions),
         "start": c.start,
         "end": c.end,
-        "name": name_column([e.name for e in c.sub]),
+        "name": name_column(list(map(_NAME, c.sub))),
         "bytes": opt_array(c_bytes, 0, _I62),
         "device": opt_array(c.dev, 0, 32767),
         "stream": opt_array(c.stream, -(1 << 31), _I31),
