@@ -89,6 +89,8 @@ _DANGLING = {
     "region_name": ("rocpd_region_", "name_id = 999999"),
     "region_process": ("rocpd_region_", "pid = 999999"),
     "event_category": ("rocpd_event_", "category_id = 999999"),
+    "symbol_without_name": ("rocpd_info_kernel_symbol_", "display_name = NULL"),
+    "string_text": ("rocpd_string_", "string = string || ' (renamed)'"),
 }
 
 

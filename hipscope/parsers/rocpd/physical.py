@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from .db import Db, as_int, as_str
 
-__all__ = ["Physical", "open_physical", "physical_enabled"]
+__all__ = ["Physical", "encoded_names", "open_physical", "physical_enabled"]
 
 _VIEW = re.compile(r'\s*CREATE\s+VIEW\s+"?(\w+)"?\s+AS\s+SELECT\s+\*\s+FROM\s+"?(\w+)"?'
                    r"\s*;?\s*", re.IGNORECASE)
@@ -96,12 +96,28 @@ def open_physical(db: Db) -> Physical | None:
     return Physical(db, tables, row[0] if row else "", "extdata" in e_cols)
 
 
+def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
+    """``pc.dictionary_encode(pc.fill_null(arr.cast(pa.string()), fill))`` without
+    making each row's string: the dictionary's distinct values in first-use order."""
+    values = pa.concat_arrays([arr.dictionary.cast(pa.string()), pa.array([fill])])
+    enc = pc.dictionary_encode(pc.fill_null(values, fill))
+    vid = enc.indices.to_numpy(zero_copy_only=False)
+    rows = vid[pc.fill_null(arr.indices, len(values) - 1).to_numpy(zero_copy_only=False)]
+    if len(rows) == 0:
+        return pc.dictionary_encode(pa.array([], pa.string()))
+    uniq, first = np.unique(rows, return_index=True)
+    order = uniq[np.argsort(first, kind="stable")]
+    remap = np.zeros(len(enc.dictionary), np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(remap[rows]), enc.dictionary.take(order))
+
+
 def _index(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Row of each key in ``ids`` (unique), -1 where it is absent."""
     if len(ids) == 0:
         return np.full(len(keys), -1, np.int64)
     lo, hi = int(ids.min()), int(ids.max())
-    if lo >= 0 and hi < 4 * len(ids) + 1024:  # ids 1..m as SQLite gives them: a table
+    if lo >= 0 and hi < 4 * len(ids) + (1 << 20):  # ids 1..m as SQLite gives: a table
         lut = np.full(hi + 2, -1, np.int64)
         lut[ids] = np.arange(len(ids))
         inside = (keys >= 0) & (keys <= hi)
@@ -118,8 +134,10 @@ def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
         return pa.nulls(len(rows), arr.type)
     miss = rows < 0
     if pa.types.is_int64(arr.type):  # numpy gather: several times faster than take
-        vals = pc.fill_null(arr, 0).to_numpy()[np.where(miss, 0, rows)]
-        bad = miss | ~pc.is_valid(arr).to_numpy(zero_copy_only=False)[np.where(miss, 0, rows)]
+        at = np.where(miss, 0, rows)
+        vals = pc.fill_null(arr, 0).to_numpy()[at]
+        bad = miss if arr.null_count == 0 else (
+            miss | ~pc.is_valid(arr).to_numpy(zero_copy_only=False)[at])
         return pa.array(vals, mask=bad if bad.any() else None)
     return arr.take(pa.array(rows, mask=miss if miss.any() else None))
 
@@ -203,6 +221,9 @@ class Physical:
                                as_int(out["kernel_id"], n, _NO_KEY))
         for c, sc in _SYMBOL_COLS.items():
             out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
+        if "display_name" in sy and pa.types.is_string(sy["display_name"].type):
+            out["name"] = pa.DictionaryArray.from_arrays(  # no copy of each name
+                pa.array(s_row.astype(np.int32), mask=s_row < 0), sy["display_name"])
         r_row, _ = self._join("rocpd_string", ["string"], key["region_name_id"])
         keep &= (a_row >= 0) & (p_row >= 0) & (t_row >= 0) & (s_row >= 0) & (r_row >= 0)
         return out, keep

@@ -23,7 +23,7 @@ from ..base import TraceFormatError, check_cancel
 from .dangling import kept_dispatches, kernels_kept, unknown_agents, warn_lost
 from .db import LEGACY_TABLES, Db, as_int, as_str, masked
 from .graphs import graph_launches
-from .physical import Physical, open_physical
+from .physical import Physical, encoded_names, open_physical
 from .version import check_schema_version
 
 __all__ = ["read_db"]
@@ -297,8 +297,11 @@ def _kernels(db: Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, wa
     k_api = link_by_correlation(k_stack, k["guid"], api_stack, api_guid)
     k_api[k_stack < 0] = -1
     k["queue"], queues = _queues(db, guids, kn, k["dev"], k["guid"], nk)
+    name = kn.get("name")
     cols = {
-        "name": pc.fill_null(as_str(kn.get("name"), nk), "(unknown kernel)"),
+        "name": encoded_names(name, "(unknown kernel)")
+        if name is not None and pa.types.is_dictionary(name.type)
+        else pc.fill_null(as_str(name, nk), "(unknown kernel)"),
         "device": k["dev"], "start": k_start, "end": k_end,
         "queue": masked(k["queue"]), "stream": masked(k["stream"]),
         "pid": masked(k["pid"]), "tid": masked(as_int(kn.get("tid"), nk)),
