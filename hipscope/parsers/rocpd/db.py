@@ -184,7 +184,9 @@ class Db:
         if n == 0:
             return {c: pa.array([], type=pa.null()) for c in cols}
         out = {}
-        for c, col in zip(cols, table.columns):
+        for c in cols:  # each column's batches freed once combined: peak +1 column, not 2x
+            col = table.column(0)
+            table = table.remove_column(0)
             t = col.type
             if col.null_count == n:
                 out[c] = pa.nulls(n)  # sqlite3: all None -> null type
