@@ -60,8 +60,10 @@ def _exec(path: Path, *stmts: str) -> None:
 
 
 @needs_fixtures
+@pytest.mark.parametrize("adbc", ["1", "0"])
 @pytest.mark.parametrize("db_path", DBS, ids=lambda p: p.name)
-def test_fixture_databases_read_the_same_both_ways(db_path, monkeypatch):
+def test_fixture_databases_read_the_same_both_ways(db_path, monkeypatch, adbc):
+    monkeypatch.setenv("HIPSCOPE_ROCPD_ADBC", adbc)  # ADBC or sqlite3 fetches
     _assert_same(db_path, monkeypatch)
 
 

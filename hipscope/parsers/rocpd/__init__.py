@@ -4,7 +4,11 @@
 Schema: rocprofiler-sdk ``source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql`` (physical
 tables carry a per-run ``{{uuid}}`` suffix), ``rocpd_views.sql`` (unsuffixed views over
 them) and ``data_views.sql`` (``kernels``, ``regions``, ``samples``, ``memory_copies``,
-``processes``, ``counters_collection``...). This reader only queries the unsuffixed views.
+``processes``, ``counters_collection``...). The two big views, ``kernels`` and
+``regions``, are rebuilt from the physical tables when those are laid out as expected
+(``physical.py``: 2-3x less work than SQLite evaluating the views); everything else,
+and any database that is not so, is read through the unsuffixed views
+(``HIPSCOPE_ROCPD_PHYSICAL=0`` forces the views). Both give the same trace.
 Those data views inner-join their ids: kernels they drop are read from
 ``rocpd_kernel_dispatch`` and kept, and lost regions/copies are warned about
 (``dangling.py``). Every file must pass ``PRAGMA quick_check`` (``parsers/_sqlite.py``):
