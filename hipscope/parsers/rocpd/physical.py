@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from .db import Db, as_int, as_str
 
-__all__ = ["Physical", "encoded_names", "open_physical", "physical_enabled"]
+__all__ = ["Physical", "encoded_names", "is_in_strings", "open_physical", "physical_enabled",
+           "take_names", "take_strings"]
 
 _VIEW = re.compile(r'\s*CREATE\s+VIEW\s+"?(\w+)"?\s+AS\s+SELECT\s+\*\s+FROM\s+"?(\w+)"?'
                    r"\s*;?\s*", re.IGNORECASE)
@@ -110,6 +111,42 @@ def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
     remap = np.zeros(len(enc.dictionary), np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     return pa.DictionaryArray.from_arrays(pa.array(remap[rows]), enc.dictionary.take(order))
+
+
+def _is_dict(arr: pa.Array | None) -> bool:
+    return arr is not None and pa.types.is_dictionary(arr.type)
+
+
+def take_names(arr: pa.Array, rows: pa.Array, n: int) -> pa.Array:
+    """The rows of a name column, dictionary-encoded as build_table would encode them
+    (a dictionary from this module stays one)."""
+    if _is_dict(arr):
+        return encoded_names(arr.take(rows), "")
+    return as_str(arr, n).take(rows)
+
+
+def take_strings(arr: pa.Array, rows: pa.Array, n: int) -> pa.Array:
+    """The rows of a name column as plain strings."""
+    return arr.take(rows).cast(pa.string()) if _is_dict(arr) else as_str(arr, n).take(rows)
+
+
+def is_in_strings(arr: pa.Array, values: tuple[str, ...]) -> np.ndarray:
+    """Which rows' text is one of ``values`` (NULL: no)."""
+    if _is_dict(arr):
+        hit = np.append(pc.fill_null(pc.is_in(arr.dictionary, pa.array(values)), False)
+                        .to_numpy(zero_copy_only=False), False)
+        at = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
+        return hit[at]
+    return np.asarray(pc.fill_null(pc.is_in(arr, pa.array(values)), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _dict(strings: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``strings[rows]`` (NULL where -1) as a dictionary over ``strings``, no copies."""
+    if not pa.types.is_string(strings.type) or strings.null_count:
+        return _take(strings, rows)
+    return pa.DictionaryArray.from_arrays(pa.array(rows.astype(np.int32), mask=rows < 0),
+                                          strings)
 
 
 def _index(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -221,9 +258,8 @@ class Physical:
                                as_int(out["kernel_id"], n, _NO_KEY))
         for c, sc in _SYMBOL_COLS.items():
             out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
-        if "display_name" in sy and pa.types.is_string(sy["display_name"].type):
-            out["name"] = pa.DictionaryArray.from_arrays(  # no copy of each name
-                pa.array(s_row.astype(np.int32), mask=s_row < 0), sy["display_name"])
+        if "display_name" in sy:
+            out["name"] = _dict(sy["display_name"], s_row)  # no copy of each name
         r_row, _ = self._join("rocpd_string", ["string"], key["region_name_id"])
         keep &= (a_row >= 0) & (p_row >= 0) & (t_row >= 0) & (s_row >= 0) & (r_row >= 0)
         return out, keep
@@ -277,7 +313,7 @@ class Physical:
             out["message"] = self._messages(key["event"], key["cat"])
         out.update({"guid": pa.DictionaryArray.from_arrays(
                         pa.array(np.zeros(n, np.int32)), pa.array([self.guid])),
-                    "category": _take(st["string"], c_row), "name": _take(st["string"], s_row),
+                    "category": _dict(st["string"], c_row), "name": _dict(st["string"], s_row),
                     "pid": _take(pr["pid"], p_row), "tid": _take(th["tid"], t_row)})
         if keep.all():
             return out

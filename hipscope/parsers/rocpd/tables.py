@@ -20,10 +20,18 @@ from .._common import (
     number_per_device,
 )
 from ..base import TraceFormatError, check_cancel
+from .counters import COUNTER_QUERY, counters_table
 from .dangling import kept_dispatches, kernels_kept, unknown_agents, warn_lost
 from .db import LEGACY_TABLES, Db, as_int, as_str, masked
 from .graphs import graph_launches
-from .physical import Physical, encoded_names, open_physical
+from .physical import (
+    Physical,
+    encoded_names,
+    is_in_strings,
+    open_physical,
+    take_names,
+    take_strings,
+)
 from .version import check_schema_version
 
 __all__ = ["read_db"]
@@ -165,15 +173,16 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
     nr = len(rg["start"])
     warn_lost(db, "regions", "rocpd_region", nr, "regions (API calls, roctx ranges)",
               warnings)
-    r_cat = as_str(rg["category"], nr)
+    r_cat = rg["category"]
+    r_cat = r_cat if pa.types.is_dictionary(r_cat.type) else as_str(r_cat, nr)
     no_cat = int(r_cat.null_count)
     if no_cat:  # category_id points nowhere (the view's subquery gives NULL)
         warnings.append(f"{db.path}: {no_cat} regions have no category (their "
                         "category_id is not in rocpd_string); they are API calls of "
                         "domain 'unknown'")
-        r_cat = pc.fill_null(r_cat, "unknown")
-    is_marker = np.asarray(pc.fill_null(pc.is_in(r_cat, pa.array(_MARKER_CATEGORIES)),
-                                        False).to_numpy(zero_copy_only=False), dtype=bool)
+    r_cat = (encoded_names(r_cat, "unknown") if pa.types.is_dictionary(r_cat.type)
+             else pc.fill_null(r_cat, "unknown") if no_cat else r_cat)
+    is_marker = is_in_strings(r_cat, _MARKER_CATEGORIES)
     r_guid = guids(rg.get("guid"), nr)
     r_start, r_end = as_int(rg["start"], nr, 0), as_int(rg["end"], nr, 0)
     r_stack = as_int(rg.get("stack_id"), nr)
@@ -182,15 +191,15 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
     a_take = pa.array(api_rows, type=pa.int64())
     api_stack = r_stack[api_rows]
     api = build_table("api", {
-        "name": as_str(rg["name"], nr).take(a_take),
-        "domain": r_cat.take(a_take),
+        "name": take_names(rg["name"], a_take, nr),
+        "domain": take_names(r_cat, a_take, nr),
         "start": r_start[api_rows], "end": r_end[api_rows],
         "pid": masked(r_pid[api_rows]), "tid": masked(r_tid[api_rows]),
         "correlation_id": masked(api_stack),
     }, n=len(api_rows))
     mk_rows = np.nonzero(is_marker)[0]
     m_take = pa.array(mk_rows, type=pa.int64())
-    m = {"name": _with_message(as_str(rg["name"], nr).take(m_take), rg, nr, m_take),
+    m = {"name": _with_message(take_strings(rg["name"], m_take, nr), rg, nr, m_take),
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
     m["end"] = r_end[mk_rows]
     _add_samples(db, m)
@@ -364,7 +373,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     if db.has("memory_copies"):
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
-        db.prefetch("counters_collection", *_COUNTER_QUERY)
+        db.prefetch("counters_collection", *COUNTER_QUERY)
     to_device, dev_rows = _devices(db, host_of_nid)
     check_cancel(cancelled)
     progress(0.1)
@@ -379,7 +388,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     streams = _streams(db, guids, k["stream"], k["dev"], k["queue"], k["pid"], k["guid"])
     copies = _copies(db, guids, to_device, api_stack, api_guid, warnings)
     progress(0.85)
-    counters = _counters(db, guids, k["guid"], k["disp"])
+    counters = counters_table(db, guids, k["guid"], k["disp"])
     progress(1.0)
     launches = graph_launches(db, warnings)
     if launches is not None:
@@ -465,32 +474,4 @@ def _copies(db: Db, gcode, to_device, api_stack, api_guid, warnings):
         "stream": masked(as_int(mc.get("stream_id"), n)),
         "pid": masked(as_int(mc.get("pid"), n)), "tid": masked(as_int(mc.get("tid"), n)),
         "correlation_id": masked(stack), "api_index": masked(api_idx),
-    }, n=n)
-
-_COUNTER_QUERY = (["guid", "dispatch_id", "counter_name", "value"], "",
-                  ["dispatch_id", "counter_name", "value"])
-
-
-def _counters(db: Db, gcode, k_guid, k_disp):
-    if db.has("counters_collection"):
-        cc = db.fetch("counters_collection", *_COUNTER_QUERY)
-        val_col = "value"
-    elif db.has("pmc_events"):
-        cc = db.fetch("pmc_events", ["guid", "dispatch_id", "counter_name",
-                                     "counter_value"],
-                      required=["dispatch_id", "counter_name", "counter_value"])
-        val_col = "counter_value"
-    else:
-        return build_table("counters", {}, n=0)
-    n = len(cc["dispatch_id"])
-    if n == 0:
-        return build_table("counters", {}, n=0)
-    disp = as_int(cc["dispatch_id"], n)
-    guid = gcode(cc.get("guid"), n)
-    kidx = link_by_correlation(disp, guid, k_disp, k_guid)
-    vals = cc[val_col]
-    vals = pc.fill_null(vals.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
-    return build_table("counters", {
-        "counter": pc.fill_null(as_str(cc["counter_name"], n), "(unnamed)"), "value": vals,
-        "kernel_index": masked(kidx), "dispatch_id": masked(disp),
     }, n=n)
