@@ -12,7 +12,7 @@ FUZZ_SEED ?= 0
 system-deps:
 	@scripts/install-system-deps.sh
 
-$(VENV)/.installed: pyproject.toml setup.py hipscope/parsers/_csvscan.c
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard hipscope/parsers/*.c hipscope/parsers/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,dev]'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 # --------------------------------------------------------------------------- varints
 def _varint_py(v: int) -> bytes:
     v &= (1 << 64) - 1

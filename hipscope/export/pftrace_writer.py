@@ -355,7 +355,7 @@ class _Encoding:
             body = len(name_part) + 1 + _varint_len(v.view(np.uint64))
             te += [_Const(da_tag, n, pres), _Varint(b"", body.astype(np.uint64), pres),
                    _Const(name_part, n, pres), _Varint(_tag(4, 0), v.view(np.uint64), pres)]
-        for (kk, nm, codes, table, valid), raw in zip(self.lookups, self.lookup_raw):
+        for (kk, _nm, codes, _table, valid), raw in zip(self.lookups, self.lookup_raw):
             if kk == k:
                 pres = valid[rows]
                 if pres.any():

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._intervals import int64_sat as _i64
 from .proto import _api_domain, _as_int
 
+_pftscan: Any
 try:
-    from .. import _pftscan
+    from .. import _pftscan  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # pragma: no cover - the extension is optional
     _pftscan = None
 

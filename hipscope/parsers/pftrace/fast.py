@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from typing import Any
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
 from .proto import _pb2
 from .walk import Walk, _track_descriptor
 
+_pftscan: Any
 try:
-    from .. import _pftscan
+    from .. import _pftscan  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # pragma: no cover - the extension is optional (pure-Python install)
     _pftscan = None
 
@@ -65,10 +67,10 @@ def walk(data: bytes, progress: ProgressFn = no_progress,
         return None
     (n, used, problem, bad, slices, open_slices, counters, clocks_used, snaps, primary,
      unresolved, skipped, n_begun, unmatched, hipscope_made, source_clock, descs) = got
-    TD = _pb2().TrackDescriptor
+    track_desc = _pb2().TrackDescriptor
     try:
         for a, ln in descs:
-            _track_descriptor(TD.FromString(data[a:a + ln]), w.tracks)
+            _track_descriptor(track_desc.FromString(data[a:a + ln]), w.tracks)
     except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
         return None
     w.slices = slices

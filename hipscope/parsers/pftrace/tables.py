@@ -13,6 +13,7 @@ from ...model import Trace, build_table, link_by_correlation
 from ...model.schema import SPECS
 from .._common import dense_codes, devices_table, finish_meta, nesting_depth, new_meta
 from .._intervals import int64_sat as _i64
+from .columns import _ann_ints, _api_domains, _i64_list, _pid_tid
 from .proto import (
     _KERNEL_KNOWN,
     API_CATEGORIES,
@@ -22,7 +23,6 @@ from .proto import (
     _direction,
     _int_column,
 )
-from .columns import _ann_ints, _api_domains, _i64_list, _pid_tid
 from .tracks import PROVENANCE, _Tracks
 
 # kernel columns from annotations, in column order (None: grid_x/block_x, whose

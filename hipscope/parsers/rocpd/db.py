@@ -100,7 +100,8 @@ class _Adbc:
             st.set_options(**{"adbc.sqlite.query.batch_rows": str(_ADBC_BATCH_ROWS)})
             st.set_sql_query(sql)
             stream, _ = st.execute_query()
-            return pa.RecordBatchReader._import_from_c(stream.address).read_all()
+            return pa.RecordBatchReader._import_from_c(  # noqa: SLF001 - pyarrow's C stream import
+                stream.address).read_all()
         finally:
             st.close()
 
