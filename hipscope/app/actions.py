@@ -1,11 +1,24 @@
-"""The window's action ids (one constants class) and the helper that makes an action."""
+"""The window's action ids (one constants class), the helper that makes an action, the
+timeline keys bound for the whole tab, and the keyboard-shortcut sheet (Help, "?")."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QHeaderView,
+    QMenu,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+WHEEL_SETTING = "timeline/wheel_zooms"
 
 
 class ActionId:
@@ -26,9 +39,39 @@ class ActionId:
     FIND = "view.find"
     FIND_NEXT = "view.find_next"
     FIND_PREV = "view.find_prev"
+    WHEEL_ZOOMS = "view.wheel_zooms"
     NEW_RUN = "run.new"
     RUNS_PANEL = "run.panel"
     ABOUT = "help.about"
+    SHORTCUTS = "help.shortcuts"
+
+
+# timeline moves bound for the whole trace tab: (TimelineView.navigate name, text, key)
+NAVIGATION = (
+    ("zoom_in", "Zoom &In", "W"), ("zoom_out", "Zoom &Out", "S"),
+    ("pan_left", "Pan &Left", "A"), ("pan_right", "Pan &Right", "D"),
+    ("zoom_selection", "&Zoom to Selection", "F"),
+)
+
+# the shortcut sheet: (keys, what they do)
+SHORTCUTS = (
+    ("W / S", "zoom in / out (at the cursor over the tracks)"),
+    ("A / D", "pan left / right"),
+    ("F", "zoom to the ruler's range, else to the selected event"),
+    ("Home", "fit the whole trace"),
+    ("Ctrl+wheel", "zoom at the cursor"),
+    ("Wheel", "scroll the tracks (View > Navigate: the wheel zooms instead)"),
+    ("Shift+wheel", "pan"),
+    ("Drag on the tracks", "pan (both directions)"),
+    ("Drag on the time axis", "measure a range: figures and a per-name table"),
+    ("Click / double click", "select an event / zoom to it"),
+    ("Esc", "clear the ruler, then the selection; close the find bar"),
+    ("Ctrl+F", "find by name"),
+    ("F3 / Shift+F3, Enter", "next / previous match"),
+    ("F5", "reload the trace"),
+    ("Ctrl+W", "close the tab"),
+    ("?", "this sheet"),
+)
 
 
 def make_action(owner: QWidget, menu: QMenu | None, text: str, slot: Callable[[], object],
@@ -43,3 +86,80 @@ def make_action(owner: QWidget, menu: QMenu | None, text: str, slot: Callable[[]
         menu.addAction(a)
     owner.addAction(a)
     return a
+
+
+def current_timeline(w):
+    """The current tab's timeline that has the focus, else its first (None: none)."""
+    tab = w.tabs.currentWidget()
+    timelines = list(getattr(tab, "timelines", None) or [])
+    focus = QApplication.focusWidget()
+    for tl in timelines:
+        if focus is not None and (focus is tl or tl.isAncestorOf(focus)):
+            return tl
+    return timelines[0] if timelines else None
+
+
+def navigate(w, what: str) -> None:
+    if (tl := current_timeline(w)) is not None:
+        tl.navigate(what)
+
+
+def install_navigation(w, view_menu: QMenu, help_menu: QMenu) -> None:
+    """The timeline keys for the whole tab (View > Navigate), the wheel setting and the
+    shortcut sheet (Help, "?")."""
+    from ..views.timeline.interaction import TimelineInput
+
+    sub = view_menu.addMenu("&Navigate")
+    for what, text, key in NAVIGATION:
+        w.action_by_id[f"view.{what}"] = make_action(
+            w, sub, text, lambda what=what: navigate(w, what), key)
+    sub.addSeparator()
+    store = w.settings.store
+    wheel = QAction("Mouse &Wheel Zooms (classic)", w)
+    wheel.setCheckable(True)
+    wheel.setChecked(bool(store.value(WHEEL_SETTING, False, type=bool)))
+    TimelineInput.wheel_zooms = wheel.isChecked()
+
+    def set_wheel(on: bool) -> None:
+        TimelineInput.wheel_zooms = on
+        store.setValue(WHEEL_SETTING, on)
+
+    wheel.toggled.connect(set_wheel)
+    sub.addAction(wheel)
+    w.action_by_id[ActionId.WHEEL_ZOOMS] = wheel
+    sheet = make_action(w, help_menu, "&Keyboard Shortcuts", lambda: show_shortcuts(w), "?")
+    sheet.setShortcuts([QKeySequence("?"), QKeySequence("F1")])
+    w.action_by_id[ActionId.SHORTCUTS] = sheet
+
+
+class ShortcutSheet(QDialog):
+    """Every key and mouse gesture of the window, in one table."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard shortcuts — hipscope")
+        self.setObjectName("shortcut_sheet")
+        self.table = QTableWidget(len(SHORTCUTS), 2, self)
+        self.table.setHorizontalHeaderLabels(["Keys", "Action"])
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        for i, (keys, what) in enumerate(SHORTCUTS):
+            self.table.setItem(i, 0, QTableWidgetItem(keys))
+            self.table.setItem(i, 1, QTableWidgetItem(what))
+        hdr = self.table.horizontalHeader()
+        hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setStretchLastSection(True)
+        v = QVBoxLayout(self)
+        v.addWidget(self.table)
+        self.resize(620, 34 + 26 * len(SHORTCUTS))
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
+
+
+def show_shortcuts(w) -> ShortcutSheet:
+    """Show (and raise) the window's shortcut sheet."""
+    sheet = getattr(w, "shortcut_sheet", None)
+    if sheet is None:
+        sheet = w.shortcut_sheet = ShortcutSheet(w)
+    sheet.show()
+    sheet.raise_()
+    return sheet

@@ -262,6 +262,7 @@ class MainWindow(QMainWindow):
             self._sync_toolbar(tab)
             vs = tab.document.view_state
             self.find_bar.show_query(vs.find_text, vs.find_regex)
+        self.find_bar.follow(tab.timeline_api if tab is not None else None)
         self.update_actions()
 
     def _on_tab_range_text_changed(self, tab: TraceTab, text: str) -> None:

@@ -23,6 +23,7 @@ from ...qt.tasks import TaskRunner
 from ...qt.timeline_api import RangeStats
 from . import palette as pal
 from . import render as rd
+from .find_ctl import TimelineFind
 from .frame_state import Fonts, FrameState, PaintCache
 from .interaction import TimelineInput
 from .painting import paint_frame
@@ -38,13 +39,15 @@ RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worke
 class TimelineView(QWidget):
     """Timeline of one document's trace (see module docstring).
 
-    Public API: :meth:`fit`, :meth:`reveal`, :meth:`find_next`, :meth:`find_prev`,
-    :meth:`export_png`, :meth:`export_svg`; signals ``range_measured(RangeStats | None)`` (ruler
-    statistics) and ``prepared()`` (rows ready after a load or a regrouping).
+    Public API: :meth:`fit`, :meth:`navigate`, :meth:`reveal`, :meth:`find_next`,
+    :meth:`find_prev`, :meth:`export_png`, :meth:`export_svg`; signals
+    ``range_measured(RangeStats | None)`` (ruler statistics), ``prepared()`` (rows ready
+    after a load or a regrouping) and ``find_status(FindStatus)`` (the find bar's text).
     """
 
     range_measured = Signal(object)
     prepared = Signal()
+    find_status = Signal(object)
 
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
@@ -69,6 +72,7 @@ class TimelineView(QWidget):
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._arrow_targets: list[tuple[str, int, str, int]] = []
         self.input = TimelineInput(self)
+        self.finder = TimelineFind(self)
         self.fonts = Fonts(*rd.make_fonts())
         self.tasks = TaskRunner(self, max_threads=2)
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
@@ -158,7 +162,6 @@ class TimelineView(QWidget):
         trace = self.document.trace
         self.model, self.scale = model, scale
         self.palette = pal.Palette(scale.mode)
-        self.found, self.find_starts = found, starts
         self._times = {t: (getattr(trace, t).numpy("start", fill=0),
                            getattr(trace, t).numpy("end", fill=0)) for t in lod.EVENT_TABLES}
         self.paint_cache.elided.clear()
@@ -167,6 +170,7 @@ class TimelineView(QWidget):
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
         self._seen_keys |= {r.key for r in model.rows}
         self._relayout()
+        self.finder.set_result(found, starts)
         self._on_document_selection_changed(self.document.view_state.selection)
         self.prepared.emit()
 
@@ -215,29 +219,7 @@ class TimelineView(QWidget):
         self.update()
 
     def _on_document_find_changed(self, value) -> None:
-        text, regex = value
-        model, trace = self.model, self.document.trace
-        if model is None or trace is None:
-            return
-        if not text:
-            self.found, self.find_starts = None, {}
-            self.update()
-            return
-
-        def job(progress=None, cancelled=None):
-            found = lod.find(trace, model, text, regex)
-            return model, found, lod.track_match_starts(model, found)
-
-        if len(trace.kernels) + len(trace.api) < SYNC_LIMIT:
-            self._on_find_succeeded(job())
-        else:
-            self.tasks.submit("find", job).succeeded.connect(self._on_find_succeeded)
-
-    def _on_find_succeeded(self, result) -> None:
-        model, found, starts = result
-        if model is self.model:
-            self.found, self.find_starts = found, starts
-            self.update()
+        self.finder.changed(value)
 
     def _on_document_selection_changed(self, sel) -> None:
         trace = self.document.trace
@@ -337,30 +319,20 @@ class TimelineView(QWidget):
                     self.vbar.setValue(max(y - page // 3, 0))
         self.update()
 
-    # ------------------------------------------------------------------ find
-    def _step_find(self, forward: bool) -> None:
-        f = self.found
-        if f is None or len(f) == 0:
-            return
-        sel = self.document.view_state.selection
-        cur = None
-        if sel is not None and sel.table in lod.EVENT_TABLES and sel.table in self._times:
-            ti = lod.EVENT_TABLES.index(sel.table)
-            cur = (int(self._times[sel.table][0][sel.row]), ti, sel.row)
-        else:
-            t0 = self.document.view_state.window[0]
-            cur = (t0, -1, -1) if forward else (t0, len(lod.EVENT_TABLES), 0)
-        j = lod.find_step(f, cur, forward)
-        if j >= 0:
-            self.reveal(lod.EVENT_TABLES[int(f.table[j])], int(f.row[j]))
-
+    # ------------------------------------------------------------------ find, keys
     def find_next(self) -> None:
-        """Select and reveal the next match in time order (F3)."""
-        self._step_find(True)
+        """Select and reveal the next match in time order (F3); while a search runs,
+        the first match when it arrives."""
+        self.finder.step(True)
 
     def find_prev(self) -> None:
         """Select and reveal the previous match in time order (Shift+F3)."""
-        self._step_find(False)
+        self.finder.step(False)
+
+    def navigate(self, what: str) -> None:
+        """A keyboard move (zoom_in, zoom_out, pan_left, pan_right, zoom_selection,
+        fit); the window's actions call this for the whole trace tab."""
+        self.input.navigate(what)
 
     # ------------------------------------------------------------------ hit testing
     def hit(self, x: float, y: float) -> Selection | None:
@@ -432,6 +404,9 @@ class TimelineView(QWidget):
     def mouseReleaseEvent(self, event) -> None:
         self.input.release(event)
 
+    def mouseDoubleClickEvent(self, event) -> None:
+        self.input.double_click(event)
+
     def keyPressEvent(self, event) -> None:
         if not self.input.key(event):
             super().keyPressEvent(event)
@@ -441,7 +416,6 @@ class TimelineView(QWidget):
             self.input.tooltip(ev)
             return True
         return super().event(ev)
-
 
     def closeEvent(self, event) -> None:
         self.tasks.shutdown()
