@@ -160,3 +160,24 @@ class TimelineFind:
         ti = lod.EVENT_TABLES.index(table)
         hit = np.flatnonzero((f.row == row) & (f.table == ti))
         return int(hit[0]) if len(hit) else None
+
+
+def dim_non_matches(cols: np.ndarray, rowbg: int, mcols: np.ndarray | None, wide,
+                    mask: np.ndarray | None, index: np.ndarray | None) -> None:
+    """While a find is on: blend every pixel column of a row that holds no match
+    half-way to the row's background (in place). ``mcols``: columns where a match
+    starts; ``wide``: (x0, x1, pos) of the row's wide rectangles, ``mask``/``index``:
+    the find mask of the row's table and the row's event indices."""
+    keep = np.zeros(len(cols), bool) if mcols is None else mcols.copy()
+    if wide is not None and mask is not None and index is not None and len(wide[2]):
+        x0, x1, pos = wide                 # in paint order: the rectangle drawn last wins
+        hit = mask[index[pos]]
+        n = x1 - x0
+        idx = np.repeat(np.arange(len(pos)), n)
+        px = x0[idx] + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        ok = px < len(cols)
+        keep[px[ok]] = hit[idx[ok]]
+    dim = ~keep
+    half = np.uint32(0xFEFEFE)
+    cols[dim] = (((cols[dim] & half) >> 1) + ((np.uint32(rowbg) & half) >> 1)) \
+        | np.uint32(0xFF000000)
