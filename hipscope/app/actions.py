@@ -104,6 +104,14 @@ def navigate(w, what: str) -> None:
         tl.navigate(what)
 
 
+def raise_dock(w, key: str) -> None:
+    """Show a panel's dock and bring it to the front of its tab group."""
+    dock = w.docks.get(key)
+    if dock is not None:
+        dock.show()
+        dock.raise_()
+
+
 def install_navigation(w, view_menu: QMenu, help_menu: QMenu) -> None:
     """The timeline keys for the whole tab (View > Navigate), the wheel setting and the
     shortcut sheet (Help, "?")."""

@@ -134,7 +134,7 @@ class TimelineInput:
         elif d["kind"] == "ruler":
             a, b = d["t"], v.t_of(pos.x())
             if abs(pos.x() - d["x"]) < 3:
-                v.ruler = v.ruler_stats = None
+                v.clear_ruler()
                 v.range_measured.emit(None)
             else:
                 v.measure(min(a, b), max(a, b))
@@ -156,8 +156,7 @@ class TimelineInput:
                 v.find_next()
         elif k == Qt.Key.Key_Escape:
             if v.ruler is not None:
-                v.ruler = v.ruler_stats = None
-                v.update()
+                v.clear_ruler()
             else:
                 v.document.view_state.select(None)
         else:

@@ -88,6 +88,7 @@ class TimelineView(QWidget):
         d.find_changed.connect(self._on_document_find_changed)
         d.color_mode_changed.connect(self._on_document_color_mode_changed)
         d.grouping_changed.connect(self._on_document_grouping_changed)
+        d.reveal_requested.connect(lambda sel: self.reveal(sel.table, sel.row))
         if d.trace is not None:
             self._prepare()
 
@@ -182,7 +183,7 @@ class TimelineView(QWidget):
     def _on_document_trace_loaded(self, trace) -> None:
         self.model = None
         self.found, self.find_starts = None, {}
-        self.ruler = self.ruler_stats = None
+        self.clear_ruler()
         self._arrow_targets = []
         self._prepare()
         self.update()
@@ -372,6 +373,7 @@ class TimelineView(QWidget):
         if model is None:
             return
         self.ruler = (int(t0), int(t1))
+        self.document.view_state.set_area(self.ruler)
         trace = self.document.trace
 
         def job(progress=None, cancelled=None):
@@ -382,6 +384,12 @@ class TimelineView(QWidget):
         else:
             self.ruler_stats = {"pending": True}
             self.tasks.submit("ruler", job).succeeded.connect(self._on_measure_succeeded)
+
+    def clear_ruler(self) -> None:
+        """Drop the ruler (and the document's area)."""
+        self.ruler = self.ruler_stats = None
+        self.document.view_state.set_area(None)
+        self.update()
 
     def _on_measure_succeeded(self, stats: dict) -> None:
         if self.ruler is None or (stats["t0"], stats["t1"]) != tuple(sorted(self.ruler)):
