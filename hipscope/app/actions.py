@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 WHEEL_SETTING = "timeline/wheel_zooms"
+FLOWS_OFF_SETTING = "timeline/flows_off"
 
 
 class ActionId:
@@ -135,9 +136,41 @@ def install_navigation(w, view_menu: QMenu, help_menu: QMenu) -> None:
     wheel.toggled.connect(set_wheel)
     sub.addAction(wheel)
     w.action_by_id[ActionId.WHEEL_ZOOMS] = wheel
+    install_flows(w, view_menu)
     sheet = make_action(w, help_menu, "&Keyboard Shortcuts", lambda: show_shortcuts(w), "?")
     sheet.setShortcuts([QKeySequence("?"), QKeySequence("F1")])
     w.action_by_id[ActionId.SHORTCUTS] = sheet
+
+
+def install_flows(w, view_menu: QMenu) -> None:
+    """View > Flows: a checkable action per flow kind of the selection's links."""
+    from ..views.timeline.flows import FLOW_LABELS, TimelineFlows
+
+    sub = view_menu.addMenu("F&lows")
+    store = w.settings.store
+    off = set(_as_list(store.value(FLOWS_OFF_SETTING, [])))
+    TimelineFlows.kinds = frozenset(FLOW_LABELS) - off
+
+    def toggle(kind: str, on: bool) -> None:
+        kinds = set(TimelineFlows.kinds)
+        (kinds.add if on else kinds.discard)(kind)
+        TimelineFlows.kinds = frozenset(kinds)
+        store.setValue(FLOWS_OFF_SETTING, sorted(set(FLOW_LABELS) - kinds))
+        for tab in w.tab_list():
+            for tl in getattr(tab, "timelines", None) or []:
+                tl.flows.refresh()
+
+    for kind, text in FLOW_LABELS.items():
+        a = QAction(text, w)
+        a.setCheckable(True)
+        a.setChecked(kind in TimelineFlows.kinds)
+        a.toggled.connect(lambda on, kind=kind: toggle(kind, on))
+        sub.addAction(a)
+        w.action_by_id[f"view.flows.{kind}"] = a
+
+
+def _as_list(v) -> list:
+    return [v] if isinstance(v, str) else list(v or [])
 
 
 class ShortcutSheet(QDialog):

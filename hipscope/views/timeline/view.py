@@ -24,6 +24,7 @@ from ...qt.timeline_api import RangeStats
 from . import palette as pal
 from . import render as rd
 from .find_ctl import TimelineFind
+from .flows import TimelineFlows
 from .frame_state import Fonts, FrameState, PaintCache
 from .interaction import TimelineInput
 from .painting import paint_frame
@@ -70,9 +71,9 @@ class TimelineView(QWidget):
         # run's alignment origin so that stacked timelines share one time axis
         self.axis_origin: int | None = None
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._arrow_targets: list[tuple[str, int, str, int]] = []
         self.input = TimelineInput(self)
         self.finder = TimelineFind(self)
+        self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
         self.tasks = TaskRunner(self, max_threads=2)
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
@@ -184,7 +185,7 @@ class TimelineView(QWidget):
         self.model = None
         self.found, self.find_starts = None, {}
         self.clear_ruler()
-        self._arrow_targets = []
+        self.flows.targets = []
         self._prepare()
         self.update()
 
@@ -223,10 +224,7 @@ class TimelineView(QWidget):
         self.finder.changed(value)
 
     def _on_document_selection_changed(self, sel) -> None:
-        trace = self.document.trace
-        self._arrow_targets = ([] if sel is None or trace is None
-                               else lod.launch_links(trace, sel.table, sel.row))
-        self.update()
+        self.flows.refresh()
 
     # ------------------------------------------------------------------ arrows
 
@@ -247,14 +245,9 @@ class TimelineView(QWidget):
 
     def arrow_geometry(self) -> list[tuple[float, float, float, float]]:
         """Launch arrows of the selection: (x0, y0, x1, y1) from the API call's end to
-        the kernel's (or copy's) start, widget coordinates."""
-        out = []
-        for at, ar, tt, trow in self._arrow_targets:
-            a = self._event_anchor(at, ar)
-            b = self._event_anchor(tt, trow)
-            if a is not None and b is not None:
-                out.append((a[1], a[2], b[0], b[2]))
-        return out
+        the kernel's (or copy's) start, widget coordinates (all flows:
+        ``flows.geometry()``)."""
+        return [g[:4] for g in self.flows.geometry() if g[4] == "launch"]
 
     # ------------------------------------------------------------------ window
     def set_window(self, t0: float, t1: float) -> None:
@@ -443,7 +436,7 @@ class TimelineView(QWidget):
             window=vs.window, layout=self.layout, scroll=self.scroll,
             collapsed=frozenset(self.collapsed), palette=self.palette, scale=self.scale,
             found=self.found, find_starts=self.find_starts, selection_box=box,
-            arrows=tuple(self.arrow_geometry()), axis_origin=self.axis_origin,
+            arrows=tuple(self.flows.geometry()), axis_origin=self.axis_origin,
             ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
             message_font=self.font(), cache=self.paint_cache)
 
