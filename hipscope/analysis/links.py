@@ -77,7 +77,8 @@ def wait_source(trace: Trace, idx: SourceIndex | None, marker_row: int
     if idx is None or not 0 <= marker_row < len(m):
         return None
     r = m.row(marker_row)
-    args = idx.by_corr.get(("cuda_sync", r.get("correlation_id")))
+    corr = r.get("correlation_id")
+    args = idx.by_corr.get(("cuda_sync", int(corr))) if corr is not None else None
     if not args or "wait_on_cuda_event_record_corr_id" not in args:
         return None
     rec, stream = args["wait_on_cuda_event_record_corr_id"], args.get("wait_on_stream")

@@ -105,6 +105,10 @@ def navigate(w, what: str) -> None:
         tl.navigate(what)
 
 
+def _mover(w, what: str) -> Callable[[], None]:
+    return lambda: navigate(w, what)
+
+
 def raise_dock(w, key: str) -> None:
     """Show a panel's dock and bring it to the front of its tab group."""
     dock = w.docks.get(key)
@@ -120,8 +124,7 @@ def install_navigation(w, view_menu: QMenu, help_menu: QMenu) -> None:
 
     sub = view_menu.addMenu("&Navigate")
     for what, text, key in NAVIGATION:
-        w.action_by_id[f"view.{what}"] = make_action(
-            w, sub, text, lambda what=what: navigate(w, what), key)
+        w.action_by_id[f"view.{what}"] = make_action(w, sub, text, _mover(w, what), key)
     sub.addSeparator()
     store = w.settings.store
     wheel = QAction("Mouse &Wheel Zooms (classic)", w)

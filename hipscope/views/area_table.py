@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from ..analysis.area import KIND_LABELS, AreaRow, area_rows
 from ..model.units import fmt_duration
 from ..qt.document import Document
+from ..qt.tasks import TaskRunner
 
 HEADERS = ("Kind", "Name", "Count", "Time in range", "Mean", "Share")
 ASYNC_EVENTS = 300_000        # events in the trace: above this, count in a worker
@@ -46,7 +47,7 @@ class AreaTableView(QWidget):
         super().__init__(parent)
         self.document = document
         self.rows: list[AreaRow] = []
-        self._tasks = None
+        self._tasks: TaskRunner | None = None
         self.title = QLabel("Drag on the time axis to measure a range.", self)
         self.title.setWordWrap(True)
         self.table = QTableWidget(0, len(HEADERS), self)
@@ -78,8 +79,6 @@ class AreaTableView(QWidget):
         if n < ASYNC_EVENTS:
             self.fill(area, area_rows(trace, t0, t1))
             return
-        from ..qt.tasks import TaskRunner
-
         if self._tasks is None:
             self._tasks = TaskRunner(self, max_threads=1)
         self.title.setText(f"Counting what {fmt_duration(t1 - t0)} holds…")
@@ -121,7 +120,10 @@ class AreaTableView(QWidget):
         self.shown.emit()
 
     def _on_item_double_clicked(self, item: QTableWidgetItem) -> None:
-        name = self.table.item(item.row(), 1).data(SORT_ROLE)
+        cell = self.table.item(item.row(), 1)
+        if cell is None:
+            return
+        name = cell.data(SORT_ROLE)
         self.document.view_state.set_find(f"^{re.escape(name)}$", True)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)

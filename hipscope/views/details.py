@@ -35,6 +35,7 @@ from ..analysis.source_args import event_args, source_index
 from ..model.trace import Trace
 from ..model.view_state import Selection
 from ..qt.document import Document
+from ..qt.tasks import TaskRunner
 from .tables.format import fmt_bytes, fmt_dims, fmt_duration, fmt_int, fmt_time
 
 TIME_COLS = {"start", "end", "dispatch_ns"}
@@ -63,7 +64,7 @@ class DetailsView(QWidget):
         super().__init__(parent)
         self.document = document
         self._span: int | None = None
-        self._tasks = None
+        self._tasks: TaskRunner | None = None
         self.tree = QTreeWidget(self)
         self.tree.setColumnCount(2)
         self.tree.setHeaderLabels(["Field", "Value"])
@@ -245,8 +246,6 @@ class DetailsView(QWidget):
         """Every arg the source file has for the selection, in a worker (Kineto)."""
         if trace.format != "kineto":
             return
-        from ..qt.tasks import TaskRunner
-
         if self._tasks is None:
             self._tasks = TaskRunner(self, max_threads=1)
 

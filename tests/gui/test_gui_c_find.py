@@ -8,10 +8,10 @@ import pytest
 from PySide6.QtCore import Qt
 
 from hipscope.app.main_window import MainWindow
+from hipscope.model import Trace, build_table
 from hipscope.model.view_state import Selection
 from hipscope.qt.document import Document
-from hipscope.views.timeline import TimelineView
-from hipscope.views.timeline import find_ctl
+from hipscope.views.timeline import TimelineView, find_ctl
 
 from .conftest import make_tiny_trace
 
@@ -97,9 +97,8 @@ def test_enter_while_searching_goes_to_first_match(qtbot, monkeypatch):
     v.close()
 
 
-def _row_of_four() -> "Trace":
+def _row_of_four() -> Trace:
     """Four kernels one after the other on one stream: gemm, other, gemm, other."""
-    from hipscope.model import Trace, build_table
 
     start = np.array([0, 1000, 2000, 3000], np.int64) * 1000 + 10**9
     kernels = build_table("kernels", {
@@ -130,7 +129,7 @@ def test_non_matches_are_dimmed(qtbot):
     v.document.view_state.set_find("gemm", False)
     qtbot.waitUntil(lambda: v.found is not None)
     after = v.grab().toImage()
-    for r in (1, 3):                                      # copy_kernel: faded towards the background
+    for r in (1, 3):                              # copy_kernel: faded towards the background
         assert mean_rgb(after, r) != mean_rgb(before, r)
     for r in (0, 2):                                      # gemm_kernel: as it was
         assert mean_rgb(after, r) == mean_rgb(before, r)

@@ -105,7 +105,7 @@ def test_an_op_links_to_the_kernels_launched_inside(qtbot, window):
 
 def test_flow_kinds_toggle_from_the_view_menu(qtbot, window):
     w, tab = window
-    tl, trace = tab.timeline, tab.document.trace
+    tl = tab.timeline
     tab.document.view_state.select(Selection("kernels", 0))
     assert {t[4] for t in tl.flows.targets} >= {"launch", "op"}
     w.action_by_id["view.flows.op"].setChecked(False)

@@ -121,9 +121,9 @@ class TimelineFind:
         if f is None or len(f) == 0:
             return
         sel = v.document.view_state.selection
-        if sel is not None and sel.table in lod.EVENT_TABLES and sel.table in v._times:
+        if sel is not None and sel.table in lod.EVENT_TABLES and v.knows(sel.table):
             ti = lod.EVENT_TABLES.index(sel.table)
-            cur = (int(v._times[sel.table][0][sel.row]), ti, sel.row)
+            cur = (v.span_of(sel.table, sel.row)[0], ti, sel.row)
         else:
             t0 = v.document.view_state.window[0]
             cur = (t0, -1, -1) if forward else (t0, len(lod.EVENT_TABLES), 0)

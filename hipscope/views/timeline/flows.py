@@ -58,8 +58,8 @@ class TimelineFlows:
         target's start (an op's start to the kernel's, for an op)."""
         out = []
         for at, ar, tt, trow, kind in self.targets:
-            a = self.view._event_anchor(at, ar)
-            b = self.view._event_anchor(tt, trow)
+            a = self.view.event_anchor(at, ar)
+            b = self.view.event_anchor(tt, trow)
             if a is not None and b is not None:
                 out.append((a[0] if kind == "op" else a[1], a[2], b[0], b[2], kind))
         return out

@@ -197,7 +197,7 @@ class TimelineInput:
     def zoom_to_event(self, table: str, row: int) -> None:
         """Show one event with a margin of a tenth of its length each side."""
         v = self.view
-        if v.model is None or table not in v._times:
+        if v.model is None or not v.knows(table):
             return
         s, e = v.span_of(table, row)
         pad = max((e - s) / 10, 10)

@@ -228,7 +228,7 @@ class TimelineView(QWidget):
 
     # ------------------------------------------------------------------ arrows
 
-    def _event_anchor(self, table: str, row: int) -> tuple[float, float, float, float] | None:
+    def event_anchor(self, table: str, row: int) -> tuple[float, float, float, float] | None:
         """(x_start, x_end, y_mid, height) of an event in widget coordinates."""
         if self.model is None or table not in self._times:
             return None
@@ -346,6 +346,10 @@ class TimelineView(QWidget):
             return None
         return Selection(r.table, int(r.events.index[pos]))
 
+    def knows(self, table: str) -> bool:
+        """Whether the times of an event table are at hand (after a prepare)."""
+        return table in self._times
+
     def span_of(self, table: str, row: int) -> tuple[int, int]:
         """Start and end (ns) of row ``row`` of an event table."""
         s, e = self._times[table]
@@ -428,7 +432,7 @@ class TimelineView(QWidget):
         this, never the view)."""
         trace, vs = self.document.trace, self.document.view_state
         sel = vs.selection
-        box = self._event_anchor(sel.table, sel.row) if sel is not None else None
+        box = self.event_anchor(sel.table, sel.row) if sel is not None else None
         return FrameState(
             device=self, dpr=self.devicePixelRatioF(), w=w, h=h,
             has_trace=trace is not None, preparing=self.preparing,
