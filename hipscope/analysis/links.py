@@ -9,7 +9,8 @@ import numpy as np
 from ..model import Trace
 from .source_args import SourceIndex
 
-HOST_OP_DOMAINS = ("cpu_op", "user_annotation", "python_function", "roctx", "nvtx")
+# host ranges that count as ops (the Python stack, python_function, does not)
+HOST_OP_DOMAINS = ("cpu_op", "user_annotation", "roctx", "nvtx")
 MAX_LINKS = 64
 
 

@@ -193,9 +193,11 @@ class ShortcutSheet(QDialog):
         hdr = self.table.horizontalHeader()
         hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         hdr.setStretchLastSection(True)
+        row_h = self.fontMetrics().height() + 8
+        self.table.verticalHeader().setDefaultSectionSize(row_h)
         v = QVBoxLayout(self)
         v.addWidget(self.table)
-        self.resize(620, 34 + 26 * len(SHORTCUTS))
+        self.resize(640, hdr.sizeHint().height() + row_h * len(SHORTCUTS) + 30)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
 
 

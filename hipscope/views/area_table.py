@@ -53,6 +53,7 @@ class AreaTableView(QWidget):
         self.table = QTableWidget(0, len(HEADERS), self)
         self.table.setHorizontalHeaderLabels(HEADERS)
         self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setAlternatingRowColors(True)
@@ -93,6 +94,7 @@ class AreaTableView(QWidget):
         self.rows = rows
         t = self.table
         t.setSortingEnabled(False)
+        t.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.DescendingOrder)
         t.setRowCount(len(rows))
         for i, r in enumerate(rows):
             cells = ((KIND_LABELS[r.kind], r.kind), (r.name, r.name), (f"{r.count:,}", r.count),

@@ -223,9 +223,9 @@ class DetailsView(QWidget):
             return
         sec = self._section(f"Enclosing ops ({len(ops)})")
         m = trace.markers
-        for depth, r in enumerate(ops):
+        for r in ops:
             row = m.row(r)
-            self._add(sec, "  " * depth + str(row.get("domain") or "op"),
+            self._add(sec, str(row.get("domain") or "op"),
                       f"{row['name']}  ({fmt_duration(row['end'] - row['start'])})",
                       Selection("markers", r))
 
