@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..model.units import fmt_duration
+from ..model.units import fmt_duration, fmt_time
 
 MAX_LISTED = 1_000_000       # rows of the results list (the count shows them all)
 
@@ -47,8 +47,9 @@ class MatchListModel(QAbstractListModel):
             return None
         if role == Qt.ItemDataRole.ToolTipRole:
             return m.name
-        t0 = self.finder.view.model.t_min
-        return f"+{fmt_duration(m.start - t0)}   {m.name}   ({fmt_duration(m.end - m.start)})"
+        model = self.finder.view.model
+        at = fmt_time(m.start - model.t_min, model.t_max - model.t_min)
+        return f"{at}   {fmt_duration(m.end - m.start):>9}   {m.name}"
 
 
 class FindBar(QWidget):
