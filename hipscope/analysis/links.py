@@ -5,6 +5,8 @@ record marked). Qt-free; the timeline draws them as flows, Details lists them.""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..model import Trace
 from .source_args import SourceIndex
@@ -18,9 +20,9 @@ def _host_markers(trace: Trace) -> np.ndarray:
     m = trace.markers
     if len(m) == 0 or not m.has("tid"):
         return np.zeros(0, np.int64)
-    dom = np.array(m.column("domain").to_pylist(), dtype=object)
-    tid = m.numpy("tid", fill=-1)
-    return np.flatnonzero(np.isin(dom, HOST_OP_DOMAINS) & (tid >= 0))
+    ops = pc.is_in(m.column("domain"), value_set=pa.array(HOST_OP_DOMAINS))
+    ops = pc.fill_null(ops, False).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(ops & (m.numpy("tid", fill=-1) >= 0))
 
 
 def enclosing_ops(trace: Trace, api_row: int) -> list[int]:
@@ -106,9 +108,9 @@ def wait_targets(trace: Trace, idx: SourceIndex | None, table: str, row: int
     m = trace.markers
     if idx is None or len(m) == 0 or table not in ("kernels", "copies"):
         return []
-    dom = m.column("domain").to_pylist()
+    syncs = pc.fill_null(pc.equal(m.column("domain"), "cuda_sync"), False)
     out = []
-    for i in (i for i, d in enumerate(dom) if d == "cuda_sync"):
+    for i in np.flatnonzero(syncs.to_numpy(zero_copy_only=False)).tolist():
         if wait_source(trace, idx, i) == (table, row):
             out.append(i)
     return out[:MAX_LINKS]
@@ -124,10 +126,11 @@ def shown_level(trace: Trace, marker_row: int) -> int:
         return depth
     tid, pid = m.numpy("tid", fill=-1), m.numpy("pid", fill=-1)
     same = (tid == r["tid"]) & (pid == (r.get("pid") if r.get("pid") is not None else -1))
-    dom = np.array(m.column("domain").to_pylist(), dtype=object)
-    if len(set(dom[same].tolist())) <= 1:
+    dom = m.column("domain")
+    if len(pc.unique(dom.filter(pa.array(same)))) <= 1:
         return depth
     s, e = m.numpy("start"), m.numpy("end")
-    enclosing = same & (dom == r["domain"]) & (s <= r["start"]) & (e >= r["end"])
+    mine = pc.fill_null(pc.equal(dom, r["domain"]), False).to_numpy(zero_copy_only=False)
+    enclosing = same & mine & (s <= r["start"]) & (e >= r["end"])
     enclosing[marker_row] = False
     return int(np.count_nonzero(enclosing))

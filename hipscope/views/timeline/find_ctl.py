@@ -152,15 +152,6 @@ class TimelineFind:
         s, e = v.span_of(table, row)
         return Match(table, row, name or "?", s, e)
 
-    def index_of(self, table: str, row: int) -> int | None:
-        """Position of an event among the matches (None when it is not one)."""
-        f = self.view.found
-        if f is None or table not in lod.EVENT_TABLES:
-            return None
-        ti = lod.EVENT_TABLES.index(table)
-        hit = np.flatnonzero((f.row == row) & (f.table == ti))
-        return int(hit[0]) if len(hit) else None
-
 
 def dim_non_matches(cols: np.ndarray, rowbg: int, mcols: np.ndarray | None, wide,
                     mask: np.ndarray | None, index: np.ndarray | None) -> None:
