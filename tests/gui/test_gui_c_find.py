@@ -134,3 +134,12 @@ def test_non_matches_are_dimmed(qtbot):
     for r in (0, 2):                                      # gemm_kernel: as it was
         assert mean_rgb(after, r) == mean_rgb(before, r)
     v.close()
+
+
+def test_status_texts():
+    S = find_ctl.FindStatus  # noqa: N806
+    assert S("x", total=1).label() == "1 match"
+    assert S("x", total=1234).label() == "1,234 matches"
+    assert S("x", total=26, current=2).label() == "3 of 26"
+    assert S("x", searching=True).label() == "searching…"
+    assert S("x").label() == "no matches" and S("").label() == ""

@@ -38,7 +38,7 @@ class FindStatus:
         if self.total == 0:
             return "no matches"
         if self.current is None:
-            return f"{self.total:,} matches"
+            return "1 match" if self.total == 1 else f"{self.total:,} matches"
         return f"{self.current + 1:,} of {self.total:,}"
 
 
