@@ -1,6 +1,6 @@
 """The window's find bar: text, regex, previous/next, the match count ("3 of 26",
 "searching…") and a results list; closed by Esc. It follows the current tab's
-timeline (:meth:`FindBar.follow`)."""
+timeline and its document's query (:meth:`FindBar.follow`)."""
 
 from __future__ import annotations
 
@@ -142,6 +142,7 @@ class FindBar(QWidget):
         if self._timeline is not None:
             try:
                 self._timeline.find_status.disconnect(self.show_status)
+                self._timeline.document.find_changed.disconnect(self._on_find_changed)
             except (RuntimeError, TypeError):    # already deleted with its tab
                 pass
         self._timeline = timeline
@@ -149,7 +150,14 @@ class FindBar(QWidget):
             self.show_status(None)
             return
         timeline.find_status.connect(self.show_status)
+        # a query set elsewhere (a click in the kernel summary) shows in the bar
+        timeline.document.find_changed.connect(self._on_find_changed)
         self.show_status(timeline.finder.status())
+
+    def _on_find_changed(self, value) -> None:
+        text, regex = value
+        if (text, regex) != (self.edit.text(), self.regex.isChecked()):
+            self.show_query(text, regex)
 
     def show_status(self, status) -> None:
         """The count label and the results list of one FindStatus (None: blank)."""

@@ -103,6 +103,8 @@ def test_summary_click_highlights_and_double_click_raises_kernels(qtbot, window)
     qtbot.waitUntil(lambda: tab.timeline.found is not None)
     mask = tab.timeline.found.masks["kernels"]
     assert mask.tolist() == [n == "softmax_fwd" for n in names]
+    assert (w.find_edit.text(), w.find_regex.isChecked()) == ("^softmax_fwd$", True)
+    assert w.find_bar.count.text() == f"{names.count('softmax_fwd')} matches"
     qtbot.mouseDClick(summary.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     kernels = tab.panels["kernels"]
     qtbot.waitUntil(lambda: kernels.model.rowCount() == names.count("softmax_fwd"))
