@@ -133,6 +133,10 @@ def test_non_matches_are_dimmed(qtbot):
         assert mean_rgb(after, r) != mean_rgb(before, r)
     for r in (0, 2):                                      # gemm_kernel: as it was
         assert mean_rgb(after, r) == mean_rgb(before, r)
+    v.document.view_state.set_find("no_such_kernel", False)  # no match: nothing fades
+    qtbot.waitUntil(lambda: v.found is not None and len(v.found) == 0)
+    none = v.grab().toImage()
+    assert all(mean_rgb(none, r) == mean_rgb(before, r) for r in range(4))
     v.close()
 
 

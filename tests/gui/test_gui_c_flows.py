@@ -83,8 +83,17 @@ def test_kernel_flows_launch_op_and_waits(qtbot, window):
     assert len(got) == len(waits) == 2
     assert all(t[:2] == ("kernels", k) for t in by_kind["wait"])
     # the arrows drawn are the flows whose two ends are on shown rows
-    kinds = {g[4] for g in tl.flows.geometry()}
-    assert "launch" in kinds
+    geo = tl.flows.geometry()
+    assert "launch" in {g[4] for g in geo}
+    r = tl.track_rect
+    assert all(r.left() <= x <= r.right() for g in geo for x in (g[0], g[2]))
+    tab.document.view_state.set_window(*(lambda s, e: (e + 1000, e + 5000))(
+        *tl.span_of("kernels", k)))              # launch and op: both ends left of it
+    assert not [g for g in tl.flows.geometry() if g[4] in ("launch", "op")]
+    s, e = tl.span_of("kernels", k)
+    tab.document.view_state.set_window(s - 100, e + 100)  # the op starts off the left
+    (op_g,) = [g for g in tl.flows.geometry() if g[4] == "op"]
+    assert op_g[0] == r.left() and op_g[2] > r.left()
 
 
 def test_an_op_links_to_the_kernels_launched_inside(qtbot, window):

@@ -55,11 +55,19 @@ class TimelineFlows:
 
     def geometry(self) -> list[tuple[float, float, float, float, str]]:
         """(x0, y0, x1, y1, kind) in widget coordinates: from the source's end to the
-        target's start (an op's start to the kernel's, for an op)."""
+        target's start (an op's start to the kernel's, for an op); an end off the
+        tracks is held at their edge, on its own row; a flow wholly off one side is
+        left out."""
         out = []
+        r = self.view.track_rect
+        lo, hi = float(r.left()), float(r.right())
         for at, ar, tt, trow, kind in self.targets:
             a = self.view.event_anchor(at, ar)
             b = self.view.event_anchor(tt, trow)
-            if a is not None and b is not None:
-                out.append((a[0] if kind == "op" else a[1], a[2], b[0], b[2], kind))
+            if a is None or b is None:
+                continue
+            xa, xb = a[0] if kind == "op" else a[1], b[0]
+            if max(xa, xb) < lo or min(xa, xb) > hi:
+                continue
+            out.append((min(max(xa, lo), hi), a[2], min(max(xb, lo), hi), b[2], kind))
         return out

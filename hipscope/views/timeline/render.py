@@ -264,7 +264,7 @@ def paint_tracks(p: QPainter, fs: FrameState, frame: Frame, x: int, y: int, w: i
             continue
         cols, wide, mcols = row_columns(frame, row, palette, bg, is_collapsed,
                                         fs.find_starts.get(row), stats)
-        if fs.found is not None:                       # find: dim what does not match
+        if fs.found is not None and len(fs.found):     # find: dim what does not match
             dim_non_matches(cols, bg, mcols, wide, fs.found.masks.get(r.table),
                             None if r.events is None else r.events.index)
         _band(img, y0, rh, h, bg, cols, sep=sep)
