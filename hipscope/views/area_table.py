@@ -59,7 +59,12 @@ class AreaTableView(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        for j in range(2, len(HEADERS)):        # numbers: the biggest first
+            head = self.table.horizontalHeaderItem(j)
+            if head is not None:
+                head.setData(Qt.ItemDataRole.InitialSortOrderRole, Qt.SortOrder.DescendingOrder)
         hh = self.table.horizontalHeader()
+        hh.sectionClicked.connect(lambda _s: self.table.scrollToTop())
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.itemDoubleClicked.connect(self._on_item_double_clicked)

@@ -131,3 +131,18 @@ def test_sorting_by_duration_starts_descending_at_the_top(qtbot, window):
     assert dur[first] == max(dur)
     assert kernels.table.verticalScrollBar().value() == 0
     assert kernels.table.rowAt(0) == 0                      # the top row is shown
+
+
+def test_range_table_sorts_numbers_biggest_first(qtbot, window):
+    w, tab = window
+    panel = tab.panels["area"]
+    lo, hi = tab.document.full_range()
+    with qtbot.waitSignal(panel.shown):
+        tab.timeline.measure(lo, hi)
+    hh = panel.table.horizontalHeader()
+    x = hh.sectionViewportPosition(2) + hh.sectionSize(2) // 2
+    qtbot.mouseClick(hh.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, hh.height() // 2))
+    assert hh.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    counts = [int(panel.table.item(i, 2).text().replace(",", ""))
+              for i in range(panel.table.rowCount())]
+    assert counts == sorted(counts, reverse=True) and counts[0] == len(tab.document.trace.api)
