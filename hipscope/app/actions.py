@@ -58,7 +58,7 @@ NAVIGATION = (
 SHORTCUTS = (
     ("W / S", "zoom in / out (at the cursor over the tracks)"),
     ("A / D", "pan left / right"),
-    ("F", "zoom to the ruler's range, else to the selected event"),
+    ("F", "zoom to the selected event or the ruler's range (the later one)"),
     ("Home", "fit the whole trace"),
     ("Ctrl+wheel", "zoom at the cursor"),
     ("Wheel", "scroll the tracks (View > Navigate: the wheel zooms instead)"),

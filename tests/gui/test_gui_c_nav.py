@@ -130,7 +130,12 @@ def test_f_zooms_to_selection_then_ruler(qtbot, window):
     assert a <= s and b >= e and (b - a) <= (e - s) * 1.3
     tab.timeline.measure(s - 10_000, s + 30_000)
     qtbot.keyClick(tab.panels["summary"].table, Qt.Key.Key_F)
-    assert vs.window == (s - 10_000, s + 30_000)
+    assert vs.window == (s - 10_000, s + 30_000)          # the ruler came later
+    vs.select(Selection("kernels", 7))
+    qtbot.keyClick(tab.panels["summary"].table, Qt.Key.Key_F)
+    s7, e7 = int(k.numpy("start")[7]), int(k.numpy("end")[7])
+    a, b = vs.window
+    assert a <= s7 and b >= e7 and (b - a) <= (e7 - s7) * 1.3   # then the selection
     qtbot.keyClick(tab.panels["summary"].table, Qt.Key.Key_Home)
     assert vs.window == tab.document.full_range()
 

@@ -47,6 +47,7 @@ class TimelineInput:
         self.view = view
         self.drag: dict | None = None
         self.mouse_x: float | None = None
+        self.last_pick = "selection"     # or "ruler": what F zooms to
 
     def wheel(self, event) -> None:
         v = self.view
@@ -184,13 +185,14 @@ class TimelineInput:
             raise ValueError(f"unknown timeline move {what!r}")
 
     def zoom_to_selection(self) -> None:
-        """Show the ruler's range, else the selected event (F)."""
+        """Show the selected event or the ruler's range, whichever came last (F)."""
         v = self.view
-        if v.ruler is not None and v.ruler[0] != v.ruler[1]:
+        sel = v.document.view_state.selection
+        ruler = v.ruler is not None and v.ruler[0] != v.ruler[1]
+        if ruler and (sel is None or self.last_pick == "ruler"):
             a, b = sorted(v.ruler)
             v.set_window(a, b)
             return
-        sel = v.document.view_state.selection
         if sel is not None:
             self.zoom_to_event(sel.table, sel.row)
 

@@ -224,6 +224,8 @@ class TimelineView(QWidget):
         self.finder.changed(value)
 
     def _on_document_selection_changed(self, sel) -> None:
+        if sel is not None:
+            self.input.last_pick = "selection"
         self.flows.refresh()
 
     # ------------------------------------------------------------------ arrows
@@ -370,6 +372,7 @@ class TimelineView(QWidget):
         if model is None:
             return
         self.ruler = (int(t0), int(t1))
+        self.input.last_pick = "ruler"
         self.document.view_state.set_area(self.ruler)
         trace = self.document.trace
 
