@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from ..qt.commands import Commands
 from ..qt.panels import panel_specs
 from ..qt.tasks import TaskHandle, TaskRunner
+from .actions import raise_dock
 from .compare_tab import CompareTab
 from .docks import PanelDocks
 from .export import ExportController, pftrace_writer_available
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
         c.compare_runs_requested.connect(self.compare_runs)
         c.run_requested.connect(self.new_run)
         c.export_table_requested.connect(lambda panel, stem: self.exports.table_csv(panel, stem))
+        c.show_panel_requested.connect(lambda key: raise_dock(self, key))
 
     # ---- construction ------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -262,6 +264,7 @@ class MainWindow(QMainWindow):
             self._sync_toolbar(tab)
             vs = tab.document.view_state
             self.find_bar.show_query(vs.find_text, vs.find_regex)
+        self.find_bar.follow(tab.timeline_api if tab is not None else None)
         self.update_actions()
 
     def _on_tab_range_text_changed(self, tab: TraceTab, text: str) -> None:

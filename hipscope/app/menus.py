@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QLabel, QMenu, QToolBar
 from ..model.view_state import COLOR_MODES, GROUPINGS
 from ..qt.panels import MENU_EXPORT
 from . import file_dialogs as fd
-from .actions import ActionId, make_action
+from .actions import ActionId, install_navigation, make_action
 
 COLOR_LABELS = {"name": "Name", "duration": "Duration", "queue_delay": "Queue delay"}
 GROUP_LABELS = {"queue": "Queue", "stream": "Stream"}
@@ -22,8 +22,8 @@ def build_toolbar(w) -> None:
     tb.setMovable(False)
     tb.setIconSize(QSize(16, 16))
     w.addToolBar(tb)
-    w.fit_action = make_action(w, None, "Fit", w.fit, "F")
-    w.fit_action.setToolTip("Show the whole trace (F)")
+    w.fit_action = make_action(w, None, "Fit", w.fit, "Home")
+    w.fit_action.setToolTip("Show the whole trace (Home)")
     w.action_by_id[ActionId.FIT] = w.fit_action
     tb.addAction(w.fit_action)
     tb.addSeparator()
@@ -55,6 +55,7 @@ def build_menus(w) -> None:
     for spec in w.panel_specs:
         v.addAction(w.docks[spec.key].toggleViewAction())
     h = mb.addMenu("&Help")
+    install_navigation(w, v, h)
     action(w, ActionId.ABOUT, h, "&About hipscope", w.about)
 
 

@@ -49,6 +49,7 @@ class ViewState(Observable):
     color_mode: str = "name"
     grouping: str = "queue"                  # GPU -> queue -> stream, or by stream
     color_values: Any = None                 # per kernel row, for VALUE_COLOR_MODES
+    area: tuple[int, int] | None = None      # the ruler's range [t0, t1), ns (None: none)
 
     def set_window(self, t0: int, t1: int) -> None:
         t0, t1 = int(t0), int(t1)
@@ -62,6 +63,13 @@ class ViewState(Observable):
         if selection != self.selection:
             self.selection = selection
             self._emit("selection", selection)
+
+    def set_area(self, area: tuple[int, int] | None) -> None:
+        """The measured (area) range; panels list what it holds."""
+        area = None if area is None else (int(min(area)), int(max(area)))
+        if area != self.area:
+            self.area = area
+            self._emit("area", area)
 
     def set_filters(self, **changes: Any) -> None:
         new = replace(self.filters, **changes)

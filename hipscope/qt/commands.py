@@ -21,6 +21,7 @@ class Commands(QObject):
     compare_runs_requested = Signal(list, list)  # the files of run A, of run B
     run_requested = Signal(object)             # a RunSpec to prefill the Run dialog, or None
     export_table_requested = Signal(object, str)  # a table panel, its file stem
+    show_panel_requested = Signal(str)         # the key of a panel to show and raise
 
     def open_trace(self, paths: list[Path]) -> None:
         self.open_requested.emit([Path(p) for p in paths])
@@ -34,6 +35,9 @@ class Commands(QObject):
 
     def new_run(self, spec: object = None) -> None:
         self.run_requested.emit(spec)
+
+    def show_panel(self, key: str) -> None:
+        self.show_panel_requested.emit(key)
 
     def export_table(self, panel: QObject, stem: str) -> None:
         self.export_table_requested.emit(panel, stem)

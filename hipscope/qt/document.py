@@ -27,6 +27,8 @@ class Document(QObject):
     find_changed = Signal(object)        # (text, regex)
     color_mode_changed = Signal(str)
     grouping_changed = Signal(str)
+    area_changed = Signal(object)        # (t0, t1) ns of the ruler, or None
+    reveal_requested = Signal(object)    # Selection: scroll the timeline to it
 
     def __init__(self, paths: list[Path] | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -52,6 +54,11 @@ class Document(QObject):
             self.view_state.set_window(tr[0], tr[1])
         self.trace_loaded.emit(trace)
 
+    def reveal(self, selection) -> None:
+        """Select an event and ask the timeline to bring it into view."""
+        self.view_state.select(selection)
+        self.reveal_requested.emit(selection)
+
     def full_range(self) -> tuple[int, int]:
         tr = self.trace.time_range() if self.trace is not None else None
         return tr if tr is not None else (0, 1)
@@ -64,5 +71,6 @@ class Document(QObject):
             "find": self.find_changed,
             "color_mode": self.color_mode_changed,
             "grouping": self.grouping_changed,
+            "area": self.area_changed,
         }[what]
         signal.emit(value)

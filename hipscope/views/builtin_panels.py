@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QWidget
 
 from ..qt.commands import Commands
 from ..qt.panels import MENU_EXPORT, PanelAction, PanelSpec, register_panel
+from .area_table import AreaTableView
 from .details import DetailsView
 from .heatmap import CounterHeatmapView
 from .queue_delay import QueueDelayView
@@ -26,11 +27,17 @@ def _connect_tuner(panel: QWidget, commands: Commands) -> None:
     tuner.apply_requested.connect(commands.new_run)
 
 
+def _connect_summary(panel: QWidget, commands: Commands) -> None:
+    cast(KernelSummaryView, panel).show_panel_requested.connect(commands.show_panel)
+
+
 register_panel(PanelSpec("details", "Details", DetailsView, area="right", order=10))
 register_panel(PanelSpec(
     "summary", "Kernel summary", KernelSummaryView, order=20,
     actions=(PanelAction("export.summary_csv", "Kernel &summary as CSV…", MENU_EXPORT,
-                         lambda panel, commands: commands.export_table(panel, "summary")),)))
+                         lambda panel, commands: commands.export_table(panel, "summary")),),
+    connect=_connect_summary))
+register_panel(PanelSpec("area", "Range", AreaTableView, tabify_with="summary", order=25))
 register_panel(PanelSpec(
     "kernels", "All kernels", KernelsTableView, tabify_with="summary", order=30,
     actions=(PanelAction("export.kernels_csv", "All &kernels as CSV…", MENU_EXPORT,

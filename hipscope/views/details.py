@@ -1,10 +1,16 @@
-"""Details panel: every field of the selected event, its launching API call and queue
-delay (kernels), or the work an API call launched. Follows ``selection_changed``."""
+"""Details panel: every field of the selected event, its launching API call, the host
+ops enclosing the launch and queue delay (kernels), the work an API call or op
+launched, the GPU syncs waiting on it, and every arg the source file has (Kineto:
+Input Dims, Input type, Strides, Concrete Inputs, External id..., read in a worker).
+Follows ``selection_changed``; double click a linked event to go to it in the
+timeline (``Document.reveal``)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette, QTextOption
 from PySide6.QtWidgets import (
     QFrame,
@@ -18,9 +24,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..analysis.links import (
+    enclosing_ops,
+    op_launches,
+    shown_level,
+    wait_source,
+    wait_targets,
+)
+from ..analysis.source_args import event_args, source_index
 from ..model.trace import Trace
 from ..model.view_state import Selection
 from ..qt.document import Document
+from ..qt.tasks import TaskRunner
 from .tables.format import fmt_bytes, fmt_dims, fmt_duration, fmt_int, fmt_time
 
 TIME_COLS = {"start", "end", "dispatch_ns"}
@@ -40,12 +55,16 @@ ROLE_SELECTION = Qt.ItemDataRole.UserRole + 7
 
 
 class DetailsView(QWidget):
-    """A two-column tree (field, value). Double-click a linked event to select it."""
+    """A two-column tree (field, value). Double-click a linked event to go to it.
+    ``args_shown`` when the source file's args were looked up for the selection."""
+
+    args_shown = Signal()
 
     def __init__(self, document: Document, parent=None):
         super().__init__(parent)
         self.document = document
         self._span: int | None = None
+        self._tasks: TaskRunner | None = None
         self.tree = QTreeWidget(self)
         self.tree.setColumnCount(2)
         self.tree.setHeaderLabels(["Field", "Value"])
@@ -98,13 +117,17 @@ class DetailsView(QWidget):
         t0, self._span = (tr[0], tr[1] - tr[0]) if tr else (0, None)
         row = table.row(sel.row)
         head = self._section(f"{TITLES[sel.table]} #{sel.row}")
-        for key, value in self._fields(trace, table, row, t0):
+        for key, value in self._fields(trace, table, row, t0, sel.row):
             self._add(head, key, value)
         if sel.table in ("kernels", "copies"):
             self._add_launch(trace, row, t0, sel.table)
         if sel.table == "api":
+            self._add_ops(trace, sel.row, t0)
             self._add_launched(trace, sel.row, t0)
+        if sel.table == "markers":
+            self._add_op_launches(trace, sel.row, t0)
         self.tree.expandAll()
+        self._look_up_args(trace, sel)
         self.title.setPlainText(str(row.get("name") or row.get("direction") or ""))
         self._stack.setCurrentWidget(self._page)
 
@@ -125,7 +148,7 @@ class DetailsView(QWidget):
             item.setToolTip(0, "double-click to select")
         return item
 
-    def _fields(self, trace: Trace, table, row: dict, t0: int):
+    def _fields(self, trace: Trace, table, row: dict, t0: int, index: int):
         span = self._span
         for col in table.spec.columns:
             k = col.name
@@ -133,7 +156,9 @@ class DetailsView(QWidget):
             if k in HIDDEN or v is None:
                 continue
             label = LABELS.get(k, k.replace("_", " ").capitalize())
-            if k in TIME_COLS:
+            if k == "depth" and table.spec.name == "markers":
+                label, text = "Row", _level_text(shown_level(trace, index), v)
+            elif k in TIME_COLS:
                 text = fmt_time(v - t0, span)
             elif k.endswith("bytes"):
                 text = f"{fmt_bytes(v)} ({v:,} B)" if v >= 1024 else fmt_bytes(v)
@@ -165,6 +190,7 @@ class DetailsView(QWidget):
         self._add(sec, "Start", fmt_time(api["start"] - t0, self._span))
         self._add(sec, "End", fmt_time(api["end"] - t0, self._span))
         self._add(sec, "Duration", fmt_duration(api["end"] - api["start"]))
+        self._add_ops(trace, int(ai), t0)
         if table == "kernels":
             sec = self._section("Queue delay")
             self._add(sec, "From API start", fmt_duration(row["start"] - api["start"]))
@@ -190,6 +216,75 @@ class DetailsView(QWidget):
             if len(hits) > MAX_LAUNCHED:
                 self._add(sec, "…", f"{len(hits) - MAX_LAUNCHED} more")
 
+    def _add_ops(self, trace: Trace, api_row: int, t0: int) -> None:
+        """The host ops (and annotations) enclosing an API call, outermost first."""
+        ops = enclosing_ops(trace, api_row)
+        if not ops:
+            return
+        sec = self._section(f"Enclosing ops ({len(ops)})")
+        m = trace.markers
+        for r in ops:
+            row = m.row(r)
+            self._add(sec, str(row.get("domain") or "op"),
+                      f"{row['name']}  ({fmt_duration(row['end'] - row['start'])})",
+                      Selection("markers", r))
+
+    def _add_op_launches(self, trace: Trace, marker_row: int, t0: int) -> None:
+        """The kernels and copies launched from inside a host op."""
+        hits = op_launches(trace, marker_row)
+        if not hits:
+            return
+        sec = self._section(f"Launched from this op ({len(hits)})")
+        for name, r in hits:
+            t = getattr(trace, name)
+            label = t.column("name" if name == "kernels" else "direction")[r].as_py() or ""
+            start = int(t.numpy("start")[r])
+            self._add(sec, f"{TITLES[name]} #{r}",
+                      f"{label}  @ {fmt_time(start - t0, self._span)}", Selection(name, r))
+
+    def _look_up_args(self, trace: Trace, sel: Selection) -> None:
+        """Every arg the source file has for the selection, in a worker (Kineto)."""
+        if trace.format != "kineto":
+            return
+        if self._tasks is None:
+            self._tasks = TaskRunner(self, max_threads=1)
+
+        def job(progress=None, cancelled=None):
+            idx = source_index(trace)
+            waits = [("Waited on by", Selection("markers", r))
+                     for r in wait_targets(trace, idx, sel.table, sel.row)]
+            src = wait_source(trace, idx, sel.row) if sel.table == "markers" else None
+            if src is not None:
+                waits.append(("Waits for", Selection(*src)))
+            return sel, event_args(trace, idx, sel.table, sel.row), waits
+
+        self._tasks.submit("args", job).succeeded.connect(self._show_args)
+
+    def _show_args(self, result) -> None:
+        sel, args, waits = result
+        trace = self.document.trace
+        if sel != self.document.view_state.selection or trace is None:
+            return                                   # a late answer for an old selection
+        if waits:
+            sec = self._section("Cross-stream waits")
+            for label, target in waits:
+                t = getattr(trace, target.table)
+                name = t.column("name" if t.has("name") else "direction")[target.row].as_py()
+                self._add(sec, label, f"{TITLES[target.table]} #{target.row}: {name}", target)
+            sec.setExpanded(True)
+        if args:
+            sec = self._section(f"From the file ({len(args)} args)")
+            for k, v in args.items():
+                text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+                self._add(sec, str(k), text)
+            sec.setExpanded(True)
+        self.args_shown.emit()
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        if self._tasks is not None:
+            self._tasks.shutdown()
+        super().closeEvent(event)
+
     # ---- events ------------------------------------------------------------------------
     def _on_document_selection_changed(self, _sel) -> None:
         self.show_selection()
@@ -197,4 +292,10 @@ class DetailsView(QWidget):
     def _on_tree_item_double_clicked(self, item: QTreeWidgetItem, _col: int) -> None:
         target = item.data(0, ROLE_SELECTION)
         if isinstance(target, Selection):
-            self.document.view_state.select(target)
+            self.document.reveal(target)
+
+
+def _level_text(level: int, depth: int) -> str:
+    """The row a marker is drawn on, as the timeline labels it (L0 is the top row)."""
+    text = "top row (L0)" if level == 0 else f"L{level}"
+    return text if level == depth else f"{text}; depth {depth} in the file"

@@ -82,6 +82,7 @@ def test_empty_state_says_open_a_trace(view):
 
 
 def test_wheel_zooms_at_cursor(loaded):
+    loaded.input.wheel_zooms = True                     # the classic mapping (a setting)
     vs = loaded.document.view_state
     t0, t1 = vs.window
     x = LABEL_W + 300

@@ -47,12 +47,13 @@ from .events import (
 )
 from .find import FindResult, find, find_step, matching_codes, track_match_starts
 from .names import short_name
-from .prepare import launch_links, prepare
+from .prepare import FLOW_KINDS, flow_links, launch_links, prepare
 from .rows import Row, TimelineModel, build_model, int_column, nesting_depth
 from .ruler import range_stats, ruler_figures, union_length
 
 __all__ = [
-    "BINS_PER_PX", "BLOCK", "DIRECT_PER_PX", "EVENT_TABLES", "MAX_BINS", "NO_KEY",
+    "BINS_PER_PX", "BLOCK", "DIRECT_PER_PX", "EVENT_TABLES", "FLOW_KINDS", "MAX_BINS",
+    "NO_KEY", "flow_links",
     "ColorScale", "Events", "FindResult", "Row", "TimelineModel",
     "apply_color_keys", "build_model", "busy_until", "color_keys", "color_scale",
     "counter_pixels", "coverage", "find", "find_step", "hit_test", "int_column",

@@ -43,3 +43,38 @@ def launch_links(trace: Trace, table: str, row: int) -> list[tuple[str, int, str
                 rows = np.flatnonzero(t.numpy("api_index", fill=-1) == row)[:64]
                 out += [("api", row, tname, int(r)) for r in rows]
     return out
+
+
+FLOW_KINDS = ("launch", "op", "wait")
+
+
+def flow_links(trace: Trace, table: str, row: int, kinds=FLOW_KINDS, index=None
+               ) -> list[tuple[str, int, str, int, str]]:
+    """(from table, row, to table, row, kind) of the flows of one event: ``launch``
+    (API call -> its work), ``op`` (the innermost host op enclosing the launch ->
+    the work; an op -> every kernel launched inside it) and, given the source file's
+    ``index`` (:func:`hipscope.analysis.source_args.source_index`), ``wait`` (the
+    GPU work an event recorded -> the syncs waiting on it)."""
+    from ..links import enclosing_ops, op_launches, wait_source, wait_targets
+
+    out = []
+    if "launch" in kinds:
+        out += [(*link, "launch") for link in launch_links(trace, table, row)]
+    if "op" in kinds:
+        if table in ("kernels", "copies"):
+            t = getattr(trace, table)
+            a = int(t.numpy("api_index", fill=-1)[row]) if t.has("api_index") else -1
+            ops = enclosing_ops(trace, a) if a >= 0 else []
+            if ops:
+                out.append(("markers", ops[-1], table, row, "op"))
+        elif table == "markers":
+            out += [("markers", row, t, r, "op") for t, r in op_launches(trace, row)]
+    if "wait" in kinds and index is not None:
+        if table in ("kernels", "copies"):
+            out += [(table, row, "markers", m, "wait")
+                    for m in wait_targets(trace, index, table, row)]
+        elif table == "markers":
+            src = wait_source(trace, index, row)
+            if src is not None:
+                out.append((*src, "markers", row, "wait"))
+    return out

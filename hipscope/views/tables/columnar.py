@@ -43,6 +43,7 @@ class Col:
     tip: str = ""
     numeric: bool = True
     fmt: Callable[[object], str] = str
+    descending_first: bool = False     # a first click sorts the biggest first (durations)
 
 
 def stable_order(key: np.ndarray, descending: bool) -> np.ndarray:
@@ -317,6 +318,9 @@ class ColumnarModel(QAbstractTableModel):
                 return col.tip or None
             if role == Qt.ItemDataRole.TextAlignmentRole:
                 return _RIGHT if col.numeric else _LEFT
+            if role == Qt.ItemDataRole.InitialSortOrderRole:
+                return (Qt.SortOrder.DescendingOrder if col.descending_first
+                        else Qt.SortOrder.AscendingOrder)
         elif orientation == Qt.Orientation.Vertical and role == Qt.ItemDataRole.DisplayRole:
             return str(section + 1)
         return None

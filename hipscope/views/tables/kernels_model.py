@@ -198,12 +198,14 @@ class KernelsTableModel(ColumnarModel):
         cols += [
             Col("start_ns", "Start", "start relative to the trace start",
                 fmt=lambda v: fmt_time(v, span)),
-            Col("duration_ns", "Duration", "end - start", fmt=fmt_duration),
+            Col("duration_ns", "Duration", "end - start", fmt=fmt_duration,
+                descending_first=True),
         ]
         if k.has("api_index") or k.has("dispatch_ns"):
             cols.append(Col("queue_delay_ns", "Queue delay",
                             "kernel start - launching API call start "
-                            "(or - host dispatch time for legacy rocprof)", fmt=fmt_duration))
+                            "(or - host dispatch time for legacy rocprof)", fmt=fmt_duration,
+                            descending_first=True))
         for key, (x, _, _) in _DIMS.items():
             if k.has(x):
                 cols.append(Col(key, key.capitalize(), f"{key} size in work-items (x×y×z)",

@@ -15,14 +15,16 @@ from .format import fmt_duration, fmt_int, fmt_percent
 
 COLUMNS = (
     Col("name", "Name", "kernel name", numeric=False),
-    Col("count", "Count", "number of dispatches", fmt=fmt_int),
-    Col("total_ns", "Total", "sum of durations", fmt=fmt_duration),
-    Col("mean_ns", "Mean", "mean duration", fmt=fmt_duration),
-    Col("min_ns", "Min", "shortest dispatch", fmt=fmt_duration),
-    Col("max_ns", "Max", "longest dispatch", fmt=fmt_duration),
-    Col("p95_ns", "p95", "95th percentile of the duration", fmt=fmt_duration),
+    Col("count", "Count", "number of dispatches", fmt=fmt_int, descending_first=True),
+    Col("total_ns", "Total", "sum of durations", fmt=fmt_duration, descending_first=True),
+    Col("mean_ns", "Mean", "mean duration", fmt=fmt_duration, descending_first=True),
+    Col("min_ns", "Min", "shortest dispatch", fmt=fmt_duration, descending_first=True),
+    Col("max_ns", "Max", "longest dispatch", fmt=fmt_duration, descending_first=True),
+    Col("p95_ns", "p95", "95th percentile of the duration", fmt=fmt_duration,
+        descending_first=True),
     Col("gpu_time_fraction", "% GPU time",
-        "share of the summed kernel time of the whole trace", fmt=fmt_percent),
+        "share of the summed kernel time of the whole trace", fmt=fmt_percent,
+        descending_first=True),
 )
 
 

@@ -42,6 +42,7 @@ class KernelsTableView(QWidget):
         self.table = ColumnarTableView(self)
         self.table.setModel(self.model)
         self._syncing = False
+        self._scroll_top = False         # a user's sort shows the top, not the selection
         self._build_filter_bar()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -52,6 +53,7 @@ class KernelsTableView(QWidget):
         self.model.modelReset.connect(self._on_model_reset)
         self.model.layoutChanged.connect(self._scroll_to_selection)
         self.model.busy_changed.connect(self._on_model_busy_changed)
+        self.table.horizontalHeader().sectionClicked.connect(self._on_header_clicked)
         document.trace_loaded.connect(self._on_document_trace_loaded)
         document.filters_changed.connect(self._on_document_filters_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
@@ -186,7 +188,18 @@ class KernelsTableView(QWidget):
     def _on_document_selection_changed(self, sel) -> None:
         self._scroll_to_selection()
 
+    def _on_header_clicked(self, _section: int) -> None:
+        """A sort the user asked for starts at the top (the biggest first, for durations)."""
+        if self.model.busy:
+            self._scroll_top = True      # taken when the sorted rows arrive
+        else:
+            self.table.scrollToTop()
+
     def _scroll_to_selection(self) -> None:
+        if self._scroll_top:
+            self._scroll_top = False
+            self.table.scrollToTop()
+            return
         sel = self.document.view_state.selection
         sm = self.table.selectionModel()
         self._syncing = True
@@ -216,10 +229,13 @@ class KernelsTableView(QWidget):
 
 
 class KernelSummaryView(QWidget):
-    """Per-name statistics. Double-click filters the kernels to that name. Big traces
-    get their statistics from a worker (``stats_ready`` when shown)."""
+    """Per-name statistics. A click highlights that name's instances in the timeline
+    (its find), a double click filters the kernels to that name and raises their table
+    (``show_panel_requested("kernels")``). Big traces get their statistics from a
+    worker (``stats_ready`` when shown)."""
 
     stats_ready = Signal()
+    show_panel_requested = Signal(str)
 
     def __init__(self, document: Document, parent=None):
         super().__init__(parent)
@@ -229,6 +245,8 @@ class KernelSummaryView(QWidget):
         self.table.setModel(self.model)
         self.table.horizontalHeader().setSortIndicator(2, Qt.SortOrder.DescendingOrder)
         self.table.doubleClicked.connect(self._on_table_double_clicked)
+        self.table.clicked.connect(self._on_table_clicked)
+        self.table.horizontalHeader().sectionClicked.connect(lambda _s: self.table.scrollToTop())
         show = QAction("Show these kernels only", self.table)
         show.triggered.connect(self._filter_to_selection)
         find = QAction("Find in timeline", self.table)
@@ -282,9 +300,14 @@ class KernelSummaryView(QWidget):
         return [self.model.name(self.model.source_row(int(r)))
                 for r in self.table.selected_view_rows()]
 
+    def _on_table_clicked(self, index) -> None:
+        name = self.model.name(self.model.source_row(index.row()))
+        self.document.view_state.set_find(f"^{re.escape(name)}$", True)
+
     def _on_table_double_clicked(self, index) -> None:
         name = self.model.name(self.model.source_row(index.row()))
         self.document.view_state.set_filters(name_regex=f"^{re.escape(name)}$")
+        self.show_panel_requested.emit("kernels")
 
     def _filter_to_selection(self) -> None:
         names = self._selected_names()

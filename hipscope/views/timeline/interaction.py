@@ -1,10 +1,14 @@
 """Input of the timeline: mouse, wheel and keys become the view's operations.
 
-Wheel zooms at the cursor (Shift or over the labels: scrolls), dragging the tracks
-pans, a click selects, dragging the axis strip measures (the ruler), a click on a
-group's label folds it; W/S zoom, A/D pan, Home fits, F3/Shift+F3 step through find
-matches, Escape clears the ruler, then the selection. The view owns the state; this
-holds only the gesture in progress.
+As in Nsight Systems and Perfetto: the wheel scrolls the tracks, Ctrl+wheel zooms at
+the cursor, Shift+wheel (or a sideways wheel) pans; with ``view.wheel_zooms`` (the
+"classic" setting) the wheel zooms and Shift or the label column scrolls. Dragging the
+tracks pans, a click selects, a double click zooms to the event, dragging the axis
+strip measures (the ruler), a click on a group's label folds it; W/S zoom, A/D pan,
+F zooms to the ruler or the selection, Home fits, F3/Shift+F3 step through find
+matches, Escape clears the ruler, then the selection. The window binds the same keys
+for the whole trace tab (``app.actions``) through :meth:`TimelineView.navigate`. The
+view owns the state; this holds only the gesture in progress.
 """
 
 from __future__ import annotations
@@ -24,26 +28,61 @@ ZOOM_STEP = 0.8           # per wheel notch / key press
 PAN_STEP = 0.1            # fraction of the window per A/D press
 
 
+# keys of the timeline -> the name of the move (``TimelineView.navigate``)
+KEY_ACTIONS = {Qt.Key.Key_W: "zoom_in", Qt.Key.Key_S: "zoom_out", Qt.Key.Key_A: "pan_left",
+               Qt.Key.Key_D: "pan_right", Qt.Key.Key_F: "zoom_selection",
+               Qt.Key.Key_Home: "fit", Qt.Key.Key_Plus: "zoom_in",
+               Qt.Key.Key_Minus: "zoom_out"}
+
+
 class TimelineInput:
-    """The gesture in progress (a pan or ruler drag) and the last cursor x."""
+    """The gesture in progress (a pan or ruler drag) and the last cursor x.
+
+    ``wheel_zooms`` (class-wide: the app sets it from its setting; a view may
+    override it) keeps the classic mapping where the plain wheel zooms."""
+
+    wheel_zooms: bool = False
 
     def __init__(self, view: TimelineView):
         self.view = view
         self.drag: dict | None = None
         self.mouse_x: float | None = None
+        self.last_pick = "selection"     # or "ruler": what F zooms to
 
     def wheel(self, event) -> None:
         v = self.view
         pos = event.position()
         d = event.angleDelta()
         mods = event.modifiers()
-        if pos.x() < LABEL_W or mods & Qt.KeyboardModifier.ShiftModifier:
-            v.vbar.setValue(v.vbar.value() - (d.y() or d.x()) // 2)
+        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+        shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+        if self.wheel_zooms:                                  # the classic mapping
+            if pos.x() < LABEL_W or shift:
+                v.vbar.setValue(v.vbar.value() - (d.y() or d.x()) // 2)
+            elif d.y():
+                v.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x())
+            elif d.x():
+                v.pan(-d.x() / 1200.0)
+        elif ctrl and d.y():
+            v.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x() if pos.x() >= LABEL_W else None)
+        elif shift and (d.y() or d.x()):
+            v.pan(-(d.y() or d.x()) / 1200.0)
         elif d.y():
-            v.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x())
+            v.vbar.setValue(v.vbar.value() - d.y() // 2)
         elif d.x():
             v.pan(-d.x() / 1200.0)
         event.accept()
+
+    def double_click(self, event) -> None:
+        """Zoom to the event under the cursor (and select it)."""
+        v = self.view
+        pos = event.position()
+        if event.button() != Qt.MouseButton.LeftButton or pos.y() < AXIS_H:
+            return
+        sel = v.hit(pos.x(), pos.y())
+        if sel is not None:
+            v.document.view_state.select(sel)
+            self.zoom_to_event(sel.table, sel.row)
 
     def press(self, event) -> None:
         v = self.view
@@ -96,7 +135,7 @@ class TimelineInput:
         elif d["kind"] == "ruler":
             a, b = d["t"], v.t_of(pos.x())
             if abs(pos.x() - d["x"]) < 3:
-                v.ruler = v.ruler_stats = None
+                v.clear_ruler()
                 v.range_measured.emit(None)
             else:
                 v.measure(min(a, b), max(a, b))
@@ -106,17 +145,11 @@ class TimelineInput:
         """Handle a key press; False when the key is not the timeline's."""
         v = self.view
         k = event.key()
-        ax = self.mouse_x if self.mouse_x is not None and self.mouse_x > LABEL_W else None
-        if k == Qt.Key.Key_W:
-            v.zoom(ZOOM_STEP, ax)
-        elif k == Qt.Key.Key_S:
-            v.zoom(1 / ZOOM_STEP, ax)
-        elif k == Qt.Key.Key_A:
-            v.pan(-PAN_STEP)
-        elif k == Qt.Key.Key_D:
-            v.pan(PAN_STEP)
-        elif k == Qt.Key.Key_Home:
-            v.fit()
+        if event.modifiers() & ~(Qt.KeyboardModifier.ShiftModifier
+                                 | Qt.KeyboardModifier.KeypadModifier):
+            return False
+        if k in KEY_ACTIONS:
+            v.navigate(KEY_ACTIONS[k])
         elif k == Qt.Key.Key_F3:
             if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
                 v.find_prev()
@@ -124,13 +157,53 @@ class TimelineInput:
                 v.find_next()
         elif k == Qt.Key.Key_Escape:
             if v.ruler is not None:
-                v.ruler = v.ruler_stats = None
-                v.update()
+                v.clear_ruler()
             else:
                 v.document.view_state.select(None)
         else:
             return False
         return True
+
+    def navigate(self, what: str) -> None:
+        """One keyboard move: zoom_in/zoom_out (at the cursor when over the tracks),
+        pan_left/pan_right, zoom_selection, fit."""
+        v = self.view
+        ax = self.mouse_x if self.mouse_x is not None and self.mouse_x > LABEL_W else None
+        if what == "zoom_in":
+            v.zoom(ZOOM_STEP, ax)
+        elif what == "zoom_out":
+            v.zoom(1 / ZOOM_STEP, ax)
+        elif what == "pan_left":
+            v.pan(-PAN_STEP)
+        elif what == "pan_right":
+            v.pan(PAN_STEP)
+        elif what == "zoom_selection":
+            self.zoom_to_selection()
+        elif what == "fit":
+            v.fit()
+        else:
+            raise ValueError(f"unknown timeline move {what!r}")
+
+    def zoom_to_selection(self) -> None:
+        """Show the selected event or the ruler's range, whichever came last (F)."""
+        v = self.view
+        sel = v.document.view_state.selection
+        ruler = v.ruler is not None and v.ruler[0] != v.ruler[1]
+        if ruler and (sel is None or self.last_pick == "ruler"):
+            a, b = sorted(v.ruler)
+            v.set_window(a, b)
+            return
+        if sel is not None:
+            self.zoom_to_event(sel.table, sel.row)
+
+    def zoom_to_event(self, table: str, row: int) -> None:
+        """Show one event with a margin of a tenth of its length each side."""
+        v = self.view
+        if v.model is None or not v.knows(table):
+            return
+        s, e = v.span_of(table, row)
+        pad = max((e - s) / 10, 10)
+        v.set_window(s - pad, e + pad)
 
     def tooltip(self, ev) -> None:
         """The name, duration and start of the event under the cursor."""

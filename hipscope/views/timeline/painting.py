@@ -14,6 +14,7 @@ from ...analysis import lod
 from ...model.units import fmt_duration
 from . import palette as pal
 from . import render as rd
+from .flows import FLOW_COLOURS
 from .frame_state import FrameState
 from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
 
@@ -86,8 +87,8 @@ def _paint_selection(p: QPainter, fs: FrameState) -> None:
         p.setPen(QPen(rd.qcolor(pal.SELECT), 2))
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRect(QRectF(x0 - 1, ym - hh / 2 + 1, x1 - x0 + 2, hh - 2))
-    for x0, y0, x1, y1 in fs.arrows:
-        rd.draw_arrow(p, x0, y0, x1, y1, QColor(255, 140, 60))
+    for x0, y0, x1, y1, kind in fs.arrows:        # flows.py: launch, op, wait
+        rd.draw_arrow(p, x0, y0, x1, y1, QColor(*FLOW_COLOURS[kind]))
 
 
 def _paint_origin(p: QPainter, fs: FrameState) -> None:

@@ -20,6 +20,7 @@ from PySide6.QtGui import (QColor, QFont, QFontMetrics, QImage, QPainter, QPaint
 
 from ...analysis import lod
 from . import palette as pal
+from .find_ctl import dim_non_matches
 
 if TYPE_CHECKING:
     from .frame_state import FrameState
@@ -263,6 +264,9 @@ def paint_tracks(p: QPainter, fs: FrameState, frame: Frame, x: int, y: int, w: i
             continue
         cols, wide, mcols = row_columns(frame, row, palette, bg, is_collapsed,
                                         fs.find_starts.get(row), stats)
+        if fs.found is not None and len(fs.found):     # find: dim what does not match
+            dim_non_matches(cols, bg, mcols, wide, fs.found.masks.get(r.table),
+                            None if r.events is None else r.events.index)
         _band(img, y0, rh, h, bg, cols, sep=sep)
         if mcols is not None and mcols.any():
             ha, hb = max(y0 + rh - 4, 0), min(y0 + rh - 1, h)

@@ -23,6 +23,8 @@ from ...qt.tasks import TaskRunner
 from ...qt.timeline_api import RangeStats
 from . import palette as pal
 from . import render as rd
+from .find_ctl import TimelineFind
+from .flows import TimelineFlows
 from .frame_state import Fonts, FrameState, PaintCache
 from .interaction import TimelineInput
 from .painting import paint_frame
@@ -38,13 +40,15 @@ RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worke
 class TimelineView(QWidget):
     """Timeline of one document's trace (see module docstring).
 
-    Public API: :meth:`fit`, :meth:`reveal`, :meth:`find_next`, :meth:`find_prev`,
-    :meth:`export_png`, :meth:`export_svg`; signals ``range_measured(RangeStats | None)`` (ruler
-    statistics) and ``prepared()`` (rows ready after a load or a regrouping).
+    Public API: :meth:`fit`, :meth:`navigate`, :meth:`reveal`, :meth:`find_next`,
+    :meth:`find_prev`, :meth:`export_png`, :meth:`export_svg`; signals
+    ``range_measured(RangeStats | None)`` (ruler statistics), ``prepared()`` (rows ready
+    after a load or a regrouping) and ``find_status(FindStatus)`` (the find bar's text).
     """
 
     range_measured = Signal(object)
     prepared = Signal()
+    find_status = Signal(object)
 
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
@@ -67,8 +71,9 @@ class TimelineView(QWidget):
         # run's alignment origin so that stacked timelines share one time axis
         self.axis_origin: int | None = None
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._arrow_targets: list[tuple[str, int, str, int]] = []
         self.input = TimelineInput(self)
+        self.finder = TimelineFind(self)
+        self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
         self.tasks = TaskRunner(self, max_threads=2)
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
@@ -84,6 +89,7 @@ class TimelineView(QWidget):
         d.find_changed.connect(self._on_document_find_changed)
         d.color_mode_changed.connect(self._on_document_color_mode_changed)
         d.grouping_changed.connect(self._on_document_grouping_changed)
+        d.reveal_requested.connect(lambda sel: self.reveal(sel.table, sel.row))
         if d.trace is not None:
             self._prepare()
 
@@ -158,7 +164,6 @@ class TimelineView(QWidget):
         trace = self.document.trace
         self.model, self.scale = model, scale
         self.palette = pal.Palette(scale.mode)
-        self.found, self.find_starts = found, starts
         self._times = {t: (getattr(trace, t).numpy("start", fill=0),
                            getattr(trace, t).numpy("end", fill=0)) for t in lod.EVENT_TABLES}
         self.paint_cache.elided.clear()
@@ -167,6 +172,7 @@ class TimelineView(QWidget):
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
         self._seen_keys |= {r.key for r in model.rows}
         self._relayout()
+        self.finder.set_result(found, starts)
         self._on_document_selection_changed(self.document.view_state.selection)
         self.prepared.emit()
 
@@ -178,8 +184,8 @@ class TimelineView(QWidget):
     def _on_document_trace_loaded(self, trace) -> None:
         self.model = None
         self.found, self.find_starts = None, {}
-        self.ruler = self.ruler_stats = None
-        self._arrow_targets = []
+        self.clear_ruler()
+        self.flows.targets = []
         self._prepare()
         self.update()
 
@@ -215,39 +221,16 @@ class TimelineView(QWidget):
         self.update()
 
     def _on_document_find_changed(self, value) -> None:
-        text, regex = value
-        model, trace = self.model, self.document.trace
-        if model is None or trace is None:
-            return
-        if not text:
-            self.found, self.find_starts = None, {}
-            self.update()
-            return
-
-        def job(progress=None, cancelled=None):
-            found = lod.find(trace, model, text, regex)
-            return model, found, lod.track_match_starts(model, found)
-
-        if len(trace.kernels) + len(trace.api) < SYNC_LIMIT:
-            self._on_find_succeeded(job())
-        else:
-            self.tasks.submit("find", job).succeeded.connect(self._on_find_succeeded)
-
-    def _on_find_succeeded(self, result) -> None:
-        model, found, starts = result
-        if model is self.model:
-            self.found, self.find_starts = found, starts
-            self.update()
+        self.finder.changed(value)
 
     def _on_document_selection_changed(self, sel) -> None:
-        trace = self.document.trace
-        self._arrow_targets = ([] if sel is None or trace is None
-                               else lod.launch_links(trace, sel.table, sel.row))
-        self.update()
+        if sel is not None:
+            self.input.last_pick = "selection"
+        self.flows.refresh()
 
     # ------------------------------------------------------------------ arrows
 
-    def _event_anchor(self, table: str, row: int) -> tuple[float, float, float, float] | None:
+    def event_anchor(self, table: str, row: int) -> tuple[float, float, float, float] | None:
         """(x_start, x_end, y_mid, height) of an event in widget coordinates."""
         if self.model is None or table not in self._times:
             return None
@@ -264,14 +247,9 @@ class TimelineView(QWidget):
 
     def arrow_geometry(self) -> list[tuple[float, float, float, float]]:
         """Launch arrows of the selection: (x0, y0, x1, y1) from the API call's end to
-        the kernel's (or copy's) start, widget coordinates."""
-        out = []
-        for at, ar, tt, trow in self._arrow_targets:
-            a = self._event_anchor(at, ar)
-            b = self._event_anchor(tt, trow)
-            if a is not None and b is not None:
-                out.append((a[1], a[2], b[0], b[2]))
-        return out
+        the kernel's (or copy's) start, widget coordinates (all flows:
+        ``flows.geometry()``)."""
+        return [g[:4] for g in self.flows.geometry() if g[4] == "launch"]
 
     # ------------------------------------------------------------------ window
     def set_window(self, t0: float, t1: float) -> None:
@@ -337,30 +315,20 @@ class TimelineView(QWidget):
                     self.vbar.setValue(max(y - page // 3, 0))
         self.update()
 
-    # ------------------------------------------------------------------ find
-    def _step_find(self, forward: bool) -> None:
-        f = self.found
-        if f is None or len(f) == 0:
-            return
-        sel = self.document.view_state.selection
-        cur = None
-        if sel is not None and sel.table in lod.EVENT_TABLES and sel.table in self._times:
-            ti = lod.EVENT_TABLES.index(sel.table)
-            cur = (int(self._times[sel.table][0][sel.row]), ti, sel.row)
-        else:
-            t0 = self.document.view_state.window[0]
-            cur = (t0, -1, -1) if forward else (t0, len(lod.EVENT_TABLES), 0)
-        j = lod.find_step(f, cur, forward)
-        if j >= 0:
-            self.reveal(lod.EVENT_TABLES[int(f.table[j])], int(f.row[j]))
-
+    # ------------------------------------------------------------------ find, keys
     def find_next(self) -> None:
-        """Select and reveal the next match in time order (F3)."""
-        self._step_find(True)
+        """Select and reveal the next match in time order (F3); while a search runs,
+        the first match when it arrives."""
+        self.finder.step(True)
 
     def find_prev(self) -> None:
         """Select and reveal the previous match in time order (Shift+F3)."""
-        self._step_find(False)
+        self.finder.step(False)
+
+    def navigate(self, what: str) -> None:
+        """A keyboard move (zoom_in, zoom_out, pan_left, pan_right, zoom_selection,
+        fit); the window's actions call this for the whole trace tab."""
+        self.input.navigate(what)
 
     # ------------------------------------------------------------------ hit testing
     def hit(self, x: float, y: float) -> Selection | None:
@@ -379,6 +347,10 @@ class TimelineView(QWidget):
         if pos < 0:
             return None
         return Selection(r.table, int(r.events.index[pos]))
+
+    def knows(self, table: str) -> bool:
+        """Whether the times of an event table are at hand (after a prepare)."""
+        return table in self._times
 
     def span_of(self, table: str, row: int) -> tuple[int, int]:
         """Start and end (ns) of row ``row`` of an event table."""
@@ -400,6 +372,8 @@ class TimelineView(QWidget):
         if model is None:
             return
         self.ruler = (int(t0), int(t1))
+        self.input.last_pick = "ruler"
+        self.document.view_state.set_area(self.ruler)
         trace = self.document.trace
 
         def job(progress=None, cancelled=None):
@@ -410,6 +384,12 @@ class TimelineView(QWidget):
         else:
             self.ruler_stats = {"pending": True}
             self.tasks.submit("ruler", job).succeeded.connect(self._on_measure_succeeded)
+
+    def clear_ruler(self) -> None:
+        """Drop the ruler (and the document's area)."""
+        self.ruler = self.ruler_stats = None
+        self.document.view_state.set_area(None)
+        self.update()
 
     def _on_measure_succeeded(self, stats: dict) -> None:
         if self.ruler is None or (stats["t0"], stats["t1"]) != tuple(sorted(self.ruler)):
@@ -432,6 +412,9 @@ class TimelineView(QWidget):
     def mouseReleaseEvent(self, event) -> None:
         self.input.release(event)
 
+    def mouseDoubleClickEvent(self, event) -> None:
+        self.input.double_click(event)
+
     def keyPressEvent(self, event) -> None:
         if not self.input.key(event):
             super().keyPressEvent(event)
@@ -441,7 +424,6 @@ class TimelineView(QWidget):
             self.input.tooltip(ev)
             return True
         return super().event(ev)
-
 
     def closeEvent(self, event) -> None:
         self.tasks.shutdown()
@@ -453,7 +435,7 @@ class TimelineView(QWidget):
         this, never the view)."""
         trace, vs = self.document.trace, self.document.view_state
         sel = vs.selection
-        box = self._event_anchor(sel.table, sel.row) if sel is not None else None
+        box = self.event_anchor(sel.table, sel.row) if sel is not None else None
         return FrameState(
             device=self, dpr=self.devicePixelRatioF(), w=w, h=h,
             has_trace=trace is not None, preparing=self.preparing,
@@ -461,7 +443,7 @@ class TimelineView(QWidget):
             window=vs.window, layout=self.layout, scroll=self.scroll,
             collapsed=frozenset(self.collapsed), palette=self.palette, scale=self.scale,
             found=self.found, find_starts=self.find_starts, selection_box=box,
-            arrows=tuple(self.arrow_geometry()), axis_origin=self.axis_origin,
+            arrows=tuple(self.flows.geometry()), axis_origin=self.axis_origin,
             ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
             message_font=self.font(), cache=self.paint_cache)
 
