@@ -183,6 +183,7 @@ class MainWindow(QMainWindow):
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
         tab.range_text_changed.connect(lambda s, t=tab: self._on_tab_range_text_changed(t, s))
+        tab.diagnostics_requested.connect(self.show_diagnostics)
         for spec in self.panel_specs:
             if spec.connect is not None:
                 spec.connect(tab.panels[spec.key], self.commands)
@@ -208,6 +209,13 @@ class MainWindow(QMainWindow):
         if self.tabs.count() == 0:
             self._central_stack.setCurrentWidget(self.empty_label)
         self._check_settled()
+
+    def show_diagnostics(self) -> None:
+        """Show and raise the Diagnostics dock (the banner's "Details")."""
+        dock = self.docks.get("diagnostics")
+        if dock is not None:
+            dock.show()
+            dock.raise_()
 
     def close_current_tab(self) -> None:
         self.close_tab(self.current_tab())
