@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QMetaMethod, QObject, QRunnable, QThreadPool, Signal
 
 from ..parsers.base import Cancelled, TraceFormatError
 
@@ -97,6 +97,9 @@ class _Runnable(QRunnable):
         except Exception as exc:  # noqa: BLE001 - anything else is logged with its traceback
             log.exception("task %s failed", h.key)
             outcome, payload = "failed", describe_error(exc)
+        # the pool frees the C++ runnable, but its Python wrapper can outlive it: drop
+        # the task (whose closure holds a trace) and the handle now
+        self._fn = self._handle = None
         self._relay.result.emit(h, outcome, payload)
 
 
@@ -168,4 +171,16 @@ class TaskRunner(QObject):
         else:
             handle.cancelled.emit()
         handle.finished.emit()
+        _disconnect_all(handle)     # its slots often hold it: a cycle gc cannot see
         handle.setParent(None)      # freed when the last Python reference goes
+
+
+def _disconnect_all(obj: QObject) -> None:
+    """Drop every slot of ``obj``'s own signals (a finished handle's lambdas hold the
+    handle and their owners through C++: without this the owners, and their traces,
+    are never freed)."""
+    mo = obj.metaObject()
+    for i in range(mo.methodOffset(), mo.methodCount()):
+        m = mo.method(i)
+        if m.methodType() == QMetaMethod.MethodType.Signal and obj.isSignalConnected(m):
+            getattr(obj, bytes(m.name().data()).decode()).disconnect()
