@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication, QStyleFactory
 
 log = logging.getLogger(__name__)
 
-SCREENSHOT_SIZE = (1600, 1000)
+SCREENSHOT_SIZE = (1920, 1080)
 SETTLE_MS = 300           # let deferred drawing (timers, level of detail) finish
 
 
@@ -80,8 +80,9 @@ def _application() -> QApplication:
 def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = False) -> int:
     """Open the main window with ``paths`` (one tab each; with ``compare``: one
     comparison tab of them all, the first is A). With ``screenshot``: wait until
-    every tab has loaded and drawn, save the window to that PNG and return 0; print
-    the error and return 2 when a trace could not be opened."""
+    every tab has loaded and drawn, save the window to that PNG (and what it shows
+    to the same name with ``.json``, app/screen_state.py) and return 0; print the
+    error and return 2 when a trace could not be opened."""
     from .main_window import MainWindow
 
     app = _application()
@@ -111,14 +112,12 @@ def _screenshot(app: QApplication, window, out: Path) -> int:
     if window.is_loading():
         loop.exec()
     failed = [t for t in window.tab_list() if t.state == "failed"]
-    timelines = [tl for tab in window.tab_list() for tl in tab.timelines]
-    for tl in timelines:                   # the timeline prepares its rows in a worker
-        if tl.preparing:
-            wait = QEventLoop()
-            tl.prepared.connect(wait.quit)
-            QTimer.singleShot(60_000, wait.quit)
-            if tl.preparing:
-                wait.exec()
+    for tab in window.tab_list():
+        for tl in tab.timelines:           # the timeline prepares its rows in a worker
+            _wait_for(tl.prepared, lambda tl=tl: tl.preparing)
+        diags = getattr(tab, "diagnostics", None)
+        if diags is not None:              # so do big traces' diagnostics
+            _wait_for(diags.changed, lambda d=diags: d.pending)
     settle = QEventLoop()
     QTimer.singleShot(SETTLE_MS, settle.quit)
     settle.exec()
@@ -127,6 +126,25 @@ def _screenshot(app: QApplication, window, out: Path) -> int:
     if not window.grab().save(str(out)):
         print(f"hipscope: could not write the screenshot to {out}.", file=sys.stderr)
         return 2
+    from .screen_state import write_screen_state
+
+    try:
+        write_screen_state(window, out)
+    except OSError as exc:
+        print(f"hipscope: could not write {out.with_suffix('.json')}: {exc.strerror}.",
+              file=sys.stderr)
+        return 2
     for tab in failed:
         print(f"hipscope: {tab.error}", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _wait_for(signal, busy, timeout_ms: int = 60_000) -> None:
+    """Run the event loop until ``signal`` fires, while ``busy()`` (at most the timeout)."""
+    if not busy():
+        return
+    wait = QEventLoop()
+    signal.connect(wait.quit)
+    QTimer.singleShot(timeout_ms, wait.quit)
+    if busy():
+        wait.exec()

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..analysis.graphs import graph_replay_gaps
-from ..model.diagnostics import Diagnostic, diagnostics
+from ..model.diagnostics import GENERIC, Diagnostic, diagnostics
 from ..qt.document import Document
 from ..qt.tasks import TaskRunner
 
@@ -76,8 +76,10 @@ def gather(trace) -> tuple[list[dict[str, Any]], list[Marker]]:
 
 
 def by_severity(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Most severe first, in their order otherwise."""
-    return sorted(entries, key=lambda d: RANK.get(d.get("severity", "warning"), 1))
+    """Most severe first, coded before generic (``reader.warning``), in their order
+    otherwise."""
+    return sorted(entries, key=lambda d: (RANK.get(d.get("severity", "warning"), 1),
+                                          d.get("code") == GENERIC))
 
 
 class DocumentDiagnostics(QObject):
