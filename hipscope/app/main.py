@@ -8,54 +8,18 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, Qt, QTimer
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from .settings import Settings
+from .theme import apply_theme, dark_palette, wants_dark
+
+__all__ = ["apply_theme", "dark_palette", "run_app", "wants_dark"]
 
 log = logging.getLogger(__name__)
 
 SCREENSHOT_SIZE = (1920, 1080)
 SETTLE_MS = 300           # let deferred drawing (timers, level of detail) finish
-
-
-def dark_palette() -> QPalette:
-    p = QPalette()
-    base, window, text = QColor(30, 31, 34), QColor(43, 45, 48), QColor(223, 225, 229)
-    disabled = QColor(128, 130, 134)
-    roles = {
-        QPalette.ColorRole.Window: window, QPalette.ColorRole.WindowText: text,
-        QPalette.ColorRole.Base: base, QPalette.ColorRole.AlternateBase: QColor(37, 38, 41),
-        QPalette.ColorRole.ToolTipBase: QColor(55, 57, 61), QPalette.ColorRole.ToolTipText: text,
-        QPalette.ColorRole.PlaceholderText: disabled, QPalette.ColorRole.Text: text,
-        QPalette.ColorRole.Button: window, QPalette.ColorRole.ButtonText: text,
-        QPalette.ColorRole.BrightText: QColor(255, 80, 80),
-        QPalette.ColorRole.Link: QColor(86, 156, 214),
-        QPalette.ColorRole.Highlight: QColor(53, 116, 240),
-        QPalette.ColorRole.HighlightedText: QColor(255, 255, 255),
-        QPalette.ColorRole.Light: QColor(70, 72, 76), QPalette.ColorRole.Midlight: QColor(58, 60, 64),
-        QPalette.ColorRole.Mid: QColor(40, 41, 44), QPalette.ColorRole.Dark: QColor(25, 26, 28),
-        QPalette.ColorRole.Shadow: QColor(10, 10, 10),
-    }
-    for role, color in roles.items():
-        p.setColor(role, color)
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text,
-                 QPalette.ColorRole.ButtonText):
-        p.setColor(QPalette.ColorGroup.Disabled, role, disabled)
-    return p
-
-
-def wants_dark(app: QGuiApplication) -> bool:
-    """$HIPSCOPE_THEME (dark/light) wins; else the system colour scheme (Qt 6.5+)."""
-    env = os.environ.get("HIPSCOPE_THEME", "").lower()
-    if env in ("dark", "light"):
-        return env == "dark"
-    hints = app.styleHints()
-    return hasattr(hints, "colorScheme") and hints.colorScheme() == Qt.ColorScheme.Dark
-
-
-def apply_theme(app: QApplication) -> None:
-    """Fusion everywhere (consistent look); a dark palette when the system is dark."""
-    app.setStyle(QStyleFactory.create("Fusion"))
-    app.setPalette(dark_palette() if wants_dark(app) else app.style().standardPalette())
 
 
 def _application() -> QApplication:
@@ -69,11 +33,7 @@ def _application() -> QApplication:
     if QCoreApplication.applicationName() in ("", "python", "python3", Path(sys.argv[0]).name):
         QCoreApplication.setApplicationName("hipscope")
     app.setApplicationDisplayName("hipscope")
-    apply_theme(app)
-    hints = app.styleHints()
-    if hasattr(hints, "colorSchemeChanged") and not app.property("hipscope_theme_hooked"):
-        app.setProperty("hipscope_theme_hooked", True)
-        hints.colorSchemeChanged.connect(lambda _s: apply_theme(app))
+    apply_theme(app, Settings().theme())
     return app
 
 
@@ -92,8 +52,10 @@ def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = F
     window.show()
     if compare:
         window.compare_paths([Path(p) for p in paths])
-    else:
+    elif paths:
         window.open_paths([Path(p) for p in paths])
+    elif screenshot is None:
+        window.restore_session()           # the last session's tabs, when switched on
     if screenshot is None:
         window.raise_()
         rc = app.exec()
