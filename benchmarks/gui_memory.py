@@ -1,4 +1,5 @@
-"""Memory kept by closed tabs: `python -m benchmarks.gui_memory [--json] [--kernels N] [--cycles N]`.
+"""Memory kept by closed tabs: `python -m benchmarks.gui_memory [--json] [--kernels N]
+[--cycles N]`.
 
 An offscreen main window opens a generated trace (default 1M kernels,
 tests/data/fixtures/big_trace.py) in a tab, waits until the timeline and the panels
@@ -57,8 +58,8 @@ def one_cycle(app, window, path, settle) -> None:
     from PySide6.QtCore import QCoreApplication, QEvent
 
     (tab,) = window.open_paths([path])
-    wait_until(app, lambda: tab.state == "loaded", 600, "the load")
-    wait_until(app, lambda: not tab.timeline.preparing and not tab.diagnostics.pending,
+    wait_until(app, lambda t=tab: t.state == "loaded", 600, "the load")
+    wait_until(app, lambda t=tab: not t.timeline.preparing and not t.diagnostics.pending,
                600, "the timeline's rows")
     for dock in window.docks.values():
         dock.raise_()
@@ -104,7 +105,7 @@ def measure(kernels: int, cycles: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description="RSS kept per open/close cycle of a tab.")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--kernels", type=int, default=1_000_000)
     ap.add_argument("--cycles", type=int, default=5)

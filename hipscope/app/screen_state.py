@@ -16,7 +16,6 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from ..model.units import fmt_duration
-from ..qt.timeline_api import Timeline
 
 VERSION = 1
 AREA_NAMES = {Qt.DockWidgetArea.LeftDockWidgetArea: "left",
@@ -55,7 +54,8 @@ def _dock_state(window, key: str, dock) -> dict[str, Any]:
     return {"key": key, "title": dock.windowTitle(),
             "area": AREA_NAMES.get(window.dockWidgetArea(dock), "floating"),
             "open": dock.toggleViewAction().isChecked(),
-            "shown": dock.isVisible() and not dock.visibleRegion().isEmpty(), "width": dock.width(), "height": dock.height()}
+            "shown": dock.isVisible() and not dock.visibleRegion().isEmpty(),
+            "width": dock.width(), "height": dock.height()}
 
 
 def _tab_state(tab) -> dict[str, Any] | None:
@@ -81,7 +81,7 @@ def _tab_state(tab) -> dict[str, Any] | None:
     return out
 
 
-def _tracks(tl: Timeline) -> dict[str, Any]:
+def _tracks(tl: Any) -> dict[str, Any]:
     """The rows on screen (label, kind, level, events) and the shown/folded counts."""
     model, layout = getattr(tl, "model", None), getattr(tl, "layout", None)
     if model is None or layout is None:
@@ -99,8 +99,8 @@ def _tracks(tl: Timeline) -> dict[str, Any]:
                         "folded": r.kind == "group" and r.key in tl.collapsed})
     out = {"preparing": bool(tl.preparing), "visible": visible, "shown": len(layout.rows),
            "total": len(model.rows),
-           "folded_groups": sum(1 for i in layout.rows
-                                if model.rows[int(i)].key in tl.collapsed),
+           "folded_groups": len([i for i in layout.rows
+                                 if model.rows[int(i)].key in tl.collapsed]),
            "hidden_in_folds": len(model.rows) - len(layout.rows)}
     extra = getattr(tl, "screen_state", None)
     if callable(extra):

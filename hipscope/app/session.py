@@ -15,7 +15,9 @@ def set_theme(w, choice: str) -> None:
     if w.persist:
         w.settings.set_theme(choice)
     w.theme_choice = choice
-    apply_theme(QApplication.instance(), choice,
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    apply_theme(app, choice,
                 [tl for t in w.tab_list() for tl in t.timelines])
     for name, a in w.theme_actions.items():
         a.setChecked(name == choice)

@@ -27,7 +27,8 @@ def dark_palette() -> QPalette:
         QPalette.ColorRole.Link: QColor(86, 156, 214),
         QPalette.ColorRole.Highlight: QColor(53, 116, 240),
         QPalette.ColorRole.HighlightedText: QColor(255, 255, 255),
-        QPalette.ColorRole.Light: QColor(70, 72, 76), QPalette.ColorRole.Midlight: QColor(58, 60, 64),
+        QPalette.ColorRole.Light: QColor(70, 72, 76),
+        QPalette.ColorRole.Midlight: QColor(58, 60, 64),
         QPalette.ColorRole.Mid: QColor(40, 41, 44), QPalette.ColorRole.Dark: QColor(25, 26, 28),
         QPalette.ColorRole.Shadow: QColor(10, 10, 10),
     }

@@ -98,9 +98,13 @@ class _Runnable(QRunnable):
             log.exception("task %s failed", h.key)
             outcome, payload = "failed", describe_error(exc)
         # the pool frees the C++ runnable, but its Python wrapper can outlive it: drop
-        # the task (whose closure holds a trace) and the handle now
-        self._fn = self._handle = None
+        # the task now (its closure holds a trace)
+        self._fn = _spent
         self._relay.result.emit(h, outcome, payload)
+
+
+def _spent(progress: Callable[[float], None], cancelled: Callable[[], bool]) -> Any:
+    raise RuntimeError("this task already ran")
 
 
 class TaskRunner(QObject):

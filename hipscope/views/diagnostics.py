@@ -237,10 +237,10 @@ class DiagnosticsView(QWidget):
         self.source.changed.connect(self._refresh)
         self._refresh()
 
-    def rows(self) -> list[tuple[str, str, str, str]]:
-        """(severity, code, message, where) as listed."""
-        return [tuple(self.tree.topLevelItem(i).text(c) for c in range(4))
-                for i in range(self.tree.topLevelItemCount())]
+    def rows(self) -> list[list[str]]:
+        """[severity, code, message, where] per line, as listed."""
+        items = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
+        return [[it.text(c) for c in range(4)] for it in items if it is not None]
 
     def _refresh(self) -> None:
         self.tree.clear()
@@ -267,7 +267,8 @@ class RangeMarkers(QWidget):
     """Hatched bands over a timeline's tracks for the marked ranges (transparent to the
     mouse; follows the document's window and the timeline's size)."""
 
-    def __init__(self, timeline: QWidget, document: Document):
+    def __init__(self, timeline: Any, document: Document):
+        """``timeline``: a TimelineView (its ``x_of`` and ``track_rect``)."""
         super().__init__(timeline)
         self.setObjectName("diagnostic_markers")
         self.timeline, self.source = timeline, DocumentDiagnostics.of(document)

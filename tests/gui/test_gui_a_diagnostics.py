@@ -11,9 +11,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from hipscope.app.main_window import MainWindow
+from tests.conftest import SAMPLES  # noqa: E402
 from tests.unit.test_graphs import PERIOD, graph_trace
 
-from tests.conftest import SAMPLES  # noqa: E402
 KINETO = SAMPLES / "kineto" / "nvidia-h200-generated" / "h200_torch_kineto_trace.json.gz"
 CARRY = [8, 8, 0, 8, 8]          # launch 2 lost its kernels
 

@@ -81,12 +81,12 @@ def main(argv: list[str]) -> int:
     tour = Tour(out)
     tab = trace_tab(w, tour, trace)
     cmp_tab = w.compare_paths([trace, other], {0: tab.document.trace})
-    wait_until(lambda: cmp_tab.state != "loading", "the comparison")
+    wait_until(lambda t=cmp_tab: t.state != "loading", "the comparison")
     tour.grab("tab_compare", cmp_tab)
     bad = out / "broken.csv"
     bad.write_text("definitely,not\na,trace\n")
     (failed,) = w.open_paths([bad])
-    wait_until(lambda: failed.state != "loading", "the broken file")
+    wait_until(lambda t=failed: t.state != "loading", "the broken file")
     tour.grab("tab_failed", failed)
     states = {"trace": tab.state, "compare": cmp_tab.state, "failed": failed.state}
     for t in w.tab_list():
