@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QMetaMethod, QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from ..parsers.base import Cancelled, TraceFormatError
 
@@ -175,16 +175,9 @@ class TaskRunner(QObject):
         else:
             handle.cancelled.emit()
         handle.finished.emit()
-        _disconnect_all(handle)     # its slots often hold it: a cycle gc cannot see
-        handle.setParent(None)      # freed when the last Python reference goes
+        # its slots often hold it (lambdas with h=h): a cycle through C++ that gc cannot
+        # see, keeping their owners and traces alive. Deleting the C++ object drops the
+        # slots; the Python object (done, outcome, cancel()) stays usable.
+        handle.setParent(None)
+        handle.deleteLater()
 
-
-def _disconnect_all(obj: QObject) -> None:
-    """Drop every slot of ``obj``'s own signals (a finished handle's lambdas hold the
-    handle and their owners through C++: without this the owners, and their traces,
-    are never freed)."""
-    mo = obj.metaObject()
-    for i in range(mo.methodOffset(), mo.methodCount()):
-        m = mo.method(i)
-        if m.methodType() == QMetaMethod.MethodType.Signal and obj.isSignalConnected(m):
-            getattr(obj, bytes(m.name().data()).decode()).disconnect()
