@@ -19,6 +19,7 @@ from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QStackedWidget,
@@ -42,7 +43,7 @@ RANK = {"error": 0, "warning": 1, "info": 2}
 SYMBOL = {"error": "✖", "warning": "⚠", "info": "ℹ"}
 COLOURS = {"error": QColor(176, 38, 38), "warning": QColor(191, 128, 0),
            "info": QColor(38, 104, 176)}
-MARK_TEXT = {GRAPH_CODE: "graph replay: kernels missing, not idle"}
+MARK_TEXT = {GRAPH_CODE: "kernels missing (graph replay)"}
 _OBJECT_NAME = "hipscope_document_diagnostics"
 
 
@@ -223,8 +224,14 @@ class DiagnosticsView(QWidget):
         self.tree.setAlternatingRowColors(True)
         self.tree.setWordWrap(True)
         self.tree.itemDoubleClicked.connect(self._on_item_double_clicked)
-        for i, w in enumerate((90, 230, 900)):
-            self.tree.setColumnWidth(i, w)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for i, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
+                                  QHeaderView.ResizeMode.ResizeToContents,
+                                  QHeaderView.ResizeMode.Stretch,
+                                  QHeaderView.ResizeMode.Interactive)):
+            header.setSectionResizeMode(i, mode)
+        self.tree.setColumnWidth(3, 260)
         self.empty = QLabel("No diagnostics: the reader found nothing to warn about.", self)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setEnabled(False)
@@ -300,16 +307,23 @@ class RangeMarkers(QWidget):
         if not bands:
             return
         r = self.timeline.track_rect
+        layout = getattr(self.timeline, "layout", None)
+        bottom = r.bottom() if layout is None else min(
+            r.bottom(), r.top() + int(layout.total) - int(self.timeline.scroll))
+        height = max(bottom - r.top(), 0)
         p = QPainter(self)
         colour = QColor(COLOURS["warning"])
-        colour.setAlpha(150)
-        p.setPen(QPen(colour, 1))
+        fill, hatch = QColor(colour), QColor(colour)
+        fill.setAlpha(40)
+        hatch.setAlpha(150)
+        fm = p.fontMetrics()
         for x0, x1, code in bands:
-            fill = QColor(colour)
-            fill.setAlpha(40)
-            p.fillRect(x0, r.top(), x1 - x0, r.height(), fill)
-            p.fillRect(x0, r.top(), x1 - x0, r.height(), QBrush(colour, Qt.BrushStyle.BDiagPattern))
+            p.fillRect(x0, r.top(), x1 - x0, height, fill)
+            p.fillRect(x0, r.top(), x1 - x0, height, QBrush(hatch, Qt.BrushStyle.BDiagPattern))
             p.fillRect(x0, r.top() - 4, x1 - x0, 4, colour)
-            if x1 - x0 > 160:
-                p.drawText(x0 + 4, r.top() + 14, MARK_TEXT.get(code, code))
+            text = MARK_TEXT.get(code, code)
+            if x1 - x0 > fm.horizontalAdvance(text) + 8:
+                p.fillRect(x0, r.top(), fm.horizontalAdvance(text) + 8, fm.height() + 2, colour)
+                p.setPen(QPen(QColor(255, 255, 255)))
+                p.drawText(x0 + 4, r.top() + fm.ascent() + 1, text)
         p.end()
