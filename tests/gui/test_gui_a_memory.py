@@ -71,3 +71,27 @@ def test_closing_while_loading_frees_the_tab(qtbot, tmp_path):
     qtbot.waitUntil(lambda: w.runner.active_count() == 0, timeout=20_000)
     _collected(qtbot, *refs)
     w.close()
+
+
+def test_closed_comparison_and_trace_tabs_free_both_traces(qtbot, tmp_path):
+    a, b = tmp_path / "a.trace", tmp_path / "b.trace"
+    a.write_text("stand-in")
+    b.write_text("stand-in")
+    w = MainWindow(persist=False, loader=lambda paths, progress, cancelled: big_trace(250_000))
+    qtbot.addWidget(w)
+    w.resize(1600, 1000)
+    w.show()
+    (tab,) = w.open_paths([a])
+    qtbot.waitUntil(lambda t=tab: t.state == "loaded", timeout=60_000)
+    cmp_tab = w.compare_paths([a, b], {0: tab.document.trace})     # A is not read again
+    qtbot.waitUntil(lambda t=cmp_tab: t.state == "loaded", timeout=60_000)
+    qtbot.waitUntil(lambda t=cmp_tab: not any(tl.preparing for tl in t.timelines),
+                    timeout=60_000)
+    qtbot.waitExposed(w)
+    refs = [weakref.ref(tab.document.trace), weakref.ref(cmp_tab), weakref.ref(tab)]
+    refs += [weakref.ref(tl.document.trace) for tl in cmp_tab.timelines]
+    w.close_tab(cmp_tab)
+    w.close_tab(tab)
+    del tab, cmp_tab
+    _collected(qtbot, *refs)
+    w.close()
