@@ -163,6 +163,11 @@ class DiagnosticBanner(QFrame):
         lay.addWidget(self.details)
         lay.addWidget(self.close_button)
         self.source.changed.connect(self._refresh)
+        document.trace_loaded.connect(self._on_document_trace_loaded)
+        self._refresh()
+
+    def _on_document_trace_loaded(self, _trace) -> None:
+        self.dismissed = False             # a reloaded trace shows its banner again
         self._refresh()
 
     def _dismiss(self) -> None:

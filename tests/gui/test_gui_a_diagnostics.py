@@ -130,3 +130,16 @@ def test_separate_runs_lead_the_banner_and_dismissing_keeps_the_list(window, qtb
     qtbot.mouseClick(tab.banner.close_button, Qt.MouseButton.LeftButton)
     assert not tab.banner.isVisible() and tab.banner.summary() is None
     assert tab.panels["diagnostics"].rows() == rows
+
+
+def test_a_reload_shows_the_dismissed_banner_again(window, qtbot, tmp_path):
+    p = tmp_path / "graphs.trace"
+    p.write_text("stand-in")
+    w = window(loader=lambda paths, progress, cancelled: graph_trace(CARRY))
+    tab = _open(qtbot, w, p)
+    qtbot.mouseClick(tab.banner.close_button, Qt.MouseButton.LeftButton)
+    assert tab.banner.summary() is None
+    w.reload_current()
+    qtbot.waitUntil(lambda: tab.state == "loaded" and not tab.diagnostics.pending,
+                    timeout=20_000)
+    assert tab.banner.isVisible() and tab.banner.summary()["count"] == 1
