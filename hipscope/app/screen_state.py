@@ -36,6 +36,7 @@ def screen_state(window) -> dict[str, Any]:
                   "current": t is current}
                  for i, t in enumerate(window.tab_list())],
         "current": _tab_state(window.current_tab()),
+        "comparison": _comparison_state(current) if _is_comparison(current) else None,
         "docks": [_dock_state(window, key, dock) for key, dock in window.docks.items()],
         "status": {"format": window.format_label.text(),
                    "kernels": window.kernels_label.text(),
@@ -56,6 +57,25 @@ def _dock_state(window, key: str, dock) -> dict[str, Any]:
             "open": dock.toggleViewAction().isChecked(),
             "shown": dock.isVisible() and not dock.visibleRegion().isEmpty(),
             "width": dock.width(), "height": dock.height()}
+
+
+def _is_comparison(tab) -> bool:
+    return tab is not None and not hasattr(tab, "document") and hasattr(tab, "timelines")
+
+
+def _comparison_state(tab) -> dict[str, Any]:
+    """A comparison tab: its banner line and, per run, the time window and tracks."""
+    view = getattr(tab, "view", None)
+    banner = getattr(view, "banner", None)
+    runs = []
+    for tl in tab.timelines:
+        t0, t1 = tl.document.view_state.window
+        runs.append({"title": tl.document.title, "time_window": {
+            "t0_ns": int(t0), "t1_ns": int(t1), "span": fmt_duration(t1 - t0)},
+            "tracks": _tracks(tl)})
+    return {"title": tab.title, "state": tab.state, "error": tab.error or None,
+            "banner": banner.text() if banner is not None and banner.isVisible() else None,
+            "runs": runs}
 
 
 def _tab_state(tab) -> dict[str, Any] | None:

@@ -20,10 +20,13 @@ from tests.conftest import SAMPLES
 def _restore_style(qapp):
     """run_app themes the shared QApplication (Fusion + palette): undo it for the
     tests that follow."""
-    style, palette = qapp.style().name(), qapp.palette()
+    from hipscope.views.timeline import palette as pal
+
+    style, palette, canvas = qapp.style().name(), qapp.palette(), pal.CANVAS
     yield
     qapp.setStyle(QStyleFactory.create(style))
     qapp.setPalette(palette)
+    pal.set_canvas(canvas)                  # and the timeline canvas it chose
 
 
 def _visible_windows():
@@ -121,4 +124,25 @@ def test_failed_screenshot_json_names_the_error(qapp, qtbot, tmp_path):
     cur = json.loads(out.with_suffix(".json").read_text())["current"]
     assert cur["state"] == "failed" and str(bad) in cur["error"]
     assert cur["tracks"] is None
+    qtbot.waitUntil(lambda: not _visible_windows())
+
+
+H200 = SAMPLES / "kineto/nvidia-h200-generated/h200_torch_kineto_trace.json.gz"
+
+
+@pytest.mark.skipif(not H200.exists(), reason="needs the shared H200 Kineto sample")
+def test_screenshot_json_of_a_comparison_lists_each_run(qapp, qtbot, tmp_path):
+    from hipscope.cli.main import demo_trace_path
+
+    out = tmp_path / "cmp.png"
+    assert main(["--compare", str(H200), str(demo_trace_path()), "--screenshot", str(out)]) == 0
+    state = json.loads(out.with_suffix(".json").read_text())
+    assert state["current"] is None                      # not a trace tab
+    cmp = state["comparison"]
+    assert cmp["state"] == "loaded"
+    assert [r["title"] for r in cmp["runs"]] == [H200.name, demo_trace_path().name]
+    for run in cmp["runs"]:
+        assert run["tracks"]["visible"] and run["time_window"]["t1_ns"] > run[
+            "time_window"]["t0_ns"]
+    assert all(not d["shown"] for d in state["docks"])   # a comparison has its own tables
     qtbot.waitUntil(lambda: not _visible_windows())
