@@ -147,6 +147,7 @@ class DiagnosticBanner(QFrame):
         self.setObjectName("diagnostic_banner")
         self.source = DocumentDiagnostics.of(document)
         self.dismissed = False
+        self._colour = COLOURS["warning"]
         self.icon = QLabel(self)
         self.label = QLabel(self)
         self.label.setTextFormat(Qt.TextFormat.PlainText)
@@ -194,9 +195,7 @@ class DiagnosticBanner(QFrame):
         if sev is None or self.dismissed:
             self.hide()
             return
-        c = COLOURS[sev]
-        self.setStyleSheet(f"#diagnostic_banner {{ background: rgba({c.red()}, {c.green()}, "
-                           f"{c.blue()}, 60); border-bottom: 2px solid {c.name()}; }}")
+        self._colour = COLOURS[sev]
         self.icon.setText(SYMBOL[sev])
         self.label.setToolTip("\n".join(f"[{d['code']}] {d['message']}"
                                         for d in by_severity(self.source.entries)))
@@ -211,6 +210,16 @@ class DiagnosticBanner(QFrame):
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
         super().resizeEvent(event)
         self._elide()
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        """A tint of the severity's colour and a line under it, painted (a style
+        sheet would keep the children's text colours of the theme it was set in)."""
+        p = QPainter(self)
+        tint = QColor(self._colour)
+        tint.setAlpha(60)
+        p.fillRect(self.rect(), tint)
+        p.fillRect(0, self.height() - 2, self.width(), 2, self._colour)
+        p.end()
 
 
 class DiagnosticsView(QWidget):
