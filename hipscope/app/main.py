@@ -3,59 +3,22 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, Qt, QTimer
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from .settings import Settings
+from .theme import apply_theme, dark_palette, wants_dark
+
+__all__ = ["apply_theme", "dark_palette", "run_app", "wants_dark"]
 
 log = logging.getLogger(__name__)
 
-SCREENSHOT_SIZE = (1600, 1000)
+SCREENSHOT_SIZE = (1920, 1080)
 SETTLE_MS = 300           # let deferred drawing (timers, level of detail) finish
-
-
-def dark_palette() -> QPalette:
-    p = QPalette()
-    base, window, text = QColor(30, 31, 34), QColor(43, 45, 48), QColor(223, 225, 229)
-    disabled = QColor(128, 130, 134)
-    roles = {
-        QPalette.ColorRole.Window: window, QPalette.ColorRole.WindowText: text,
-        QPalette.ColorRole.Base: base, QPalette.ColorRole.AlternateBase: QColor(37, 38, 41),
-        QPalette.ColorRole.ToolTipBase: QColor(55, 57, 61), QPalette.ColorRole.ToolTipText: text,
-        QPalette.ColorRole.PlaceholderText: disabled, QPalette.ColorRole.Text: text,
-        QPalette.ColorRole.Button: window, QPalette.ColorRole.ButtonText: text,
-        QPalette.ColorRole.BrightText: QColor(255, 80, 80),
-        QPalette.ColorRole.Link: QColor(86, 156, 214),
-        QPalette.ColorRole.Highlight: QColor(53, 116, 240),
-        QPalette.ColorRole.HighlightedText: QColor(255, 255, 255),
-        QPalette.ColorRole.Light: QColor(70, 72, 76), QPalette.ColorRole.Midlight: QColor(58, 60, 64),
-        QPalette.ColorRole.Mid: QColor(40, 41, 44), QPalette.ColorRole.Dark: QColor(25, 26, 28),
-        QPalette.ColorRole.Shadow: QColor(10, 10, 10),
-    }
-    for role, color in roles.items():
-        p.setColor(role, color)
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text,
-                 QPalette.ColorRole.ButtonText):
-        p.setColor(QPalette.ColorGroup.Disabled, role, disabled)
-    return p
-
-
-def wants_dark(app: QGuiApplication) -> bool:
-    """$HIPSCOPE_THEME (dark/light) wins; else the system colour scheme (Qt 6.5+)."""
-    env = os.environ.get("HIPSCOPE_THEME", "").lower()
-    if env in ("dark", "light"):
-        return env == "dark"
-    hints = app.styleHints()
-    return hasattr(hints, "colorScheme") and hints.colorScheme() == Qt.ColorScheme.Dark
-
-
-def apply_theme(app: QApplication) -> None:
-    """Fusion everywhere (consistent look); a dark palette when the system is dark."""
-    app.setStyle(QStyleFactory.create("Fusion"))
-    app.setPalette(dark_palette() if wants_dark(app) else app.style().standardPalette())
 
 
 def _application() -> QApplication:
@@ -69,19 +32,16 @@ def _application() -> QApplication:
     if QCoreApplication.applicationName() in ("", "python", "python3", Path(sys.argv[0]).name):
         QCoreApplication.setApplicationName("hipscope")
     app.setApplicationDisplayName("hipscope")
-    apply_theme(app)
-    hints = app.styleHints()
-    if hasattr(hints, "colorSchemeChanged") and not app.property("hipscope_theme_hooked"):
-        app.setProperty("hipscope_theme_hooked", True)
-        hints.colorSchemeChanged.connect(lambda _s: apply_theme(app))
+    apply_theme(app, Settings().theme())
     return app
 
 
 def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = False) -> int:
     """Open the main window with ``paths`` (one tab each; with ``compare``: one
     comparison tab of them all, the first is A). With ``screenshot``: wait until
-    every tab has loaded and drawn, save the window to that PNG and return 0; print
-    the error and return 2 when a trace could not be opened."""
+    every tab has loaded and drawn, save the window to that PNG (and what it shows
+    to the same name with ``.json``, app/screen_state.py) and return 0; print the
+    error and return 2 when a trace could not be opened."""
     from .main_window import MainWindow
 
     app = _application()
@@ -91,8 +51,10 @@ def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = F
     window.show()
     if compare:
         window.compare_paths([Path(p) for p in paths])
-    else:
+    elif paths:
         window.open_paths([Path(p) for p in paths])
+    elif screenshot is None:
+        window.restore_session()           # the last session's tabs, when switched on
     if screenshot is None:
         window.raise_()
         rc = app.exec()
@@ -111,14 +73,12 @@ def _screenshot(app: QApplication, window, out: Path) -> int:
     if window.is_loading():
         loop.exec()
     failed = [t for t in window.tab_list() if t.state == "failed"]
-    timelines = [tl for tab in window.tab_list() for tl in tab.timelines]
-    for tl in timelines:                   # the timeline prepares its rows in a worker
-        if tl.preparing:
-            wait = QEventLoop()
-            tl.prepared.connect(wait.quit)
-            QTimer.singleShot(60_000, wait.quit)
-            if tl.preparing:
-                wait.exec()
+    for tab in window.tab_list():
+        for tl in tab.timelines:           # the timeline prepares its rows in a worker
+            _wait_for(tl.prepared, lambda tl=tl: tl.preparing)
+        diags = getattr(tab, "diagnostics", None)
+        if diags is not None:              # so do big traces' diagnostics
+            _wait_for(diags.changed, lambda d=diags: d.pending)
     settle = QEventLoop()
     QTimer.singleShot(SETTLE_MS, settle.quit)
     settle.exec()
@@ -127,6 +87,25 @@ def _screenshot(app: QApplication, window, out: Path) -> int:
     if not window.grab().save(str(out)):
         print(f"hipscope: could not write the screenshot to {out}.", file=sys.stderr)
         return 2
+    from .screen_state import write_screen_state
+
+    try:
+        write_screen_state(window, out)
+    except OSError as exc:
+        print(f"hipscope: could not write {out.with_suffix('.json')}: {exc.strerror}.",
+              file=sys.stderr)
+        return 2
     for tab in failed:
         print(f"hipscope: {tab.error}", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _wait_for(signal, busy, timeout_ms: int = 60_000) -> None:
+    """Run the event loop until ``signal`` fires, while ``busy()`` (at most the timeout)."""
+    if not busy():
+        return
+    wait = QEventLoop()
+    signal.connect(wait.quit)
+    QTimer.singleShot(timeout_ms, wait.quit)
+    if busy():
+        wait.exec()

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
+    QApplication,
     QLabel,
     QMainWindow,
     QMenu,
@@ -26,9 +27,12 @@ from PySide6.QtWidgets import (
 from ..qt.commands import Commands
 from ..qt.panels import panel_specs
 from ..qt.tasks import TaskHandle, TaskRunner
+from . import file_dialogs as fd
+from . import session
 from .actions import raise_dock
 from .compare_tab import CompareTab
 from .docks import PanelDocks
+from .empty_page import EmptyPage, sample_path
 from .export import ExportController, pftrace_writer_available
 from .find_bar import FindBar
 from .menus import build_menus, build_toolbar
@@ -36,11 +40,13 @@ from .run_ui import RunUi, ask_close_runs
 from .settings import Settings
 from .trace_tab import Loader, TraceTab, default_loader
 
-__all__ = ["EMPTY_TEXT", "MainWindow", "pftrace_writer_available"]
+__all__ = ["EMPTY_TEXT", "MainWindow", "pftrace_writer_available", "sample_path"]
 
 log = logging.getLogger(__name__)
 
 EMPTY_TEXT = "Open a trace (File > Open or drop a file here)"
+
+
 class MainWindow(QMainWindow):
     """Signals: ``loads_settled`` when no tab is loading any more."""
 
@@ -54,6 +60,8 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings or Settings()
         self.persist = persist
+        self.theme_choice = self.settings.theme()
+        self.theme_actions: dict[str, object] = {}
         self.loader = loader or default_loader
         self.runner = TaskRunner(self)
         self.last_error = ""
@@ -77,6 +85,9 @@ class MainWindow(QMainWindow):
             if state is not None:
                 self.restoreState(state)
         self._on_tabs_current_changed(-1)
+        hints = QApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(self._on_color_scheme_changed)
 
     def _connect_commands(self) -> None:
         c = self.commands
@@ -95,14 +106,12 @@ class MainWindow(QMainWindow):
         self.tabs.setMovable(True)
         self.tabs.tabCloseRequested.connect(lambda i: self.close_tab(self.tabs.widget(i)))
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
-        self.empty_label = QLabel(EMPTY_TEXT, self)
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        f = self.empty_label.font()
-        f.setPointSizeF(f.pointSizeF() * 1.4)
-        self.empty_label.setFont(f)
-        self.empty_label.setEnabled(False)
+        self.empty_page = EmptyPage(EMPTY_TEXT, self.settings.recent_files, sample_path(), self)
+        self.empty_label = self.empty_page.label
+        self.empty_page.open_requested.connect(self.open_paths)
+        self.empty_page.open_dialog_requested.connect(lambda: fd.open_dialog(self))
         self._central_stack = QStackedWidget(self)
-        self._central_stack.addWidget(self.empty_label)
+        self._central_stack.addWidget(self.empty_page)
         self._central_stack.addWidget(self.tabs)
         self.find_bar = FindBar(self)
         self.find_edit, self.find_regex = self.find_bar.edit, self.find_bar.regex
@@ -185,6 +194,7 @@ class MainWindow(QMainWindow):
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
         tab.range_text_changed.connect(lambda s, t=tab: self._on_tab_range_text_changed(t, s))
+        tab.diagnostics_requested.connect(self.show_diagnostics)
         for spec in self.panel_specs:
             if spec.connect is not None:
                 spec.connect(tab.panels[spec.key], self.commands)
@@ -208,8 +218,16 @@ class MainWindow(QMainWindow):
         self.tabs.removeTab(self.tabs.indexOf(tab))
         tab.deleteLater()
         if self.tabs.count() == 0:
-            self._central_stack.setCurrentWidget(self.empty_label)
+            self.empty_page.refresh()
+            self._central_stack.setCurrentWidget(self.empty_page)
         self._check_settled()
+
+    def show_diagnostics(self) -> None:
+        """Show and raise the Diagnostics dock (the banner's "Details")."""
+        dock = self.docks.get("diagnostics")
+        if dock is not None:
+            dock.show()
+            dock.raise_()
 
     def close_current_tab(self) -> None:
         self.close_tab(self.current_tab())
@@ -428,6 +446,19 @@ class MainWindow(QMainWindow):
             return None
         return self.exports.table_csv(tab.panels[key], key, path)
 
+    # ---- theme and session (app/session.py) ---------------------------------------------
+    def set_theme(self, choice: str) -> None:
+        """View > Theme: ``system``, ``light`` or ``dark`` (kept for the next start)."""
+        session.set_theme(self, choice)
+
+    def _on_color_scheme_changed(self, _scheme) -> None:
+        if self.theme_choice == "system":
+            session.set_theme(self, "system")
+
+    def restore_session(self) -> list:
+        """Reopen the last session's trace tabs (when that setting is on)."""
+        return session.restore(self)
+
     # ---- lifecycle -----------------------------------------------------------------------
     def about(self) -> None:
         from .. import __version__
@@ -442,6 +473,7 @@ class MainWindow(QMainWindow):
         self.panel_docks.set_shown(True)        # save the layout the user chose
         if self.persist:
             self.settings.save_window(self.saveGeometry(), self.saveState())
+            self.settings.save_session(session.open_tabs(self))
         for tab in self.tab_list():
             tab.dispose()
         self.runner.shutdown()

@@ -1,10 +1,10 @@
-"""The window's toolbar and menus (File, Export, View, Help); the View menu and the
-panels' actions come from the panel registry."""
+"""The window's toolbar and menus (File, Export, View with Theme, Help); the View menu
+and the panels' actions come from the panel registry."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QActionGroup, QKeySequence
 from PySide6.QtWidgets import QComboBox, QLabel, QMenu, QToolBar
 
 from ..model.view_state import COLOR_MODES, GROUPINGS
@@ -52,11 +52,27 @@ def build_menus(w) -> None:
     action(w, ActionId.FIND_NEXT, v, "Find &Next", w.find_next, "F3")
     action(w, ActionId.FIND_PREV, v, "Find &Previous", w.find_prev, "Shift+F3")
     v.addSeparator()
+    build_theme_menu(w, v.addMenu("&Theme"))
+    v.addSeparator()
     for spec in w.panel_specs:
         v.addAction(w.docks[spec.key].toggleViewAction())
     h = mb.addMenu("&Help")
     install_navigation(w, v, h)
     action(w, ActionId.ABOUT, h, "&About hipscope", w.about)
+
+
+THEME_LABELS = {"system": "&System", "light": "&Light", "dark": "&Dark"}
+
+
+def build_theme_menu(w, m: QMenu) -> None:
+    """System / Light / Dark, one checked (``w.theme_actions``)."""
+    group = QActionGroup(m)
+    for name, text in THEME_LABELS.items():
+        a = action(w, f"view.theme.{name}", m, text, lambda name=name: w.set_theme(name))
+        a.setCheckable(True)
+        a.setChecked(name == w.theme_choice)
+        group.addAction(a)
+        w.theme_actions[name] = a
 
 
 def build_file_menu(w, m: QMenu) -> None:
@@ -69,6 +85,10 @@ def build_file_menu(w, m: QMenu) -> None:
     action(w, A.COMPARE_FOLDERS, m, "Compare Fo&lders…", lambda: fd.compare_folders_dialog(w))
     w.recent_menu = m.addMenu("Open &Recent")
     w.recent_menu.aboutToShow.connect(lambda: fd.fill_recent_menu(w))
+    w.reopen_action = action(w, "file.reopen_session", m, "Reopen &Tabs at Start",
+                             lambda: w.settings.set_reopen_session(w.reopen_action.isChecked()))
+    w.reopen_action.setCheckable(True)
+    w.reopen_action.setChecked(w.settings.reopen_session())
     w.reload_action = action(w, A.RELOAD, m, "&Reload", w.reload_current, "F5")
     w.close_tab_action = action(w, A.CLOSE_TAB, m, "&Close Tab", w.close_current_tab,
                                 QKeySequence.StandardKey.Close)

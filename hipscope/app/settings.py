@@ -1,4 +1,5 @@
-"""Persistent settings (QSettings): window geometry, dock layout, recent files.
+"""Persistent settings (QSettings): window geometry, dock layout, recent files, the
+theme, and the tabs to reopen at start (when that is switched on).
 
 The organisation/application names of the QCoreApplication pick the store, so a
 test that sets its own names (and ``QSettings.setPath``) never touches the user's.
@@ -6,6 +7,7 @@ test that sets its own names (and ``QSettings.setPath``) never touches the user'
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
@@ -53,3 +55,36 @@ class Settings:
 
     def set_last_dir(self, path: Path | str) -> None:
         self.store.setValue("recent/last_dir", str(path))
+
+    # ---- theme and session ---------------------------------------------------------
+    def theme(self) -> str:
+        """``system`` (default), ``light`` or ``dark``."""
+        v = str(self.store.value("view/theme", "system") or "system")
+        return v if v in ("system", "light", "dark") else "system"
+
+    def set_theme(self, name: str) -> None:
+        self.store.setValue("view/theme", name)
+        self.store.sync()
+
+    def reopen_session(self) -> bool:
+        """Whether the last session's tabs open at start (off by default)."""
+        return str(self.store.value("session/reopen", "false")).lower() == "true"
+
+    def set_reopen_session(self, on: bool) -> None:
+        self.store.setValue("session/reopen", "true" if on else "false")
+        self.store.sync()
+
+    def session(self) -> list[list[Path]]:
+        """The trace tabs open when the window last closed: each tab's files."""
+        raw = self.store.value("session/tabs", "[]")
+        try:
+            tabs = json.loads(raw if isinstance(raw, str) else "[]")
+        except ValueError:
+            return []
+        return [[Path(p) for p in t] for t in tabs
+                if isinstance(t, list) and t and all(isinstance(p, str) for p in t)]
+
+    def save_session(self, tabs: list[list[Path]]) -> None:
+        self.store.setValue("session/tabs",
+                            json.dumps([[str(Path(p).resolve()) for p in t] for t in tabs]))
+        self.store.sync()

@@ -15,6 +15,7 @@ from ..qt.document import Document
 from ..qt.panels import panel_specs
 from ..qt.tasks import TaskHandle, TaskRunner
 from ..qt.timeline_api import RangeStats, Timeline
+from ..views.diagnostics import DiagnosticBanner, DocumentDiagnostics, RangeMarkers
 from .loading_tab import LoadingTab
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class TraceTab(LoadingTab):
     """Loading page -> content page (timeline) or error page."""
 
     range_text_changed = Signal(str)
+    diagnostics_requested = Signal()     # the banner's "Details"
 
     def __init__(self, paths: list[Path], parent=None):
         super().__init__(paths, parent)
@@ -65,10 +67,12 @@ class TraceTab(LoadingTab):
         self.range_text = ""
         self.range_stats: RangeStats | None = None
         self._build_pages(f"Loading {self.document.title}…")
+        self.diagnostics = DocumentDiagnostics.of(self.document)
         self.timeline = make_timeline(self.document, self)
-        self._stack.addWidget(self.timeline)
+        self._stack.addWidget(self._build_content_page())
         if isinstance(self.timeline, Timeline):
             self.timeline.range_measured.connect(self._on_timeline_range_measured)
+            self.markers = RangeMarkers(self.timeline, self.document)
         # panels shown by the window's docks (the window re-parents them), by spec key
         self.panels: dict[str, QWidget] = {spec.key: spec.factory(self.document)
                                            for spec in panel_specs()}
@@ -88,6 +92,18 @@ class TraceTab(LoadingTab):
         return self.timeline if isinstance(self.timeline, Timeline) else None
 
     # ---- pages -------------------------------------------------------------------------
+    def _build_content_page(self) -> QWidget:
+        """The diagnostics banner over the timeline."""
+        self.content_page = page = QWidget(self)
+        v = QVBoxLayout(page)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.setSpacing(0)
+        self.banner = DiagnosticBanner(self.document, page)
+        self.banner.details_requested.connect(self.diagnostics_requested)
+        v.addWidget(self.banner)
+        v.addWidget(self.timeline, 1)
+        return page
+
     def _build_error_page(self) -> QWidget:
         page = QWidget(self)
         v = QVBoxLayout(page)
@@ -143,6 +159,7 @@ class TraceTab(LoadingTab):
         """Stop this tab's work: its load and the timeline's own workers."""
         self.blockSignals(True)           # closing is not a 'cancelled' to react to
         self.cancel_load()
+        self.diagnostics.shutdown()
         self.timeline.close()             # TimelineView.closeEvent shuts its workers down
         for view in self.panels.values():  # so do the panels with workers
             view.close()
@@ -153,7 +170,7 @@ class TraceTab(LoadingTab):
     def _on_load_succeeded(self, h: TaskHandle, trace) -> None:
         if not self._take_handle(h):
             return
-        self._stack.setCurrentWidget(self.timeline)
+        self._stack.setCurrentWidget(self.content_page)
         self.document.set_trace(trace)
         self._set_state("loaded")
 

@@ -97,7 +97,14 @@ class _Runnable(QRunnable):
         except Exception as exc:  # noqa: BLE001 - anything else is logged with its traceback
             log.exception("task %s failed", h.key)
             outcome, payload = "failed", describe_error(exc)
+        # the pool frees the C++ runnable, but its Python wrapper can outlive it: drop
+        # the task now (its closure holds a trace)
+        self._fn = _spent
         self._relay.result.emit(h, outcome, payload)
+
+
+def _spent(progress: Callable[[float], None], cancelled: Callable[[], bool]) -> Any:
+    raise RuntimeError("this task already ran")
 
 
 class TaskRunner(QObject):
@@ -168,4 +175,9 @@ class TaskRunner(QObject):
         else:
             handle.cancelled.emit()
         handle.finished.emit()
-        handle.setParent(None)      # freed when the last Python reference goes
+        # its slots often hold it (lambdas with h=h): a cycle through C++ that gc cannot
+        # see, keeping their owners and traces alive. Deleting the C++ object drops the
+        # slots; the Python object (done, outcome, cancel()) stays usable.
+        handle.setParent(None)
+        handle.deleteLater()
+

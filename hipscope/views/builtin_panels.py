@@ -15,6 +15,7 @@ from ..qt.commands import Commands
 from ..qt.panels import MENU_EXPORT, PanelAction, PanelSpec, register_panel
 from .area_table import AreaTableView
 from .details import DetailsView
+from .diagnostics import DiagnosticsView
 from .heatmap import CounterHeatmapView
 from .queue_delay import QueueDelayView
 from .tables import KernelsTableView, KernelSummaryView
@@ -48,3 +49,5 @@ register_panel(PanelSpec("counters", "Counters", CounterHeatmapView, tabify_with
                          order=50))
 register_panel(PanelSpec("tuner", "Tuner", TunerPanel, tabify_with="summary", order=60,
                          connect=_connect_tuner))
+register_panel(PanelSpec("diagnostics", "Diagnostics", DiagnosticsView, tabify_with="summary",
+                         order=70))

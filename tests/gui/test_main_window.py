@@ -67,7 +67,7 @@ def test_empty_window_create_resize_close(make_window, qtbot):
     w = make_window()
     qtbot.waitExposed(w)
     assert w.empty_label.text() == EMPTY_TEXT
-    assert w._central_stack.currentWidget() is w.empty_label
+    assert w._central_stack.currentWidget() is w.empty_page
     w.resize(900, 600)
     assert not w.grab().isNull()
     assert not w.action_by_id["export.kernels_csv"].isEnabled()

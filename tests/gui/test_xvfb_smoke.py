@@ -5,6 +5,7 @@ would fail on a fresh machine."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -62,3 +63,33 @@ def test_app_draws_a_sample_in_a_real_x_window(xvfb_display, tmp_path):
     assert img.width() >= 1200 and img.height() >= 700, (img.width(), img.height())
     # a window that drew kernels, tracks and tables has many colours; a blank one has 1-3
     assert _distinct_colours(img) >= 20
+
+
+OTHER = SAMPLES / "kineto/nvidia-h100-bert-tracelens"
+
+
+def test_every_panel_and_tab_kind_draws_in_a_real_x_window(xvfb_display, tmp_path):
+    """Issue 16 item 3: each dock (every registered panel and Runs) and each tab kind
+    (trace, comparison, error page, the empty window) opened, grabbed and closed."""
+    from hipscope.qt.panels import panel_specs
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QT_", "WAYLAND"))}
+    env.update(QT_QPA_PLATFORM="xcb", DISPLAY=xvfb_display)
+    other = next(p for p in sorted(OTHER.iterdir()) if p.name.endswith((".json", ".json.gz")))
+    r = subprocess.run([sys.executable, "-m", "tests.gui.xvfb_tour", str(tmp_path), str(SAMPLE),
+                        str(other)], env=env, capture_output=True, text=True, timeout=500)
+    assert r.returncode == 0, r.stderr[-3000:]
+    tour = json.loads((tmp_path / "tour.json").read_text())
+    assert tour["states"] == {"trace": "loaded", "compare": "loaded", "failed": "failed"}
+    assert tour["tabs_left"] == 0
+    views = tour["views"]
+    expected = {f"dock_{s.key}" for s in panel_specs()} | {
+        "dock_runs", "tab_trace", "tab_compare", "tab_failed", "window_empty"}
+    assert set(views) == expected
+    for name, v in views.items():
+        assert v["visible"], f"{name} was not shown"
+        assert v["width"] >= 200 and v["height"] >= 80, (name, v)
+        # text on a background has several colours; a blank view has one or two
+        assert v["colours"] >= 3, f"{name} drew a blank"
+    for name in ("tab_trace", "tab_compare"):
+        assert views[name]["colours"] >= 20, f"{name} shows no data"

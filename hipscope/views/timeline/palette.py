@@ -24,6 +24,25 @@ TEXT_DIM = (0x9A, 0xA0, 0xA8)
 LABEL_BG = (0x25, 0x28, 0x2E)
 GROUP_BG = (0x2B, 0x2F, 0x36)
 
+# The canvas colours above are the dark theme's; set_canvas("light") swaps them (new
+# Palettes and frames read these module names; TimelineView.restyle() rebuilds).
+CANVAS_KEYS = ("BG", "BG_ALT", "SEPARATOR", "HIGHLIGHT", "SELECT", "TEXT", "TEXT_DIM",
+               "LABEL_BG", "GROUP_BG")
+CANVASES = {"dark": {k: globals()[k] for k in CANVAS_KEYS},
+            "light": {"BG": (0xFA, 0xFA, 0xFB), "BG_ALT": (0xF0, 0xF2, 0xF5),
+                      "SEPARATOR": (0xD8, 0xDC, 0xE2), "HIGHLIGHT": (0xE0, 0x8E, 0x00),
+                      "SELECT": (0x10, 0x12, 0x16), "TEXT": (0x1E, 0x21, 0x26),
+                      "TEXT_DIM": (0x5C, 0x63, 0x6E), "LABEL_BG": (0xEB, 0xED, 0xF0),
+                      "GROUP_BG": (0xDF, 0xE3, 0xE8)}}
+CANVAS = "dark"
+
+
+def set_canvas(name: str) -> None:
+    """Use the ``dark`` or ``light`` canvas colours from now on."""
+    global CANVAS
+    globals().update(CANVASES[name])
+    CANVAS = name
+
 # A perceptual ramp (blue -> teal -> green -> yellow -> orange -> red) for
 # duration and queue delay.
 _RAMP = np.array([(0x31, 0x36, 0x95), (0x45, 0x75, 0xB4), (0x2C, 0xA2, 0xA0),
