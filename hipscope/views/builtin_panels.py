@@ -26,7 +26,7 @@ def _connect_tuner(panel: QWidget, commands: Commands) -> None:
     tuner.apply_requested.connect(commands.new_run)
 
 
-register_panel(PanelSpec("details", "Details", DetailsView, area="right", order=10))
+register_panel(PanelSpec("details", "Details", DetailsView, area="bottom", order=10))
 register_panel(PanelSpec(
     "summary", "Kernel summary", KernelSummaryView, order=20,
     actions=(PanelAction("export.summary_csv", "Kernel &summary as CSV…", MENU_EXPORT,
