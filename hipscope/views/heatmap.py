@@ -70,7 +70,7 @@ class CounterHeatmapView(WorkerPanel):
     def _build(self) -> None:
         bar = self._build_controls()
         top, bottom = self._build_panes()
-        split = QSplitter(Qt.Orientation.Vertical)
+        split = QSplitter(Qt.Orientation.Horizontal)   # side by side: a wide, short dock
         split.addWidget(top)
         split.addWidget(bottom)
         split.setStretchFactor(0, 3)
@@ -78,7 +78,12 @@ class CounterHeatmapView(WorkerPanel):
         content = QWidget()
         cl = QVBoxLayout(content)
         cl.setContentsMargins(0, 0, 0, 0)
-        cl.addLayout(bar)
+        row = QHBoxLayout()             # one row of options: the matrix keeps the height
+        row.addLayout(bar, 3)
+        for w, stretch in ((self.instances_box, 0), (self.constant_box, 0),
+                           (self.status, 1), (self.legend, 1)):
+            row.addWidget(w, stretch)
+        cl.addLayout(row)
         cl.addWidget(split, 1)
         self._set_pages(EMPTY_TEXT, content)
         self._connect_controls()
@@ -105,7 +110,7 @@ class CounterHeatmapView(WorkerPanel):
         return bar
 
     def _build_panes(self) -> tuple[QWidget, QWidget]:
-        """The matrix (top) and the counters along time (bottom)."""
+        """The matrix (left) and the counters along time (right)."""
         self.legend = ColourLegend()
         self.canvas = HeatmapCanvas()
         self.canvas.tooltip_fn = self._tooltip
@@ -118,12 +123,6 @@ class CounterHeatmapView(WorkerPanel):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        row.addWidget(self.instances_box)
-        row.addWidget(self.constant_box)
-        row.addWidget(self.status, 1)
-        row.addWidget(self.legend, 1)
-        tl.addLayout(row)
         tl.addWidget(self.scroll, 1)
         bottom = QWidget()
         bl = QVBoxLayout(bottom)

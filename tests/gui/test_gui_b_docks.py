@@ -80,3 +80,38 @@ def test_comparison_tab_has_the_whole_window(window, qtbot, tmp_path):
     assert tab.height() >= 0.85 * window.centralWidget().height()
     window.tabs.setCurrentIndex(0)             # back on the trace tab: docks return
     assert window.runs_dock.isVisible() and window.docks["summary"].isVisible()
+
+
+NCU = Path("/work/shared/samples/ncu-csv/h200-generated/ncu_raw_metrics.csv")
+
+
+@pytest.mark.skipif(not NCU.exists(), reason="real ncu sample not present")
+def test_counters_dock_shows_rows_and_distinct_column_names(qtbot):
+    import csv
+
+    with open(NCU, newline="") as f:        # the counters the file has (raw csv)
+        lines = [ln for ln in f if not ln.startswith("==") and ln.strip() != "ok"]
+    header = next(csv.reader(lines))
+    w = MainWindow(persist=False)
+    qtbot.addWidget(w)
+    w.resize(1920, 1080)
+    w.show()
+    try:
+        (tab,) = w.open_paths([NCU])
+        qtbot.waitUntil(lambda: tab.state == "loaded", timeout=30_000)
+        w.docks["counters"].raise_()
+        view = tab.panels["counters"]
+        canvas = view.canvas
+        qtbot.waitUntil(lambda: len(canvas.rows) > 0, timeout=30_000)
+        qtbot.waitUntil(lambda: view.scroll.isVisible(), timeout=5_000)
+        # rows of data below the column names, at the dock's default height
+        rows_visible = (view.scroll.viewport().height() - canvas.header_h) // canvas.CELL_H
+        assert rows_visible >= 3
+        # every column name as drawn is told apart from the others
+        assert len(set(canvas.col_texts)) == len(canvas.cols)
+        raw = [c for c in canvas.cols if c in header]
+        assert raw, "the drawn columns are the file's counters"
+        longest = max(canvas.cols, key=len)
+        assert len(longest) > 20 and longest not in canvas.col_texts   # cut, not clipped
+    finally:
+        w.close()
