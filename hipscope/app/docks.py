@@ -10,7 +10,7 @@ steps aside while it is current.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QStackedWidget, QWidget
 
 from ..qt.panels import AREAS, PanelSpec
@@ -25,10 +25,11 @@ DETAILS_SHARE = 0.30    # of the window width: Details, beside the tables
 SIDE_W = 340            # px: a plugin's left or right dock
 
 
-class PanelDocks:
+class PanelDocks(QObject):
     """``docks`` and ``stacks`` by panel key, built, tabified and sized per spec."""
 
     def __init__(self, window: QMainWindow, specs: list[PanelSpec]):
+        super().__init__(window)
         self.window, self.specs = window, specs
         self.docks: dict[str, QDockWidget] = {}
         self.stacks: dict[str, QStackedWidget] = {}
@@ -54,7 +55,16 @@ class PanelDocks:
                 window.tabifyDockWidget(self.docks[spec.tabify_with], self.docks[spec.key])
         for spec in self._group_heads():
             self.docks[spec.key].raise_()
-        self.apply_default_sizes()
+        # sizes follow the window's size when it is first shown (unless a saved layout
+        # was restored, see ``defaults_pending``)
+        self.defaults_pending = True
+        window.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Show and obj is self.window and self.defaults_pending:
+            self.defaults_pending = False
+            self.apply_default_sizes()
+        return False
 
     def apply_default_sizes(self, width: int | None = None, height: int | None = None) -> None:
         """Dock sizes for a window of ``width`` x ``height`` (default: its own): the
