@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -78,10 +79,11 @@ class CounterHeatmapView(WorkerPanel):
         content = QWidget()
         cl = QVBoxLayout(content)
         cl.setContentsMargins(0, 0, 0, 0)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.setMinimumWidth(40)   # it may shrink: a narrow dock stays possible
         row = QHBoxLayout()             # one row of options: the matrix keeps the height
         row.addLayout(bar, 3)
-        for w, stretch in ((self.instances_box, 0), (self.constant_box, 0),
-                           (self.status, 1), (self.legend, 1)):
+        for w, stretch in ((self.instances_box, 0), (self.constant_box, 0), (self.status, 1)):
             row.addWidget(w, stretch)
         cl.addLayout(row)
         cl.addWidget(split, 1)
@@ -98,14 +100,19 @@ class CounterHeatmapView(WorkerPanel):
         self.per_combo.addItem("per kernel (mean)", "kernel")
         self.filter_edit = QLineEdit(placeholderText="filter counters (regex)")
         self.filter_edit.setMinimumWidth(60)
-        self.instances_box = QCheckBox("per-instance counters")
+        self.instances_box = QCheckBox("per instance")
+        self.instances_box.setToolTip("Show per-instance counters (one column per SE, XCD, ...)")
         self.constant_box = QCheckBox("hide constant")
         self.constant_box.setChecked(True)
         self.cluster_button = QPushButton("Cluster rows")
         self.status = QLabel()
         bar = QHBoxLayout()
-        for w in (QLabel("Scale:"), self.norm_combo, self.per_combo, self.filter_edit,
-                  self.cluster_button):
+        for combo in (self.norm_combo, self.per_combo):     # narrow docks stay possible
+            combo.setToolTip("Colour scale" if combo is self.norm_combo else "Rows")
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(6)
+        for w in (self.norm_combo, self.per_combo, self.filter_edit, self.cluster_button):
             bar.addWidget(w)
         return bar
 
@@ -128,10 +135,12 @@ class CounterHeatmapView(WorkerPanel):
         bl = QVBoxLayout(bottom)
         bl.setContentsMargins(0, 0, 0, 0)
         brow = QHBoxLayout()
-        self.time_label = QLabel("Counters along the visible window, device:")
+        self.time_label = QLabel("Along the visible window, device:")
+        self.time_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         brow.addWidget(self.time_label)
         brow.addWidget(self.device_combo)
         brow.addStretch(1)
+        brow.addWidget(self.legend)       # one colour scale for both panes
         bl.addLayout(brow)
         bl.addWidget(self.time_canvas, 1)
         return top, bottom
@@ -319,8 +328,8 @@ class CounterHeatmapView(WorkerPanel):
         limit = min(TIME_MAX_COUNTERS, self.time_canvas.fitting_rows())
         names = set(self.matrix.column_names()[:limit])
         self.time_label.setText(
-            "Counters along the visible window (dispatch values, scaled per counter; "
-            f"first {min(limit, self.matrix.shape[1])} of {self.matrix.shape[1]}), device:")
+            f"Along the visible window (first {min(limit, self.matrix.shape[1])} of "
+            f"{self.matrix.shape[1]} counters, dispatch values scaled per counter), device:")
         dm = self.dispatch_matrix
         cols = [i for i, c in enumerate(dm.columns) if c.name in names]
         m = dm.take_columns(cols)
