@@ -39,3 +39,81 @@ def short_name(name: str) -> str:
         short = short.replace("::::", "::")
     return short or name
 
+
+
+ELLIPSIS = "…"
+
+
+def elide_middle(text: str, n: int) -> str:
+    """``text`` in at most ``n`` characters, cut in the middle (head … tail): the end
+    of a kernel name often tells two instances of one template apart."""
+    if len(text) <= n:
+        return text
+    if n <= 1:
+        return ELLIPSIS[:n]
+    head = (n - 1 + 1) // 2
+    return text[:head] + ELLIPSIS + text[len(text) - (n - 1 - head):]
+
+
+def _shared(a: str, b: str) -> int:
+    """Length of the common prefix of ``a`` and ``b``."""
+    i, m = 0, min(len(a), len(b))
+    while i < m and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def distinct_labels(names: list[str], n: int) -> list[str]:
+    """Labels of at most ``n`` characters that keep what tells each name from the
+    others: a name longer than ``n`` keeps its head, then (after "…") the part from
+    where it first differs from its nearest neighbour, cut where the tail is shared.
+    Names that still look alike are told apart among themselves (where they differ
+    from each other). Names that fit stay whole."""
+    labels = _first_pass(names, n)
+    for _ in range(3):
+        groups: dict[str, list[int]] = {}
+        for i, lab in enumerate(labels):
+            groups.setdefault(lab, []).append(i)
+        clashes = [g for g in groups.values() if len({names[i] for i in g}) > 1]
+        if not clashes:
+            break
+        for g in clashes:
+            for i, lab in zip(g, _first_pass([names[i] for i in g], n)):
+                labels[i] = lab
+    return labels
+
+
+def _first_pass(names: list[str], n: int) -> list[str]:
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    prefix = [0] * len(names)
+    for a, b in zip(order, order[1:]):
+        p = _shared(names[a], names[b])
+        prefix[a], prefix[b] = max(prefix[a], p), max(prefix[b], p)
+    rev = [s[::-1] for s in names]
+    order = sorted(range(len(names)), key=lambda i: rev[i])
+    suffix = [0] * len(names)
+    for a, b in zip(order, order[1:]):
+        p = _shared(rev[a], rev[b])
+        suffix[a], suffix[b] = max(suffix[a], p), max(suffix[b], p)
+    return [_distinct(s, n, prefix[i], suffix[i]) for i, s in enumerate(names)]
+
+
+def _distinct(s: str, n: int, shared_head: int, shared_tail: int) -> str:
+    """One label of :func:`distinct_labels` (see there)."""
+    if len(s) <= n:
+        return s
+    if n < 8:
+        return elide_middle(s, n)
+    head = max(n // 4, 3)
+    tail_shared = shared_tail > 0 and len(s) - shared_tail <= n - 1
+    if shared_head <= head:                  # differs early
+        return s[:n - 1] + ELLIPSIS if tail_shared else elide_middle(s, n)
+    start = max(shared_head - 2, head)       # a little context before the difference
+    rest = s[start:]
+    if len(rest) <= n - head - 1:            # the rest fits: give the head what is left
+        return s[:n - 1 - len(rest)] + ELLIPSIS + rest
+    room = n - head - 2
+    if shared_tail == 0:                     # the tail differs too: keep some of it
+        tail = min(room // 3, len(rest) - room)
+        return s[:head] + ELLIPSIS + rest[:room - tail] + ELLIPSIS + s[len(s) - tail:]
+    return s[:head] + ELLIPSIS + rest[:room] + ELLIPSIS

@@ -11,6 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QLinearGradient, QPainter, QPen, QPixmap
 
 from ...analysis import lod
+from ...analysis.timeline_model.names import distinct_labels
 from ...model.units import fmt_duration
 from . import palette as pal
 from . import render as rd
@@ -260,6 +261,9 @@ _LEGEND_TITLES = {"name": "Colour by name", "duration": "Colour by duration",
                   "delta": "Colour by time vs. the matched kernel"}
 
 
+LEGEND_CHARS = 30          # a legend entry: names cut where they differ
+
+
 def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     w = fs.w
     p.fillRect(0, y, w, LEGEND_H, rd.qcolor(pal.LABEL_BG))
@@ -272,8 +276,10 @@ def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     p.drawText(QPointF(x, y + 15), title)
     x += fm.horizontalAdvance(title) + 14
     if mode == "name":
-        for name, key in fs.scale.top_names:
-            short = fm.elidedText(lod.short_name(name), Qt.TextElideMode.ElideRight, 150)
+        names = [n for n, _ in fs.scale.top_names]
+        shorts = distinct_labels([lod.short_name(n) for n in names], LEGEND_CHARS)
+        for short, (name, key) in zip(shorts, fs.scale.top_names):
+            short = fm.elidedText(short, Qt.TextElideMode.ElideMiddle, 200)
             if x + 16 + fm.horizontalAdvance(short) > w - 8:
                 break
             p.fillRect(QRectF(x, y + 6, 10, 10), rd.qcolor(fs.palette.rgb[key]))

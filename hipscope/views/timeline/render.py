@@ -311,7 +311,7 @@ def paint_labels(p: QPainter, fs: FrameState, labels, x: int, y: int, stats: Fra
             st = cache.get(ck)
             if st is None:
                 full = names[code] if 0 <= code < len(names) else "?"
-                text = fm.elidedText(full, Qt.TextElideMode.ElideRight, wpx)
+                text = fm.elidedText(full, Qt.TextElideMode.ElideMiddle, wpx)
                 st = QStaticText(text) if text else False
                 if st:
                     st.setTextFormat(Qt.TextFormat.PlainText)
