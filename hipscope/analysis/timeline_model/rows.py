@@ -110,6 +110,7 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     _host_rows(b)
     _counter_rows(b)
     _sample_rows(b)
+    _merge_single_children(b)
     tr = trace.time_range() or (0, 1)
     names, codes = {}, {}
     for t in EVENT_TABLES:
@@ -119,6 +120,40 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     labels = {t: [short_name(n or "") for n in names[t]] for t in EVENT_TABLES}
     return TimelineModel(b.rows, int(tr[0]), int(tr[1]), names, codes, b.track_of,
                          len(trace.kernels), grouping, labels)
+
+
+def _merge_single_children(b: _Builder) -> None:
+    """A group below the top level with one child gives way to it, the labels joined
+    ("Queue 1 › Stream 568"; "Queue 0" over its one "Queue 0" track stays "Queue 0"):
+    no header row for a level that tells nothing apart."""
+    rows = b.rows
+    drop = [r.kind == "group" and r.level >= 1 and len(r.children) == 1 for r in rows]
+    if not any(drop):
+        return
+    for i, r in enumerate(rows):            # parents come before their children
+        if drop[i]:
+            child = rows[r.children[0]]
+            if not child.label.startswith(r.label):
+                child.label = f"{r.label} › {child.label}"
+            child.collapsed_default = child.collapsed_default or r.collapsed_default
+    remap = np.full(len(rows) + 1, -1, np.int64)       # old index -> new (-1: dropped)
+    kept = [i for i in range(len(rows)) if not drop[i]]
+    remap[kept] = np.arange(len(kept))
+    out: list[Row] = []
+    for i in kept:
+        r = rows[i]
+        parent = r.parent
+        while parent >= 0 and drop[parent]:
+            parent = rows[parent].parent
+        r.parent = int(remap[parent]) if parent >= 0 else -1
+        r.level = out[r.parent].level + 1 if r.parent >= 0 else 0
+        r.children = []
+        if r.parent >= 0:
+            out[r.parent].children.append(len(out))
+        out.append(r)
+    b.rows[:] = out
+    for t, arr in b.track_of.items():
+        b.track_of[t] = remap[arr.astype(np.int64)].astype(arr.dtype)
 
 
 def _stream_queue_map(trace: Trace) -> dict[tuple[int, int], set[int]]:
