@@ -198,8 +198,9 @@ def _gpu_rows(b: _Builder) -> None:
             shared.setdefault((d, q), set()).add(s)
     for d in devices:
         label = tr.device_name(d) if d >= 0 else "GPU (unknown)"
-        g = b.add(Row(f"gpu/{d}", f"GPU {d} · {label}" if d >= 0 else label, 0, "group",
-                      device=d))
+        if d >= 0 and label != f"GPU {d}":           # never "GPU 0 · GPU 0"
+            label = f"GPU {d} · {label}"
+        g = b.add(Row(f"gpu/{d}", label, 0, "group", device=d))
         queue_rows: dict[int, int] = {}
         for kk, lo, hi in runs:
             if (kk >> 48) - 1 != d:
