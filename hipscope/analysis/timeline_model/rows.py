@@ -29,6 +29,8 @@ class Row:
     children: list[int] = field(default_factory=list)
     device: int | None = None
     collapsed_default: bool = False   # groups that start folded (deep Python stacks)
+    quiet: bool = False               # a near-empty track, folded under its "fold" row
+    members: list[int] = field(default_factory=list)   # a fold row: its quiet tracks
 
 
 @dataclass(eq=False)
@@ -112,6 +114,7 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     _sample_rows(b)
     _merge_single_children(b)
     tr = trace.time_range() or (0, 1)
+    _fold_quiet_tracks(b, max(int(tr[1]) - int(tr[0]), 1))
     names, codes = {}, {}
     for t in EVENT_TABLES:
         tab = getattr(trace, t)
@@ -154,6 +157,34 @@ def _merge_single_children(b: _Builder) -> None:
     b.rows[:] = out
     for t, arr in b.track_of.items():
         b.track_of[t] = remap[arr.astype(np.int64)].astype(arr.dtype)
+
+
+QUIET_EVENTS = 3          # a track with at most this many events ...
+QUIET_BUSY = 0.001        # ... busy for less than this share of the trace is "quiet"
+QUIET_FOLD_MIN = 3        # a group folds its quiet tracks from this many on
+
+
+def _fold_quiet_tracks(b: _Builder, span: int) -> None:
+    """Mark near-empty tracks quiet and give each group with several of them one
+    "fold" row (kind "fold", starts folded) that stands in for them: the MI350 trace's
+    hundreds of one-kernel streams become one row with a count."""
+    for g in range(len(b.rows)):
+        r = b.rows[g]
+        if r.kind != "group":
+            continue
+        quiet = []
+        for c in r.children:
+            ev = b.rows[c].events
+            if (b.rows[c].kind == "track" and ev is not None and len(ev) <= QUIET_EVENTS
+                    and int((ev.end - ev.start).sum()) < QUIET_BUSY * span):
+                quiet.append(c)
+        if len(quiet) < QUIET_FOLD_MIN:
+            continue
+        for c in quiet:
+            b.rows[c].quiet = True
+        label = f"{len(quiet)} quiet tracks (≤ {QUIET_EVENTS} events each)"
+        b.rows.append(Row(f"{r.key}/quiet", label, r.level + 1, "fold", parent=g,
+                          device=r.device, collapsed_default=True, members=quiet))
 
 
 def _stream_queue_map(trace: Trace) -> dict[tuple[int, int], set[int]]:

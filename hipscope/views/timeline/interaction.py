@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QToolTip
 
 from ...model.units import fmt_duration
 from .render import AXIS_H, LABEL_W
+from .tracks import TrackControls
 
 if TYPE_CHECKING:
     from .view import TimelineView
@@ -31,6 +32,7 @@ class TimelineInput:
         self.view = view
         self.drag: dict | None = None
         self.mouse_x: float | None = None
+        self.tracks = TrackControls(view)       # filter box and track menu (tracks.py)
 
     def wheel(self, event) -> None:
         v = self.view
@@ -58,7 +60,7 @@ class TimelineInput:
             v.ruler, v.ruler_stats = (t, t), None
         elif x < LABEL_W and y >= AXIS_H:
             row = v.layout.at(y - AXIS_H + v.scroll)
-            if row >= 0 and v.model.rows[row].kind == "group":
+            if row >= 0 and v.model.rows[row].kind in ("group", "fold"):
                 v.toggle_group(row)
         elif y >= AXIS_H:
             self.drag = {"kind": "pan", "x": x, "y": y, "moved": False,

@@ -179,7 +179,10 @@ def _draw_label_column(p: QPainter, fs: FrameState, oy: int) -> None:
         y = oy + int(lay.y[i]) - fs.scroll
         if y >= oy + th:
             break
-        _draw_row_label(p, fs, fs.model.rows[int(lay.rows[i])], y, int(lay.h[i]))
+        row = int(lay.rows[i])
+        _draw_row_label(p, fs, fs.model.rows[row], y, int(lay.h[i]))
+        if row in lay.pinned:                     # pinned: an accent bar on the left
+            p.fillRect(0, y + 2, 3, int(lay.h[i]) - 4, rd.qcolor(pal.HIGHLIGHT))
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
     p.drawLine(LABEL_W - 1, oy, LABEL_W - 1, oy + th)
@@ -189,14 +192,15 @@ def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:
     """One row's label: a fold arrow and bold level-0 names for groups."""
     fonts = fs.fonts
     indent = 8 + 14 * r.level
-    if r.kind == "group":
-        p.fillRect(0, y, LABEL_W, h, rd.qcolor(pal.GROUP_BG))
+    if r.kind in ("group", "fold"):              # a fold row: the quiet tracks' stand-in
+        if r.kind == "group":
+            p.fillRect(0, y, LABEL_W, h, rd.qcolor(pal.GROUP_BG))
         p.setPen(rd.qcolor(pal.TEXT_DIM))
         p.setFont(fonts.normal)
         p.drawText(QRectF(indent - 2, y, 12, h), Qt.AlignmentFlag.AlignCenter,
                    "▸" if r.key in fs.collapsed else "▾")
-        p.setFont(fonts.bold if r.level == 0 else fonts.normal)
-        p.setPen(rd.qcolor(pal.TEXT))
+        p.setFont(fonts.bold if r.level == 0 and r.kind == "group" else fonts.normal)
+        p.setPen(rd.qcolor(pal.TEXT if r.kind == "group" else pal.TEXT_DIM))
         indent += 12
     else:
         p.setFont(fonts.normal)

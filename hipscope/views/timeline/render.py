@@ -20,6 +20,7 @@ from PySide6.QtGui import (QColor, QFont, QFontMetrics, QImage, QPainter, QPaint
 
 from ...analysis import lod
 from . import palette as pal
+from .layout import ROW_H, Layout, TrackOptions  # noqa: F401 (re-exported: rd.Layout)
 
 if TYPE_CHECKING:
     from .frame_state import FrameState
@@ -30,48 +31,10 @@ LEGEND_H = 22            # colour legend strip
 SCROLL_W = 12            # vertical scroll bar
 MIN_WIDE_PX = 3.0        # events at least this wide are drawn exactly
 MIN_LABEL_PX = 28        # ... and labelled from this width on
-ROW_H = {"group": 20, "track": 18, "counter": 34}
 
 
 def qcolor(rgb) -> QColor:
     return QColor(int(rgb[0]), int(rgb[1]), int(rgb[2]))
-
-
-# ----------------------------------------------------------------------------- layout
-class Layout:
-    """Rows shown (not under a collapsed group), their y offsets in content space."""
-
-    def __init__(self, model: lod.TimelineModel | None, collapsed: set[str]):
-        rows: list[int] = []
-        if model is not None:
-            hidden_under: set[int] = set()
-            for i, r in enumerate(model.rows):
-                if r.parent >= 0 and r.parent in hidden_under:
-                    hidden_under.add(i)
-                    continue
-                rows.append(i)
-                if r.kind == "group" and r.key in collapsed:
-                    hidden_under.add(i)
-        self.model = model
-        self.rows = np.array(rows, dtype=np.int64)
-        kinds = [model.rows[i].kind for i in rows] if model is not None else []
-        self.h = np.array([ROW_H[k] for k in kinds], dtype=np.int64)
-        self.y = np.r_[0, np.cumsum(self.h)[:-1]].astype(np.int64) if rows else np.zeros(
-            0, np.int64)
-        self.total = int(self.h.sum()) if rows else 0
-        self.pos_of = {int(r): p for p, r in enumerate(rows)}
-
-    def at(self, y: float) -> int:
-        """Row index (into model.rows) at content y, -1 outside."""
-        if len(self.rows) == 0 or y < 0 or y >= self.total:
-            return -1
-        return int(self.rows[int(np.searchsorted(self.y, y, side="right")) - 1])
-
-    def shown(self, row: int) -> int:
-        """The row itself when shown, else its nearest shown ancestor (-1: none)."""
-        while row >= 0 and row not in self.pos_of:
-            row = self.model.rows[row].parent
-        return row
 
 
 @dataclass
@@ -124,7 +87,8 @@ def _coverage(frame, row: int):
             keys = lod.pixel_keys(ev, lo, hi, frame.edges, cov)
             got = (cov, keys, lo, hi)
         else:
-            covs = [_coverage(frame, c) for c in r.children]
+            kids = r.members if r.kind == "fold" else r.children
+            covs = [_coverage(frame, c) for c in kids]
             if covs:
                 stack = np.vstack([c[0] for c in covs])
                 best = np.argmax(stack, axis=0)

@@ -171,7 +171,7 @@ class TimelineView(QWidget):
         self.prepared.emit()
 
     def _relayout(self) -> None:
-        self.layout = rd.Layout(self.model, self.collapsed)
+        self.layout = rd.Layout(self.model, self.collapsed, self.input.tracks.options)
         self._update_scrollbar()
         self.update()
 
@@ -320,7 +320,7 @@ class TimelineView(QWidget):
         tr = int(self.model.track_of[table][row])
         if tr >= 0:
             anc = self.model.rows[tr].parent
-            changed = False
+            changed = self.model.rows[tr].quiet and self.input.tracks.unfold_quiet(anc)
             while anc >= 0:
                 key = self.model.rows[anc].key
                 if key in self.collapsed:

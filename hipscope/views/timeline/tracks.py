@@ -1,0 +1,106 @@
+"""The timeline's track controls: the filter box over the label column and the
+per-track context menu (hide, pin, move up/down, fold, show hidden tracks).
+
+They change the view's :class:`~.layout.TrackOptions` (or its collapsed keys) and
+ask the view to lay its rows out again; the view keeps no other track state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QLineEdit, QMenu
+
+from .layout import TrackOptions
+from .render import AXIS_H, LABEL_W
+
+if TYPE_CHECKING:
+    from .view import TimelineView
+
+
+class TrackControls:
+    """The filter box and the track menu of one timeline (``options`` is its state)."""
+
+    def __init__(self, view: TimelineView):
+        self.view = view
+        self.options = TrackOptions()
+        self.filter_edit = QLineEdit(view)
+        self.filter_edit.setPlaceholderText("Filter tracks…")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.setToolTip("Show only the tracks whose label (or group) holds this text")
+        self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
+        self.filter_edit.setGeometry(4, 3, LABEL_W - 8, AXIS_H - 6)   # over the label column
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._on_view_context_menu_requested)
+
+    def unfold_quiet(self, group: int) -> bool:
+        """Show the quiet tracks of a group (True when they were folded)."""
+        key = f"{self.view.model.rows[group].key}/quiet"
+        found = key in self.view.collapsed
+        self.view.collapsed.discard(key)
+        return found
+
+    def _on_filter_edit_text_changed(self, text: str) -> None:
+        self.options.filter = text
+        self.view._relayout()
+
+    # ---- the menu -------------------------------------------------------------------
+    def menu_for(self, row: int) -> QMenu:
+        """The context menu of model row ``row`` (-1: outside any row)."""
+        v, opts = self.view, self.options
+        menu = QMenu(v)
+        if v.model is not None and row >= 0:
+            r = v.model.rows[row]
+            if r.kind in ("group", "fold"):
+                folded = r.key in v.collapsed
+                self._add(menu, "Unfold" if folded else "Fold", lambda: v.toggle_group(row))
+            self._add(menu, f"Hide “{r.label}”", lambda: self._hide(r.key))
+            pinned = r.key in opts.pinned
+            self._add(menu, "Unpin" if pinned else "Pin to top", lambda: self._pin(r.key))
+            if r.kind != "fold":
+                self._add(menu, "Move up", lambda: self._move(row, -1))
+                self._add(menu, "Move down", lambda: self._move(row, 1))
+        if opts.hidden:
+            menu.addSeparator()
+            self._add(menu, f"Show {len(opts.hidden)} hidden track(s)", self._show_hidden)
+        if opts.order or opts.pinned:
+            self._add(menu, "Reset track order", self._reset_order)
+        return menu
+
+    def _on_view_context_menu_requested(self, pos) -> None:
+        v = self.view
+        row = v.layout.at(pos.y() - AXIS_H + v.scroll) if v.model is not None else -1
+        self.menu_for(row).exec(v.mapToGlobal(pos))
+
+    @staticmethod
+    def _add(menu: QMenu, text: str, slot) -> QAction:
+        act = menu.addAction(text)
+        act.triggered.connect(slot)
+        return act
+
+    def _hide(self, key: str) -> None:
+        self.options.hidden.add(key)
+        self.view._relayout()
+
+    def _pin(self, key: str) -> None:
+        pins = self.options.pinned
+        if key in pins:
+            pins.remove(key)
+        else:
+            pins.append(key)
+        self.view._relayout()
+
+    def _move(self, row: int, step: int) -> None:
+        self.options.move(self.view.model, row, step)
+        self.view._relayout()
+
+    def _show_hidden(self) -> None:
+        self.options.hidden.clear()
+        self.view._relayout()
+
+    def _reset_order(self) -> None:
+        self.options.order.clear()
+        self.options.pinned.clear()
+        self.view._relayout()
