@@ -134,3 +134,29 @@ def test_mi350_busy_streams_are_in_sight(view):
         pos = next(p for p, r in enumerate(shown_tracks) if r.kind == "track"
                    and r.label.endswith(f"Stream {s}"))
         assert pos < visible_rows
+
+
+def test_group_header_sticks_to_the_top_when_scrolled(qtbot, view):
+    from hipscope.views.timeline import palette as pal
+    from hipscope.views.timeline.painting import sticky_rows
+
+    view.document.set_trace(_streams_trace(60))
+    fold = next(i for i, r in enumerate(view.model.rows) if r.kind == "fold")
+    view.toggle_group(fold)                                   # 61 streams shown
+    view.resize(1200, 400)
+    gpu = next(i for i, r in enumerate(view.model.rows) if r.key == "gpu/0")
+    assert sticky_rows(view.frame_state(view.width(), view.height())) == []
+    view.vbar.setValue(300)
+    assert sticky_rows(view.frame_state(view.width(), view.height())) == [gpu]
+    img = view.grab().toImage()
+    c = img.pixelColor(3, AXIS_H + 3)                         # the header's background
+    assert (c.red(), c.green(), c.blue()) == pal.GROUP_BG
+
+
+def test_row_labels_have_their_full_text_as_tooltip(view):
+    view.document.set_trace(_streams_trace(12))
+    busy = next(i for i, r in enumerate(view.model.rows) if r.label == "Stream 1")
+    y, h = view.row_y(busy)
+    text = view.input.tracks.label_tooltip(20, y + h // 2)
+    assert text.startswith("GPU 0 › Stream 1") and "40 events" in text
+    assert view.input.tracks.label_tooltip(600, y + h // 2) == ""     # not over a label

@@ -138,6 +138,10 @@ class TimelineInput:
         """The name, duration and start of the event under the cursor."""
         v = self.view
         pos = ev.pos()
+        text = self.tracks.label_tooltip(pos.x(), pos.y())   # a row label, uncut
+        if text:
+            QToolTip.showText(ev.globalPos(), text, v)
+            return
         sel = v.hit(pos.x(), pos.y())
         if sel is None or v.document.trace is None:
             QToolTip.hideText()

@@ -38,6 +38,9 @@ def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
     p.save()
     p.setClipRect(LABEL_W, AXIS_H, tw, th)
     rd.paint_labels(p, fs, labels, LABEL_W, AXIS_H, stats)
+    for k, _row in enumerate(sticky_rows(fs)):       # sticky group headers' bands
+        p.fillRect(QRectF(LABEL_W, AXIS_H + k * rd.ROW_H["group"], tw, rd.ROW_H["group"]),
+                   rd.qcolor(pal.GROUP_BG))
     _paint_find_outlines(p, fs, stats)
     _paint_selection(p, fs)
     _paint_ruler_band(p, fs)
@@ -183,9 +186,30 @@ def _draw_label_column(p: QPainter, fs: FrameState, oy: int) -> None:
         _draw_row_label(p, fs, fs.model.rows[row], y, int(lay.h[i]))
         if row in lay.pinned:                     # pinned: an accent bar on the left
             p.fillRect(0, y + 2, 3, int(lay.h[i]) - 4, rd.qcolor(pal.HIGHLIGHT))
+    gh = rd.ROW_H["group"]
+    for k, row in enumerate(sticky_rows(fs)):    # the groups scrolled past stay on top
+        _draw_row_label(p, fs, fs.model.rows[row], oy + k * gh, gh)
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
     p.drawLine(LABEL_W - 1, oy, LABEL_W - 1, oy + th)
+
+
+def sticky_rows(fs: FrameState) -> list[int]:
+    """The groups (outermost first) whose header is scrolled out of sight while rows
+    of theirs are still shown at the top: drawn there as sticky headers."""
+    lay = fs.layout
+    if fs.scroll <= 0 or fs.model is None or len(lay.rows) == 0:
+        return []
+    first = int(np.searchsorted(lay.y + lay.h, fs.scroll, side="right"))
+    if first >= len(lay.rows):
+        return []
+    chain, a = [], fs.model.rows[int(lay.rows[first])].parent
+    while a >= 0:
+        p = lay.pos_of.get(a)
+        if p is not None and lay.y[p] < fs.scroll:
+            chain.append(a)
+        a = fs.model.rows[a].parent
+    return chain[::-1]
 
 
 def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:

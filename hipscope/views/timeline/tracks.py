@@ -46,6 +46,29 @@ class TrackControls:
         self.options.filter = text
         self.view._relayout()
 
+    def label_tooltip(self, x: float, y: float) -> str:
+        """The full label of the row under a point of the label column (labels are
+        cut to the column's width), with what the row holds; '' elsewhere."""
+        v = self.view
+        if v.model is None or x >= LABEL_W or y < AXIS_H:
+            return ""
+        row = v.layout.at(y - AXIS_H + v.scroll)
+        if row < 0:
+            return ""
+        r, path = v.model.rows[row], []
+        a = row
+        while a >= 0:
+            path.append(v.model.rows[a].label)
+            a = v.model.rows[a].parent
+        text = " › ".join(reversed(path))
+        if r.events is not None:
+            text += f"\n{len(r.events):,} events"
+        elif r.kind == "fold":
+            text += "\nclick to show or fold them; right-click for the track menu"
+        else:
+            text += f"\n{len(r.children)} rows"
+        return text
+
     # ---- the menu -------------------------------------------------------------------
     def menu_for(self, row: int) -> QMenu:
         """The context menu of model row ``row`` (-1: outside any row)."""
