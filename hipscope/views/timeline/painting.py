@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QFont, QLinearGradient, QPainter, QPen, QPixma
 
 from ...analysis import lod
 from ...analysis.timeline_model.names import distinct_labels
+from ...analysis.timeline_model.ruler import axis_ticks
 from ...model.units import fmt_duration
 from . import palette as pal
 from . import render as rd
@@ -47,7 +48,7 @@ def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
     _paint_origin(p, fs)
     p.restore()
     _paint_label_column(p, fs)
-    _paint_axis(p, fs)
+    _paint_axis(p, fs, stats)
     _paint_legend(p, fs)
     _paint_ruler_box(p, fs)
     stats.ms = (time.perf_counter() - t_start) * 1e3
@@ -236,28 +237,42 @@ def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:
     p.drawLine(0, y + h - 1, LABEL_W, y + h - 1)
 
 
-def _paint_axis(p: QPainter, fs: FrameState) -> None:
+def _paint_axis(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> None:
+    """Ticks relative to the trace start (or a comparison's origin); deep in a long
+    trace a base time box at the left and short '+offset' labels; the window's length
+    at the right (the label column holds the track filter)."""
     tw = fs.tw
     p.fillRect(0, 0, LABEL_W + tw + SCROLL_W, AXIS_H, rd.qcolor(pal.LABEL_BG))
     t0, t1 = fs.window
     origin = fs.axis_origin if fs.axis_origin is not None else fs.model.t_min
     p.setFont(fs.fonts.small)
     fm = fs.fonts.small_metrics
+    base, ticks = axis_ticks(t0, t1, origin, tw)
+    window = f"window {fmt_duration(t1 - t0)}"
+    right = LABEL_W + tw - fm.horizontalAdvance(window) - 8
     p.setPen(rd.qcolor(pal.TEXT_DIM))
-    p.drawText(QRectF(8, 0, LABEL_W - 12, AXIS_H), Qt.AlignmentFlag.AlignVCenter,
-               f"window {fmt_duration(t1 - t0)}  ·  drag here to measure")
+    p.drawText(QPointF(right + 4, AXIS_H - 11), window)
     p.save()
     p.setClipRect(LABEL_W, 0, tw, AXIS_H)
-    last_right = -1e9
-    for t, label in rd.ticks(t0, t1, origin, tw):
+    last_right, drawn = -1e9, []
+    if base:
+        text = f"{base} +"
+        bw = fm.horizontalAdvance(text) + 10
+        p.fillRect(QRectF(LABEL_W + 2, 4, bw, AXIS_H - 10), rd.qcolor(pal.GROUP_BG))
+        p.setPen(rd.qcolor(pal.TEXT))
+        p.drawText(QPointF(LABEL_W + 7, AXIS_H - 11), text)
+        last_right = LABEL_W + 2 + bw
+    for t, label in ticks:
         x = fs.x_of(t)
         p.setPen(rd.qcolor(pal.SEPARATOR))
         p.drawLine(QPointF(x, AXIS_H - 8), QPointF(x, AXIS_H))
         lw = fm.horizontalAdvance(label)
-        if x + 3 > last_right + 6 and x + 3 + lw <= LABEL_W + tw:
+        if x + 3 > last_right + 6 and x + 3 + lw <= right:
             p.setPen(rd.qcolor(pal.TEXT_DIM))
             p.drawText(QPointF(x + 3, AXIS_H - 11), label)
             last_right = x + 3 + lw
+            drawn.append(label)
+    stats.axis = (base, drawn)
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
     p.drawLine(0, AXIS_H - 1, LABEL_W + tw + SCROLL_W, AXIS_H - 1)

@@ -19,6 +19,7 @@ from PySide6.QtGui import (QColor, QFont, QFontMetrics, QImage, QPainter, QPaint
                            QStaticText, QTransform)
 
 from ...analysis import lod
+from ...analysis.timeline_model.ruler import axis_ticks
 from . import palette as pal
 from .layout import ROW_H, Layout, TrackOptions  # noqa: F401 (re-exported: rd.Layout)
 
@@ -46,32 +47,16 @@ class FrameStats:
     rects: int = 0
     labels: int = 0
     ms: float = 0.0
+    axis: tuple[str, list[str]] = ("", [])     # base time and the tick labels drawn
     wide: dict[int, tuple] = field(default_factory=dict, repr=False)  # row -> (x0, x1, pos)
 
 
 # ----------------------------------------------------------------------------- axis
-# axis tick units (one shared unit per axis); duration labels come from model.units
-_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
-
-
 def ticks(t0: int, t1: int, origin: int, width: int, spacing: int = 110):
-    """Tick times (absolute ns) and labels relative to ``origin`` with a unit that
-    suits the window and only as many decimals as the step needs."""
-    span = max(t1 - t0, 1)
-    raw = span * spacing / max(width, 1)
-    mag = 10 ** np.floor(np.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    step = max(int(step), 1)
-    rel_max = max(abs(t1 - origin), abs(t0 - origin), 1)
-    scale, unit = next((s, u) for s, u in _UNITS if rel_max >= s or s == 1.0)
-    dec = max(0, int(np.ceil(-np.log10(step / scale) - 1e-9)))
-    first = -(-(t0 - origin) // step) * step + origin
-    out = []
-    t = first
-    while t <= t1 and len(out) < 200:
-        out.append((t, f"{(t - origin) / scale:.{dec}f} {unit}"))
-        t += step
-    return out
+    """Tick times (absolute ns) and labels relative to ``origin`` (see
+    :func:`hipscope.analysis.timeline_model.ruler.axis_ticks`, which also gives the
+    base time of deep zooms)."""
+    return axis_ticks(t0, t1, origin, width, spacing)[1]
 
 
 # ----------------------------------------------------------------------------- rows
