@@ -317,7 +317,7 @@ def _host_rows(b: _Builder) -> None:
         tids = sorted(set(np.unique(atid[sel_a]).tolist()) |
                       set(np.unique(mtid[sel_m]).tolist()))
         for t in tids:
-            tl = f"Thread {t}" if t >= 0 else "Thread ?"
+            tl = f"Thread {t}" if t >= 0 else "Thread (id not recorded)"
             th = b.add(Row(f"host/{p}/t{t}", tl, 0, "group"), g)
             asel = sel_a[atid[sel_a] == t]
             if len(asel):      # API calls first: they carry the launch arrows
