@@ -138,11 +138,14 @@ class Layout:
     def shown(self, row: int) -> int:
         """The row itself when shown, else its nearest shown ancestor (or the fold row
         standing in for it; -1: none)."""
+        model = self.model
+        if model is None:
+            return -1
         while row >= 0 and row not in self.pos_of:
-            r = self.model.rows[row]
+            r = model.rows[row]
             if r.quiet:
-                fold = next((p for p in self.pos_of if self.model.rows[p].kind == "fold"
-                             and row in self.model.rows[p].members), -1)
+                fold = next((p for p in self.pos_of if model.rows[p].kind == "fold"
+                             and row in model.rows[p].members), -1)
                 if fold >= 0:
                     return fold
             row = r.parent

@@ -321,7 +321,7 @@ def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     if mode == "name":
         names = [n for n, _ in fs.scale.top_names]
         shorts = distinct_labels([lod.short_name(n) for n in names], LEGEND_CHARS)
-        for short, (name, key) in zip(shorts, fs.scale.top_names):
+        for short, (_name, key) in zip(shorts, fs.scale.top_names):
             short = fm.elidedText(short, Qt.TextElideMode.ElideMiddle, 200)
             if x + 16 + fm.horizontalAdvance(short) > w - 8:
                 break

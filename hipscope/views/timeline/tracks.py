@@ -7,13 +7,13 @@ ask the view to lay its rows out again; the view keeps no other track state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLineEdit, QMenu
 
-from .layout import TrackOptions
+from .layout import Layout, TrackOptions
 from .render import AXIS_H, LABEL_W
 
 if TYPE_CHECKING:
@@ -37,14 +37,17 @@ class TrackControls:
 
     def unfold_quiet(self, group: int) -> bool:
         """Show the quiet tracks of a group (True when they were folded)."""
-        key = f"{self.view.model.rows[group].key}/quiet"
+        model = self.view.model
+        if model is None:
+            return False
+        key = f"{model.rows[group].key}/quiet"
         found = key in self.view.collapsed
         self.view.collapsed.discard(key)
         return found
 
     def _on_filter_edit_text_changed(self, text: str) -> None:
         self.options.filter = text
-        self.view._relayout()
+        self._relayout()
 
     def label_tooltip(self, x: float, y: float) -> str:
         """The full label of the row under a point of the label column (labels are
@@ -52,7 +55,7 @@ class TrackControls:
         v = self.view
         if v.model is None or x >= LABEL_W or y < AXIS_H:
             return ""
-        row = v.layout.at(y - AXIS_H + v.scroll)
+        row = self._row_at(y)
         if row < 0:
             return ""
         r, path = v.model.rows[row], []
@@ -68,6 +71,9 @@ class TrackControls:
         else:
             text += f"\n{len(r.children)} rows"
         return text
+
+    def _relayout(self) -> None:
+        self.view._relayout()  # noqa: SLF001 (this module is the view's track half)
 
     # ---- the menu -------------------------------------------------------------------
     def menu_for(self, row: int) -> QMenu:
@@ -94,8 +100,13 @@ class TrackControls:
 
     def _on_view_context_menu_requested(self, pos) -> None:
         v = self.view
-        row = v.layout.at(pos.y() - AXIS_H + v.scroll) if v.model is not None else -1
+        row = self._row_at(pos.y()) if v.model is not None else -1
         self.menu_for(row).exec(v.mapToGlobal(pos))
+
+    def _row_at(self, y: float) -> int:
+        """The model row at widget y (-1: none)."""
+        lay, scroll = cast(Layout, self.view.layout), cast(int, self.view.scroll)
+        return lay.at(y - AXIS_H + scroll)
 
     @staticmethod
     def _add(menu: QMenu, text: str, slot) -> QAction:
@@ -105,7 +116,7 @@ class TrackControls:
 
     def _hide(self, key: str) -> None:
         self.options.hidden.add(key)
-        self.view._relayout()
+        self._relayout()
 
     def _pin(self, key: str) -> None:
         pins = self.options.pinned
@@ -113,17 +124,18 @@ class TrackControls:
             pins.remove(key)
         else:
             pins.append(key)
-        self.view._relayout()
+        self._relayout()
 
     def _move(self, row: int, step: int) -> None:
-        self.options.move(self.view.model, row, step)
-        self.view._relayout()
+        if self.view.model is not None:
+            self.options.move(self.view.model, row, step)
+        self._relayout()
 
     def _show_hidden(self) -> None:
         self.options.hidden.clear()
-        self.view._relayout()
+        self._relayout()
 
     def _reset_order(self) -> None:
         self.options.order.clear()
         self.options.pinned.clear()
-        self.view._relayout()
+        self._relayout()
