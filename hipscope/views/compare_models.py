@@ -107,16 +107,17 @@ def display_names(names: list[str]) -> list[str]:
     seen: dict[str, list[int]] = {}
     for i, s in enumerate(short):
         seen.setdefault(s, []).append(i)
-    out = [s if s == n else f"{s}   ·   {n}" for s, n in zip(short, names)]
+    label = distinct_labels(short, HEAD_CHARS)    # long names: the telling part first
     for rows in seen.values():
         if len(rows) > 1:
             tells = distinct_labels([names[i] for i in rows], DISTINCT_CHARS)
             for i, t in zip(rows, tells):
-                out[i] = f"{short[i]}   ·   {t}"
-    return out
+                label[i] = f"{short[i]}   ·   {t}"
+    return [h if h == n else f"{h}   ·   {n}" for h, n in zip(label, names)]
 
 
 DISTINCT_CHARS = 60       # of a full name shown after a shared short name
+HEAD_CHARS = 44           # the start of a row's text tells it from the others
 
 
 class _Table(QAbstractTableModel):

@@ -52,3 +52,11 @@ def test_comparison_rows_of_one_template_read_apart():
     head = len("at::native::vectorized_elementwise_kernel   ·   ") + 40
     assert shown[0][:head] != shown[1][:head]               # apart within the first 40
     assert "Fill" in shown[0] and "Add" in shown[1]
+
+
+def test_comparison_rows_of_long_plain_names_lead_with_their_difference():
+    c = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256_MI16x16x1_SN_LDSB1_AFC0"
+    d = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x64x128_MI32x32x1_SN_LDSB0_AFC0"
+    shown = display_names([c, d])
+    assert shown[0][:40] != shown[1][:40]                  # a narrow column tells them apart
+    assert shown[0].endswith(c) and shown[1].endswith(d)   # the full name follows
