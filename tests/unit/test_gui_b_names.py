@@ -47,3 +47,25 @@ def test_counter_names_sharing_a_tail_keep_their_heads():
     for name, lab in zip(names, labels):    # the distinguishing head survives
         assert lab.startswith(name.split("__")[0])
         assert not lab.startswith("…")
+
+
+KINETO = [Path("/work/shared/samples/kineto/nvidia-h200-generated/h200_torch_kineto_trace.json.gz"),
+          Path("/work/shared/samples/kineto/nvidia-h100-bert-tracelens/"
+               "gaunernst_bert-small-uncased__1016001.json.gz"),
+          Path("/work/shared/samples/kineto/amd-mi300x-bert-tracelens/"
+               "gaunernst_bert-small-uncased__1016001.json.gz")]
+
+
+@pytest.mark.parametrize("path", KINETO, ids=lambda p: p.parent.name)
+def test_legend_labels_tell_template_instances_apart(path):
+    from hipscope.analysis.timeline_model.names import readable_labels, short_name
+
+    if not path.exists():
+        pytest.skip("real sample not present")
+    with gzip.open(path, "rt") as f:
+        names = sorted({e["name"] for e in json.load(f)["traceEvents"]
+                        if e.get("cat") == "kernel"})
+    assert len({short_name(n) for n in names}) < len(names)   # templates share a short name
+    labels = readable_labels(names, 30)
+    assert all(len(lab) <= 30 for lab in labels)
+    assert len(set(labels)) == len(names), labels

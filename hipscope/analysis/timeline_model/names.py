@@ -117,3 +117,41 @@ def _distinct(s: str, n: int, shared_head: int, shared_tail: int) -> str:
         tail = min(room // 3, len(rest) - room)
         return s[:head] + ELLIPSIS + rest[:room - tail] + ELLIPSIS + s[len(s) - tail:]
     return s[:head] + ELLIPSIS + rest[:room] + ELLIPSIS
+
+
+def readable_labels(names: list[str], n: int) -> list[str]:
+    """Short names (:func:`short_name`) cut to ``n`` characters where they differ;
+    names whose short forms coincide (instances of one template) are told apart by
+    the part of their full names where they differ."""
+    short = [short_name(s) for s in names]
+    out = distinct_labels(short, n)
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(short):
+        groups.setdefault(s, []).append(i)
+    for rows in groups.values():
+        if len(rows) > 1 and len({names[i] for i in rows}) > 1:
+            for i, lab in zip(rows, _instance_labels([names[i] for i in rows],
+                                                     short[rows[0]], n)):
+                out[i] = lab
+    return out
+
+
+def _instance_labels(full: list[str], short: str, n: int) -> list[str]:
+    """Instances of one template: 'kernel_name<…' then each from where they differ
+    ('vectorized_el…_kernel<…FillFunctor<float>, st…')."""
+    p = min(_shared(full[0], f) for f in full[1:])
+    cut = p
+    while cut > 0 and (full[0][cut - 1].isalnum() or full[0][cut - 1] == "_"):
+        cut -= 1                          # back to the start of the differing word
+    head = elide_middle(short.split("::")[-1], max(n // 2 - 2, 6)) + "<…"
+    room = max(n - len(head), 4)
+    out = [head + (f[cut:] if len(f) - cut <= room else f[cut:cut + room - 1] + ELLIPSIS)
+           for f in full]
+    seen: dict[str, list[int]] = {}
+    for i, lab in enumerate(out):
+        seen.setdefault(lab, []).append(i)
+    for rows in seen.values():              # still alike: cut where they differ
+        if len({full[i] for i in rows}) > 1:
+            for i, lab in zip(rows, distinct_labels([full[i] for i in rows], n)):
+                out[i] = lab
+    return out

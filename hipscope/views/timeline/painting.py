@@ -10,8 +10,7 @@ import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QLinearGradient, QPainter, QPen, QPixmap
 
-from ...analysis import lod
-from ...analysis.timeline_model.names import distinct_labels
+from ...analysis.timeline_model.names import readable_labels
 from ...analysis.timeline_model.ruler import axis_ticks
 from ...model.units import fmt_duration
 from . import palette as pal
@@ -320,7 +319,7 @@ def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     x += fm.horizontalAdvance(title) + 14
     if mode == "name":
         names = [n for n, _ in fs.scale.top_names]
-        shorts = distinct_labels([lod.short_name(n) for n in names], LEGEND_CHARS)
+        shorts = readable_labels(names, LEGEND_CHARS)
         for short, (_name, key) in zip(shorts, fs.scale.top_names):
             short = fm.elidedText(short, Qt.TextElideMode.ElideMiddle, 200)
             if x + 16 + fm.horizontalAdvance(short) > w - 8:
