@@ -63,3 +63,11 @@ def test_mi350_queues_of_one_stream_have_no_header_row():
                and r.level == 1]
     assert len(headers) == len(streams_of) - single
     assert all(len(r.children) > 1 for r in headers)
+
+
+def test_a_queue_of_many_streams_names_a_few_and_the_count():
+    n = 40
+    k = _kernels([3] * n, list(range(100, 100 + n)))
+    m = lod.build_model(Trace(kernels=k), "queue")
+    (q,) = [r for r in m.rows if r.key == "gpu/0/q3"]
+    assert q.label == "Queue 3 · streams 100, 101, 102, 103, 104, 105, … (40 streams)"

@@ -241,8 +241,10 @@ def _gpu_rows(b: _Builder) -> None:
             if by_queue and q >= 0:
                 if q not in queue_rows:
                     streams = sorted(shared.get((d, q), ()))
-                    extra = (" · streams " + ", ".join(map(str, streams))
+                    extra = (" · streams " + ", ".join(map(str, streams[:6]))
                              if len(streams) > 1 else "")
+                    if len(streams) > 6:          # not a 560-number label
+                        extra += f", … ({len(streams)} streams)"
                     queue_rows[q] = b.add(Row(f"gpu/{d}/q{q}", f"Queue {q}{extra}", 0,
                                               "group", device=d), g)
                 parent = queue_rows[q]
