@@ -160,3 +160,13 @@ def test_row_labels_have_their_full_text_as_tooltip(view):
     text = view.input.tracks.label_tooltip(20, y + h // 2)
     assert text.startswith("GPU 0 › Stream 1") and "40 events" in text
     assert view.input.tracks.label_tooltip(600, y + h // 2) == ""     # not over a label
+
+
+def test_clicking_a_sticky_header_folds_its_group(qtbot, view):
+    view.document.set_trace(_streams_trace(60))
+    fold = next(i for i, r in enumerate(view.model.rows) if r.kind == "fold")
+    view.toggle_group(fold)
+    view.resize(1200, 400)
+    view.vbar.setValue(300)
+    qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=QPoint(60, AXIS_H + 5))
+    assert "gpu/0" in view.collapsed                  # the header drawn there, not a row

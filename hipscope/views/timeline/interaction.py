@@ -59,7 +59,7 @@ class TimelineInput:
             self.drag = {"kind": "ruler", "t": t, "x": x}
             v.ruler, v.ruler_stats = (t, t), None
         elif x < LABEL_W and y >= AXIS_H:
-            row = v.layout.at(y - AXIS_H + v.scroll)
+            row = self.tracks.label_row_at(y)       # sticky group headers included
             if row >= 0 and v.model.rows[row].kind in ("group", "fold"):
                 v.toggle_group(row)
         elif y >= AXIS_H:

@@ -159,3 +159,21 @@ def _hidden_rows(model, opts: TrackOptions) -> set[int]:
         if r.key in opts.hidden or (r.parent >= 0 and r.parent in out):
             out.add(i)
     return out
+
+
+def sticky_rows(lay: Layout, scroll: int) -> list[int]:
+    """The groups (outermost first) whose header is scrolled out of sight while rows
+    of theirs are still shown at the top: drawn there as sticky headers."""
+    model = lay.model
+    if scroll <= 0 or model is None or len(lay.rows) == 0:
+        return []
+    first = int(np.searchsorted(lay.y + lay.h, scroll, side="right"))
+    if first >= len(lay.rows):
+        return []
+    chain, a = [], model.rows[int(lay.rows[first])].parent
+    while a >= 0:
+        p = lay.pos_of.get(a)
+        if p is not None and lay.y[p] < scroll:
+            chain.append(a)
+        a = model.rows[a].parent
+    return chain[::-1]

@@ -16,6 +16,7 @@ from ...model.units import fmt_duration
 from . import palette as pal
 from . import render as rd
 from .frame_state import FrameState
+from .layout import sticky_rows as layout_sticky_rows
 from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
 
 
@@ -195,21 +196,8 @@ def _draw_label_column(p: QPainter, fs: FrameState, oy: int) -> None:
 
 
 def sticky_rows(fs: FrameState) -> list[int]:
-    """The groups (outermost first) whose header is scrolled out of sight while rows
-    of theirs are still shown at the top: drawn there as sticky headers."""
-    lay = fs.layout
-    if fs.scroll <= 0 or fs.model is None or len(lay.rows) == 0:
-        return []
-    first = int(np.searchsorted(lay.y + lay.h, fs.scroll, side="right"))
-    if first >= len(lay.rows):
-        return []
-    chain, a = [], fs.model.rows[int(lay.rows[first])].parent
-    while a >= 0:
-        p = lay.pos_of.get(a)
-        if p is not None and lay.y[p] < fs.scroll:
-            chain.append(a)
-        a = fs.model.rows[a].parent
-    return chain[::-1]
+    """The groups drawn as sticky headers at the top (see :func:`.layout.sticky_rows`)."""
+    return layout_sticky_rows(fs.layout, fs.scroll)
 
 
 def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLineEdit, QMenu
 
-from .layout import Layout, TrackOptions
+from .layout import ROW_H, Layout, TrackOptions, sticky_rows
 from .render import AXIS_H, LABEL_W
 
 if TYPE_CHECKING:
@@ -104,9 +104,18 @@ class TrackControls:
         self.menu_for(row).exec(v.mapToGlobal(pos))
 
     def _row_at(self, y: float) -> int:
-        """The model row at widget y (-1: none)."""
+        """The model row at widget y (-1: none); a sticky group header where one is
+        drawn at the top."""
         lay, scroll = cast(Layout, self.view.layout), cast(int, self.view.scroll)
+        k = int((y - AXIS_H) // ROW_H["group"])
+        sticky = sticky_rows(lay, scroll)
+        if 0 <= k < len(sticky):
+            return sticky[k]
         return lay.at(y - AXIS_H + scroll)
+
+    def label_row_at(self, y: float) -> int:
+        """The model row whose label is at widget y (sticky headers included)."""
+        return self._row_at(y) if self.view.model is not None else -1
 
     @staticmethod
     def _add(menu: QMenu, text: str, slot) -> QAction:
