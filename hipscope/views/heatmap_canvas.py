@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from ..analysis.timeline_model.names import distinct_labels
 
+DISTINCT_ROWS_MAX = 5000      # more rows: plain middle cuts (telling apart costs a sort)
 NAN_RGB = (58, 58, 64)        # a value that was not collected
 EMPTY_RGB = (232, 232, 232)   # a time bin without any dispatch
 
@@ -81,7 +82,8 @@ class HeatmapCanvas(QWidget):
         longest = max((fm.horizontalAdvance(c) for c in cols), default=0) + 28
         self.header_h = int(np.clip(longest, 60, self.MAX_HEADER_H))
         char_w = max(fm.horizontalAdvance("n"), 1) * 1.1
-        self.row_texts = distinct_labels(rows, max(int((self.LABEL_W - 8) / char_w), 8))
+        self.row_texts = (distinct_labels(rows, max(int((self.LABEL_W - 8) / char_w), 8))
+                          if len(rows) <= DISTINCT_ROWS_MAX else list(rows))
         self.col_texts = distinct_labels(cols, max(int((self.header_h - 10) / char_w), 8))
         w = self.LABEL_W + max(1, len(cols)) * self.CELL_W + 8
         h = self.header_h + max(1, len(rows)) * self.CELL_H + 8
