@@ -170,3 +170,27 @@ def test_clicking_a_sticky_header_folds_its_group(qtbot, view):
     view.vbar.setValue(300)
     qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=QPoint(60, AXIS_H + 5))
     assert "gpu/0" in view.collapsed                  # the header drawn there, not a row
+
+
+def test_dragging_the_label_columns_edge_resizes_it(qtbot, view):
+    from hipscope.views.timeline.render import LABEL_W
+
+    view.document.set_trace(_streams_trace(12))
+    busy = next(i for i, r in enumerate(view.model.rows) if r.label == "Stream 1")
+    y = view.row_y(busy)[0] + 5
+    t_mid = view.t_of(view.track_rect.center().x())
+    qtbot.mouseMove(view, QPoint(LABEL_W, y))
+    assert view.cursor().shape() == Qt.CursorShape.SplitHCursor
+    qtbot.mousePress(view, Qt.MouseButton.LeftButton, pos=QPoint(LABEL_W, y))
+    qtbot.mouseMove(view, QPoint(LABEL_W + 150, y))
+    qtbot.mouseRelease(view, Qt.MouseButton.LeftButton, pos=QPoint(LABEL_W + 150, y))
+    assert view.track_rect.x() == LABEL_W + 150
+    assert view.input.tracks.filter_edit.width() == LABEL_W + 150 - 8
+    view.repaint()
+    fs = view.frame_state(view.width(), view.height())
+    assert fs.label_w == LABEL_W + 150 and fs.x_of(t_mid) > LABEL_W + 150
+    # the wider column now holds labels: a click there folds, no event is selected
+    gpu = next(i for i, r in enumerate(view.model.rows) if r.key == "gpu/0")
+    gy = view.row_y(gpu)[0] + 5
+    qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=QPoint(LABEL_W + 100, gy))
+    assert "gpu/0" in view.collapsed

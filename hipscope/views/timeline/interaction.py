@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolTip
 
 from ...model.units import fmt_duration
-from .render import AXIS_H, LABEL_W
+from .render import AXIS_H
 from .tracks import TrackControls
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class TimelineInput:
         pos = event.position()
         d = event.angleDelta()
         mods = event.modifiers()
-        if pos.x() < LABEL_W or mods & Qt.KeyboardModifier.ShiftModifier:
+        if pos.x() < self.tracks.label_w or mods & Qt.KeyboardModifier.ShiftModifier:
             v.vbar.setValue(v.vbar.value() - (d.y() or d.x()) // 2)
         elif d.y():
             v.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x())
@@ -54,11 +54,11 @@ class TimelineInput:
         if event.button() != Qt.MouseButton.LeftButton or v.model is None:
             return
         x, y = pos.x(), pos.y()
-        if y < AXIS_H and x >= LABEL_W:
+        if y < AXIS_H and x >= self.tracks.label_w:
             t = v.t_of(x)
             self.drag = {"kind": "ruler", "t": t, "x": x}
             v.ruler, v.ruler_stats = (t, t), None
-        elif x < LABEL_W and y >= AXIS_H:
+        elif x < self.tracks.label_w and y >= AXIS_H:
             row = self.tracks.label_row_at(y)       # sticky group headers included
             if row >= 0 and v.model.rows[row].kind in ("group", "fold"):
                 v.toggle_group(row)
@@ -108,7 +108,8 @@ class TimelineInput:
         """Handle a key press; False when the key is not the timeline's."""
         v = self.view
         k = event.key()
-        ax = self.mouse_x if self.mouse_x is not None and self.mouse_x > LABEL_W else None
+        ax = (self.mouse_x if self.mouse_x is not None and self.mouse_x > self.tracks.label_w
+              else None)
         if k == Qt.Key.Key_W:
             v.zoom(ZOOM_STEP, ax)
         elif k == Qt.Key.Key_S:

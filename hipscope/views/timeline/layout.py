@@ -15,6 +15,8 @@ import numpy as np
 from ...analysis import lod
 
 ROW_H = {"group": 20, "track": 18, "counter": 34, "fold": 18}
+LABEL_W = 250                  # the label column's default width (the user may drag it)
+LABEL_W_RANGE = (120, 700)
 
 
 @dataclass
@@ -25,6 +27,7 @@ class TrackOptions:
     pinned: list[str] = field(default_factory=list)           # shown first, in order
     order: dict[str, list[str]] = field(default_factory=dict)  # parent key -> child keys
     filter: str = ""                                          # label text (any case)
+    label_w: int = LABEL_W                                    # label column width (px)
 
     def move(self, model: lod.TimelineModel, row: int, step: int) -> None:
         """Move a row ``step`` places among its siblings."""

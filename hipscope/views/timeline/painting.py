@@ -17,7 +17,7 @@ from . import palette as pal
 from . import render as rd
 from .frame_state import FrameState
 from .layout import sticky_rows as layout_sticky_rows
-from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
+from .render import AXIS_H, LEGEND_H, SCROLL_W
 
 
 def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
@@ -35,12 +35,12 @@ def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
     tw, th = fs.tw, fs.th
     t0, t1 = fs.window
     frame = rd.Frame(fs.model, t0, t1, tw)
-    labels = rd.paint_tracks(p, fs, frame, LABEL_W, AXIS_H, tw, th, stats)
+    labels = rd.paint_tracks(p, fs, frame, fs.label_w, AXIS_H, tw, th, stats)
     p.save()
-    p.setClipRect(LABEL_W, AXIS_H, tw, th)
-    rd.paint_labels(p, fs, labels, LABEL_W, AXIS_H, stats)
+    p.setClipRect(fs.label_w, AXIS_H, tw, th)
+    rd.paint_labels(p, fs, labels, fs.label_w, AXIS_H, stats)
     for k, _row in enumerate(sticky_rows(fs)):       # sticky group headers' bands
-        p.fillRect(QRectF(LABEL_W, AXIS_H + k * rd.ROW_H["group"], tw, rd.ROW_H["group"]),
+        p.fillRect(QRectF(fs.label_w, AXIS_H + k * rd.ROW_H["group"], tw, rd.ROW_H["group"]),
                    rd.qcolor(pal.GROUP_BG))
     _paint_find_outlines(p, fs, stats)
     _paint_selection(p, fs)
@@ -80,7 +80,7 @@ def _paint_find_outlines(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> N
             continue
         hit = np.flatnonzero(mask[r.events.index[pos]])
         for j in hit[:2000].tolist():
-            p.drawRect(QRectF(LABEL_W + x0[j] + .5, ry[0] + 1.5, x1[j] - x0[j] - 1,
+            p.drawRect(QRectF(fs.label_w + x0[j] + .5, ry[0] + 1.5, x1[j] - x0[j] - 1,
                               ry[1] - 4))
 
 
@@ -141,7 +141,7 @@ def _paint_ruler_box(p: QPainter, fs: FrameState) -> None:
     fm = fs.fonts.small_metrics
     bw = max(fm.horizontalAdvance(s) for s in lines) + 12
     bh = fm.height() * len(lines) + 8
-    x = min(max(fs.x_of(b) + 6, LABEL_W + 4), LABEL_W + fs.tw - bw - 4)
+    x = min(max(fs.x_of(b) + 6, fs.label_w + 4), fs.label_w + fs.tw - bw - 4)
     rect = QRectF(x, AXIS_H + 4, bw, bh)
     p.fillRect(rect, QColor(20, 24, 32, 230))
     p.setPen(QColor(120, 170, 255))
@@ -158,10 +158,10 @@ def _paint_label_column(p: QPainter, fs: FrameState) -> None:
         _draw_label_column(p, fs, AXIS_H)        # images, SVG: draw directly
         return
     dpr = fs.dpr
-    key = (id(fs.layout), fs.scroll, th, dpr, fs.layout.total)
+    key = (id(fs.layout), fs.scroll, th, dpr, fs.layout.total, fs.label_w)
     cache = fs.cache
     if cache.label_pixmap is None or cache.label_pixmap[0] != key:
-        pm = QPixmap(int(LABEL_W * dpr), int(th * dpr))
+        pm = QPixmap(int(fs.label_w * dpr), int(th * dpr))
         pm.setDevicePixelRatio(dpr)
         q = QPainter(pm)
         try:
@@ -174,9 +174,9 @@ def _paint_label_column(p: QPainter, fs: FrameState) -> None:
 
 def _draw_label_column(p: QPainter, fs: FrameState, oy: int) -> None:
     th = fs.th
-    p.fillRect(0, oy, LABEL_W, th, rd.qcolor(pal.LABEL_BG))
+    p.fillRect(0, oy, fs.label_w, th, rd.qcolor(pal.LABEL_BG))
     p.save()
-    p.setClipRect(0, oy, LABEL_W, th)
+    p.setClipRect(0, oy, fs.label_w, th)
     lay = fs.layout
     first = max(int(np.searchsorted(lay.y + lay.h, fs.scroll, side="right")), 0)
     for i in range(first, len(lay.rows)):
@@ -192,7 +192,7 @@ def _draw_label_column(p: QPainter, fs: FrameState, oy: int) -> None:
         _draw_row_label(p, fs, fs.model.rows[row], oy + k * gh, gh)
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
-    p.drawLine(LABEL_W - 1, oy, LABEL_W - 1, oy + th)
+    p.drawLine(fs.label_w - 1, oy, fs.label_w - 1, oy + th)
 
 
 def sticky_rows(fs: FrameState) -> list[int]:
@@ -206,7 +206,7 @@ def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:
     indent = 8 + 14 * r.level
     if r.kind in ("group", "fold"):              # a fold row: the quiet tracks' stand-in
         if r.kind == "group":
-            p.fillRect(0, y, LABEL_W, h, rd.qcolor(pal.GROUP_BG))
+            p.fillRect(0, y, fs.label_w, h, rd.qcolor(pal.GROUP_BG))
         p.setPen(rd.qcolor(pal.TEXT_DIM))
         p.setFont(fonts.normal)
         p.drawText(QRectF(indent - 2, y, 12, h), Qt.AlignmentFlag.AlignCenter,
@@ -217,11 +217,12 @@ def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:
     else:
         p.setFont(fonts.normal)
         p.setPen(rd.qcolor(pal.TEXT if r.kind == "track" else pal.TEXT_DIM))
-    text = fonts.metrics.elidedText(r.label, Qt.TextElideMode.ElideRight, LABEL_W - indent - 6)
-    p.drawText(QRectF(indent, y, LABEL_W - indent - 4, h),
+    lw = fs.label_w
+    text = fonts.metrics.elidedText(r.label, Qt.TextElideMode.ElideRight, lw - indent - 6)
+    p.drawText(QRectF(indent, y, fs.label_w - indent - 4, h),
                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
     p.setPen(rd.qcolor(pal.SEPARATOR))
-    p.drawLine(0, y + h - 1, LABEL_W, y + h - 1)
+    p.drawLine(0, y + h - 1, fs.label_w, y + h - 1)
 
 
 def _paint_axis(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> None:
@@ -229,26 +230,26 @@ def _paint_axis(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> None:
     trace a base time box at the left and short '+offset' labels; the window's length
     at the right (the label column holds the track filter)."""
     tw = fs.tw
-    p.fillRect(0, 0, LABEL_W + tw + SCROLL_W, AXIS_H, rd.qcolor(pal.LABEL_BG))
+    p.fillRect(0, 0, fs.label_w + tw + SCROLL_W, AXIS_H, rd.qcolor(pal.LABEL_BG))
     t0, t1 = fs.window
     origin = fs.axis_origin if fs.axis_origin is not None else fs.model.t_min
     p.setFont(fs.fonts.small)
     fm = fs.fonts.small_metrics
     base, ticks = axis_ticks(t0, t1, origin, tw)
     window = f"window {fmt_duration(t1 - t0)}"
-    right = LABEL_W + tw - fm.horizontalAdvance(window) - 8
+    right = fs.label_w + tw - fm.horizontalAdvance(window) - 8
     p.setPen(rd.qcolor(pal.TEXT_DIM))
     p.drawText(QPointF(right + 4, AXIS_H - 11), window)
     p.save()
-    p.setClipRect(LABEL_W, 0, tw, AXIS_H)
+    p.setClipRect(fs.label_w, 0, tw, AXIS_H)
     last_right, drawn = -1e9, []
     if base:
         text = f"{base} +"
         bw = fm.horizontalAdvance(text) + 10
-        p.fillRect(QRectF(LABEL_W + 2, 4, bw, AXIS_H - 10), rd.qcolor(pal.GROUP_BG))
+        p.fillRect(QRectF(fs.label_w + 2, 4, bw, AXIS_H - 10), rd.qcolor(pal.GROUP_BG))
         p.setPen(rd.qcolor(pal.TEXT))
-        p.drawText(QPointF(LABEL_W + 7, AXIS_H - 11), text)
-        last_right = LABEL_W + 2 + bw
+        p.drawText(QPointF(fs.label_w + 7, AXIS_H - 11), text)
+        last_right = fs.label_w + 2 + bw
     for t, label in ticks:
         x = fs.x_of(t)
         p.setPen(rd.qcolor(pal.SEPARATOR))
@@ -262,7 +263,7 @@ def _paint_axis(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> None:
     stats.axis = (base, drawn)
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
-    p.drawLine(0, AXIS_H - 1, LABEL_W + tw + SCROLL_W, AXIS_H - 1)
+    p.drawLine(0, AXIS_H - 1, fs.label_w + tw + SCROLL_W, AXIS_H - 1)
 
 
 def _paint_legend(p: QPainter, fs: FrameState) -> None:

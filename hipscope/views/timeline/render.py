@@ -21,12 +21,12 @@ from PySide6.QtGui import (QColor, QFont, QFontMetrics, QImage, QPainter, QPaint
 from ...analysis import lod
 from ...analysis.timeline_model.ruler import axis_ticks
 from . import palette as pal
-from .layout import ROW_H, Layout, TrackOptions  # noqa: F401 (re-exported: rd.Layout)
+from .layout import LABEL_W, ROW_H, Layout, TrackOptions  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from .frame_state import FrameState
 
-LABEL_W = 250            # label column
+# LABEL_W: the label column's default width (in .layout; the view's own: FrameState)
 AXIS_H = 30              # time axis + ruler strip
 LEGEND_H = 22            # colour legend strip
 SCROLL_W = 12            # vertical scroll bar

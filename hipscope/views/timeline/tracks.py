@@ -1,5 +1,6 @@
-"""The timeline's track controls: the filter box over the label column and the
-per-track context menu (hide, pin, move up/down, fold, show hidden tracks).
+"""The timeline's track controls: the filter box over the label column, the
+per-track context menu (hide, pin, move up/down, fold, show hidden tracks) and the
+label column's width (drag its right edge).
 
 They change the view's :class:`~.layout.TrackOptions` (or its collapsed keys) and
 ask the view to lay its rows out again; the view keeps no other track state.
@@ -9,31 +10,83 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, QRect, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLineEdit, QMenu
 
-from .layout import ROW_H, Layout, TrackOptions, sticky_rows
-from .render import AXIS_H, LABEL_W
+from .layout import LABEL_W_RANGE, ROW_H, Layout, TrackOptions, sticky_rows
+from .render import AXIS_H, LEGEND_H, SCROLL_W
+
+EDGE_PX = 4               # how near the label column's edge a drag resizes it
 
 if TYPE_CHECKING:
     from .view import TimelineView
 
 
-class TrackControls:
-    """The filter box and the track menu of one timeline (``options`` is its state)."""
+class TrackControls(QObject):
+    """The filter box, the track menu and the label column's width of one timeline
+    (``options`` is their state)."""
 
     def __init__(self, view: TimelineView):
+        super().__init__(view)
         self.view = view
         self.options = TrackOptions()
+        self._resizing = False
         self.filter_edit = QLineEdit(view)
         self.filter_edit.setPlaceholderText("Filter tracks…")
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.setToolTip("Show only the tracks whose label (or group) holds this text")
         self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
-        self.filter_edit.setGeometry(4, 3, LABEL_W - 8, AXIS_H - 6)   # over the label column
         view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         view.customContextMenuRequested.connect(self._on_view_context_menu_requested)
+        view.installEventFilter(self)           # the label column's edge: drag to resize
+        self.set_label_w(self.options.label_w)
+
+    # ---- the label column -----------------------------------------------------------
+    @property
+    def label_w(self) -> int:
+        return self.options.label_w
+
+    def set_label_w(self, w: int) -> None:
+        """Make the label column ``w`` px wide (kept within ``LABEL_W_RANGE``)."""
+        lo, hi = LABEL_W_RANGE
+        self.options.label_w = int(min(max(w, lo), hi, max(self.view.width() - 200, lo)))
+        self.filter_edit.setGeometry(4, 3, self.options.label_w - 8, AXIS_H - 6)
+        self.view.update()
+
+    def track_rect(self) -> QRect:
+        """The track area: right of the label column, between axis and legend."""
+        v, lw = self.view, self.options.label_w
+        return QRect(lw, AXIS_H, max(v.width() - lw - SCROLL_W, 1),
+                     max(v.height() - AXIS_H - LEGEND_H, 1))
+
+    def eventFilter(self, obj, event) -> bool:
+        """Drags on the label column's right edge resize it (before the view's own
+        mouse handling); the cursor tells where that works."""
+        t = event.type()
+        if obj is not self.view or t not in (QEvent.Type.MouseButtonPress,
+                                             QEvent.Type.MouseMove,
+                                             QEvent.Type.MouseButtonRelease):
+            return False
+        x = event.position().x()
+        near = abs(x - self.options.label_w) <= EDGE_PX
+        if t == QEvent.Type.MouseButtonPress and near and \
+                event.button() == Qt.MouseButton.LeftButton:
+            self._resizing = True
+            return True
+        if t == QEvent.Type.MouseMove:
+            if self._resizing:
+                self.set_label_w(int(x))
+                return True
+            if near:
+                self.view.setCursor(Qt.CursorShape.SplitHCursor)
+            else:
+                self.view.unsetCursor()
+            return False
+        if t == QEvent.Type.MouseButtonRelease and self._resizing:
+            self._resizing = False
+            return True
+        return False
 
     def unfold_quiet(self, group: int) -> bool:
         """Show the quiet tracks of a group (True when they were folded)."""
@@ -53,7 +106,7 @@ class TrackControls:
         """The full label of the row under a point of the label column (labels are
         cut to the column's width), with what the row holds; '' elsewhere."""
         v = self.view
-        if v.model is None or x >= LABEL_W or y < AXIS_H:
+        if v.model is None or x >= self.options.label_w or y < AXIS_H:
             return ""
         row = self._row_at(y)
         if row < 0:
