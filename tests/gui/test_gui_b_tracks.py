@@ -194,3 +194,20 @@ def test_dragging_the_label_columns_edge_resizes_it(qtbot, view):
     gy = view.row_y(gpu)[0] + 5
     qtbot.mouseClick(view, Qt.MouseButton.LeftButton, pos=QPoint(LABEL_W + 100, gy))
     assert "gpu/0" in view.collapsed
+
+
+def test_legend_entries_have_the_full_name_as_tooltip(view):
+    from hipscope.views.timeline.painting import legend_entries
+    from hipscope.views.timeline.render import LEGEND_H
+
+    long_name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"
+    n = 30
+    start = np.arange(n, dtype=np.int64) * 10_000
+    view.document.set_trace(Trace(kernels=build_table("kernels", {
+        "name": [long_name] * 20 + ["gemm"] * 10, "device": np.zeros(n, np.int16),
+        "start": start, "end": start + 5_000, "stream": np.zeros(n, np.int32)})))
+    entries = legend_entries(view.fonts, view.scale, view.width())
+    (e,) = [e for e in entries if e[3] == long_name]
+    assert e[2] != long_name                                  # cut in the legend ...
+    y = view.height() - LEGEND_H // 2
+    assert view.input.tracks.label_tooltip((e[0] + e[1]) / 2, y) == long_name   # ... whole here

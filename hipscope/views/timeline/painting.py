@@ -295,6 +295,23 @@ _LEGEND_TITLES = {"name": "Colour by name", "duration": "Colour by duration",
 LEGEND_CHARS = 30          # a legend entry: names cut where they differ
 
 
+def legend_entries(fonts, scale, w: int) -> list[tuple[float, float, str, str, int]]:
+    """The name legend's entries as drawn: (x0, x1, text, full name, colour key);
+    the tooltip of the legend strip reads them back."""
+    fm = fonts.small_metrics
+    x = 8 + fm.horizontalAdvance(_LEGEND_TITLES[scale.mode]) + 14
+    names = [n for n, _ in scale.top_names]
+    out = []
+    for short, (name, key) in zip(readable_labels(names, LEGEND_CHARS), scale.top_names):
+        short = fm.elidedText(short, Qt.TextElideMode.ElideMiddle, 200)
+        x1 = x + 14 + fm.horizontalAdvance(short)
+        if x1 + 2 > w - 8:
+            break
+        out.append((x, x1, short, name, key))
+        x = x1 + 14
+    return out
+
+
 def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     w = fs.w
     p.fillRect(0, y, w, LEGEND_H, rd.qcolor(pal.LABEL_BG))
@@ -307,16 +324,10 @@ def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     p.drawText(QPointF(x, y + 15), title)
     x += fm.horizontalAdvance(title) + 14
     if mode == "name":
-        names = [n for n, _ in fs.scale.top_names]
-        shorts = readable_labels(names, LEGEND_CHARS)
-        for short, (_name, key) in zip(shorts, fs.scale.top_names):
-            short = fm.elidedText(short, Qt.TextElideMode.ElideMiddle, 200)
-            if x + 16 + fm.horizontalAdvance(short) > w - 8:
-                break
-            p.fillRect(QRectF(x, y + 6, 10, 10), rd.qcolor(fs.palette.rgb[key]))
+        for x0, _x1, short, _name, key in legend_entries(fs.fonts, fs.scale, w):
+            p.fillRect(QRectF(x0, y + 6, 10, 10), rd.qcolor(fs.palette.rgb[key]))
             p.setPen(rd.qcolor(pal.TEXT))
-            p.drawText(QPointF(x + 14, y + 15), short)
-            x += 14 + fm.horizontalAdvance(short) + 14
+            p.drawText(QPointF(x0 + 14, y + 15), short)
     elif mode == "delta":
         _draw_delta_legend(p, fs, x, y)
     else:

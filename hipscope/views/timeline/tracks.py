@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLineEdit, QMenu
 
 from .layout import LABEL_W_RANGE, ROW_H, Layout, TrackOptions, sticky_rows
+from .painting import legend_entries
 from .render import AXIS_H, LEGEND_H, SCROLL_W
 
 EDGE_PX = 4               # how near the label column's edge a drag resizes it
@@ -106,6 +107,8 @@ class TrackControls(QObject):
         """The full label of the row under a point of the label column (labels are
         cut to the column's width), with what the row holds; '' elsewhere."""
         v = self.view
+        if v.model is not None and y >= v.height() - LEGEND_H:
+            return self._legend_tooltip(x)
         if v.model is None or x >= self.options.label_w or y < AXIS_H:
             return ""
         row = self._row_at(y)
@@ -127,6 +130,16 @@ class TrackControls(QObject):
 
     def _relayout(self) -> None:
         self.view._relayout()  # noqa: SLF001 (this module is the view's track half)
+
+    def _legend_tooltip(self, x: float) -> str:
+        """The full name of the legend entry at x ('' between entries)."""
+        v = self.view
+        if v.scale.mode != "name":
+            return ""
+        for x0, x1, _text, name, _key in legend_entries(v.fonts, v.scale, v.width()):
+            if x0 <= x <= x1:
+                return name
+        return ""
 
     # ---- the menu -------------------------------------------------------------------
     def menu_for(self, row: int) -> QMenu:
