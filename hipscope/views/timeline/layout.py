@@ -105,8 +105,8 @@ class Layout:
         by_key = {r.key: i for i, r in enumerate(model.rows)}
         fold_of = {r.parent: i for i, r in enumerate(model.rows) if r.kind == "fold"}
         self.pinned = {by_key[k] for k in opts.pinned if k in by_key}
-        out = [by_key[k] for k in opts.pinned if k in by_key and by_key[k] not in
-               _hidden_rows(model, opts)]
+        hidden = _hidden_rows(model, opts) if opts.pinned else set()
+        out = [by_key[k] for k in opts.pinned if k in by_key and by_key[k] not in hidden]
         placed: set[int] = set()
         stack = list(reversed(_roots(model)))
         while stack:
