@@ -240,13 +240,8 @@ def _gpu_rows(b: _Builder) -> None:
             parent = g
             if by_queue and q >= 0:
                 if q not in queue_rows:
-                    streams = sorted(shared.get((d, q), ()))
-                    extra = (" · streams " + ", ".join(map(str, streams[:6]))
-                             if len(streams) > 1 else "")
-                    if len(streams) > 6:          # not a 560-number label
-                        extra += f", … ({len(streams)} streams)"
-                    queue_rows[q] = b.add(Row(f"gpu/{d}/q{q}", f"Queue {q}{extra}", 0,
-                                              "group", device=d), g)
+                    queue_rows[q] = b.add(Row(f"gpu/{d}/q{q}", _queue_label(
+                        q, sorted(shared.get((d, q), ()))), 0, "group", device=d), g)
                 parent = queue_rows[q]
             if s >= 0:
                 lab = f"Stream {s}"
@@ -261,6 +256,14 @@ def _gpu_rows(b: _Builder) -> None:
                 b.track(f"gpu/{d}/copies", "Copies", "copies", corder, lo, hi, g,
                         cstart, cend, d)
         _gpu_marker_rows(b, d, g)
+
+
+def _queue_label(q: int, streams: list[int]) -> str:
+    """'Queue 2 · streams 2, 4, 5, 567'; six streams at most, then the count."""
+    if len(streams) < 2:
+        return f"Queue {q}"
+    more = f", … ({len(streams)} streams)" if len(streams) > 6 else ""
+    return f"Queue {q} · streams " + ", ".join(map(str, streams[:6])) + more
 
 
 def _gpu_marker_rows(b: _Builder, device: int, parent: int) -> None:
