@@ -69,8 +69,9 @@ def test_quiet_tracks_fold_into_one_row_with_a_count_and_unfold(qtbot, view):
 
 def test_revealing_a_quiet_kernel_unfolds_its_tracks(view):
     view.document.set_trace(_streams_trace(12))
-    view.reveal("kernels", 45)                                # a quiet stream's kernel
-    row = int(view.model.track_of["kernels"][45])
+    row = int(view.model.track_of["kernels"][45])             # a quiet stream's kernel
+    assert row not in view.layout.pos_of                      # folded away at first
+    view.reveal("kernels", 45)
     assert row in view.layout.pos_of
 
 
