@@ -212,3 +212,14 @@ def test_legend_entries_have_the_full_name_as_tooltip(view):
     assert e[2] != long_name                                  # cut in the legend ...
     y = view.height() - LEGEND_H // 2
     assert view.input.tracks.label_tooltip((e[0] + e[1]) / 2, y) == long_name   # ... whole here
+
+
+def test_describe_reports_what_the_track_area_shows(view):
+    view.document.set_trace(_streams_trace(12))
+    d = view.input.tracks.describe()
+    labels = [t["label"] for t in d["tracks"]]
+    assert labels[0].startswith("GPU") and "Stream 1" in labels
+    (fold,) = [t for t in d["tracks"] if t["kind"] == "fold"]
+    assert fold["events"] == 12 and d["folded"] == 12
+    busy = next(t for t in d["tracks"] if t["label"] == "Stream 1")
+    assert busy["events"] == 40 and d["hidden"] == 0 and d["filter"] == ""

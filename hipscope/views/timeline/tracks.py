@@ -141,6 +141,26 @@ class TrackControls(QObject):
                 return name
         return ""
 
+    def describe(self) -> dict:
+        """What the track area shows now, for the screenshot hook and tests: the rows
+        in sight (label, kind, events; folded rows stand for ``events`` quiet
+        tracks), what is hidden, folded and filtered out, the filter, the column width."""
+        v = self.view
+        lay, scroll = cast(Layout, v.layout), cast(int, v.scroll)
+        rows = []
+        if v.model is not None:
+            top, bottom = scroll, scroll + v.track_rect.height()
+            for p in range(len(lay.rows)):
+                if lay.y[p] + lay.h[p] <= top or lay.y[p] >= bottom:
+                    continue
+                r = v.model.rows[int(lay.rows[p])]
+                n = len(r.events) if r.events is not None else len(r.members)
+                rows.append({"label": r.label, "kind": r.kind, "events": n,
+                             "pinned": int(lay.rows[p]) in lay.pinned})
+        return {"tracks": rows, "hidden": lay.n_hidden, "folded": lay.n_folded,
+                "filtered": lay.n_filtered, "filter": self.options.filter,
+                "label_w": self.options.label_w}
+
     # ---- the menu -------------------------------------------------------------------
     def menu_for(self, row: int) -> QMenu:
         """The context menu of model row ``row`` (-1: outside any row)."""
