@@ -53,6 +53,8 @@ def test_trace_tab_gives_the_timeline_most_of_the_screen(window, qtbot, tmp_path
     assert details.geometry().left() >= summary.geometry().right()
     assert details.geometry().top() >= timeline.mapTo(window, timeline.rect().bottomLeft()).y()
     assert timeline.width() >= 0.95 * window.width()
+    from hipscope.views.timeline.render import LABEL_W
+    assert timeline.track_rect.x() == LABEL_W          # the label column at its default
     assert timeline.height() >= 0.5 * window.height()
     # the bottom strip still shows a table's rows
     assert summary.height() >= 250

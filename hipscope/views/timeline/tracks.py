@@ -51,7 +51,7 @@ class TrackControls(QObject):
     def set_label_w(self, w: int) -> None:
         """Make the label column ``w`` px wide (kept within ``LABEL_W_RANGE``)."""
         lo, hi = LABEL_W_RANGE
-        self.options.label_w = int(min(max(w, lo), hi, max(self.view.width() - 200, lo)))
+        self.options.label_w = int(min(max(w, lo), hi))
         self.filter_edit.setGeometry(4, 3, self.options.label_w - 8, AXIS_H - 6)
         self.view.update()
 
@@ -76,8 +76,8 @@ class TrackControls(QObject):
             self._resizing = True
             return True
         if t == QEvent.Type.MouseMove:
-            if self._resizing:
-                self.set_label_w(int(x))
+            if self._resizing:                  # the tracks keep 200 px at least
+                self.set_label_w(int(min(x, self.view.width() - 200)))
                 return True
             if near:
                 self.view.setCursor(Qt.CursorShape.SplitHCursor)
