@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
                 self.restoreGeometry(geo)
             if state is not None:
                 self.restoreState(state)
+                self.panel_docks.defaults_pending = False     # the user's layout wins
         self._on_tabs_current_changed(-1)
         hints = QApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):

@@ -32,7 +32,7 @@ def _connect_summary(panel: QWidget, commands: Commands) -> None:
     cast(KernelSummaryView, panel).show_panel_requested.connect(commands.show_panel)
 
 
-register_panel(PanelSpec("details", "Details", DetailsView, area="right", order=10))
+register_panel(PanelSpec("details", "Details", DetailsView, area="bottom", order=10))
 register_panel(PanelSpec(
     "summary", "Kernel summary", KernelSummaryView, order=20,
     actions=(PanelAction("export.summary_csv", "Kernel &summary as CSV…", MENU_EXPORT,

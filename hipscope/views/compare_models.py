@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor, QFont
 
 from ..analysis import diff
 from ..analysis.lod import short_name
+from ..analysis.timeline_model.names import distinct_labels
 from .tables.format import fmt_bytes, fmt_duration
 
 BETTER = QColor(46, 160, 80)
@@ -96,6 +97,27 @@ def run_names(paths) -> list[str]:
 
 def label_of(key: str) -> str:
     return diff.headline_label(key)
+
+
+def display_names(names: list[str]) -> list[str]:
+    """Row names of a comparison: the readable short name first; where two rows share
+    it (template instances), the part of the full name that tells them apart after
+    it, so that no two rows read alike when the column is cut."""
+    short = [short_name(n) for n in names]
+    seen: dict[str, list[int]] = {}
+    for i, s in enumerate(short):
+        seen.setdefault(s, []).append(i)
+    label = distinct_labels(short, HEAD_CHARS)    # long names: the telling part first
+    for rows in seen.values():
+        if len(rows) > 1:
+            tells = distinct_labels([names[i] for i in rows], DISTINCT_CHARS)
+            for i, t in zip(rows, tells):
+                label[i] = f"{short[i]}   ·   {t}"
+    return [h if h == n else f"{h}   ·   {n}" for h, n in zip(label, names)]
+
+
+DISTINCT_CHARS = 60       # of a full name shown after a shared short name
+HEAD_CHARS = 44           # the start of a row's text tells it from the others
 
 
 class _Table(QAbstractTableModel):
@@ -180,9 +202,7 @@ class KernelDiffModel(_Table):
         if kd is not None:
             self._delta, self._ratio = kd.delta_total, kd.ratio
             self._lower = [n.lower() for n in kd.names]
-            short = [short_name(n) for n in kd.names]   # readable first, full name after
-            self._display_names = [s if s == n else f"{s}   ·   {n}"
-                                   for s, n in zip(short, kd.names)]
+            self._display_names = display_names(kd.names)
         self._refilter()
         self.endResetModel()
 

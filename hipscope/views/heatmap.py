@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -71,7 +72,7 @@ class CounterHeatmapView(WorkerPanel):
     def _build(self) -> None:
         bar = self._build_controls()
         top, bottom = self._build_panes()
-        split = QSplitter(Qt.Orientation.Vertical)
+        split = QSplitter(Qt.Orientation.Horizontal)   # side by side: a wide, short dock
         split.addWidget(top)
         split.addWidget(bottom)
         split.setStretchFactor(0, 3)
@@ -79,7 +80,13 @@ class CounterHeatmapView(WorkerPanel):
         content = QWidget()
         cl = QVBoxLayout(content)
         cl.setContentsMargins(0, 0, 0, 0)
-        cl.addLayout(bar)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.setMinimumWidth(40)   # it may shrink: a narrow dock stays possible
+        row = QHBoxLayout()             # one row of options: the matrix keeps the height
+        row.addLayout(bar, 3)
+        for w, stretch in ((self.instances_box, 0), (self.constant_box, 0), (self.status, 1)):
+            row.addWidget(w, stretch)
+        cl.addLayout(row)
         cl.addWidget(split, 1)
         self._set_pages(EMPTY_TEXT, content)
         self._connect_controls()
@@ -94,19 +101,24 @@ class CounterHeatmapView(WorkerPanel):
         self.per_combo.addItem("per kernel (mean)", "kernel")
         self.filter_edit = QLineEdit(placeholderText="filter counters (regex)")
         self.filter_edit.setMinimumWidth(60)
-        self.instances_box = QCheckBox("per-instance counters")
+        self.instances_box = QCheckBox("per instance")
+        self.instances_box.setToolTip("Show per-instance counters (one column per SE, XCD, ...)")
         self.constant_box = QCheckBox("hide constant")
         self.constant_box.setChecked(True)
         self.cluster_button = QPushButton("Cluster rows")
         self.status = QLabel()
         bar = QHBoxLayout()
-        for w in (QLabel("Scale:"), self.norm_combo, self.per_combo, self.filter_edit,
-                  self.cluster_button):
+        for combo in (self.norm_combo, self.per_combo):     # narrow docks stay possible
+            combo.setToolTip("Colour scale" if combo is self.norm_combo else "Rows")
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(6)
+        for w in (self.norm_combo, self.per_combo, self.filter_edit, self.cluster_button):
             bar.addWidget(w)
         return bar
 
     def _build_panes(self) -> tuple[QWidget, QWidget]:
-        """The matrix (top) and the counters along time (bottom)."""
+        """The matrix (left) and the counters along time (right)."""
         self.legend = ColourLegend()
         self.canvas = HeatmapCanvas()
         self.canvas.tooltip_fn = self._tooltip
@@ -119,21 +131,17 @@ class CounterHeatmapView(WorkerPanel):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        row.addWidget(self.instances_box)
-        row.addWidget(self.constant_box)
-        row.addWidget(self.status, 1)
-        row.addWidget(self.legend, 1)
-        tl.addLayout(row)
         tl.addWidget(self.scroll, 1)
         bottom = QWidget()
         bl = QVBoxLayout(bottom)
         bl.setContentsMargins(0, 0, 0, 0)
         brow = QHBoxLayout()
-        self.time_label = QLabel("Counters along the visible window, device:")
+        self.time_label = QLabel("Along the visible window, device:")
+        self.time_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         brow.addWidget(self.time_label)
         brow.addWidget(self.device_combo)
         brow.addStretch(1)
+        brow.addWidget(self.legend)       # one colour scale for both panes
         bl.addLayout(brow)
         bl.addWidget(self.time_canvas, 1)
         return top, bottom
@@ -321,8 +329,8 @@ class CounterHeatmapView(WorkerPanel):
         limit = min(TIME_MAX_COUNTERS, self.time_canvas.fitting_rows())
         names = set(self.matrix.column_names()[:limit])
         self.time_label.setText(
-            "Counters along the visible window (dispatch values, scaled per counter; "
-            f"first {min(limit, self.matrix.shape[1])} of {self.matrix.shape[1]}), device:")
+            f"Along the visible window (first {min(limit, self.matrix.shape[1])} of "
+            f"{self.matrix.shape[1]} counters, dispatch values scaled per counter), device:")
         dm = self.dispatch_matrix
         cols = [i for i, c in enumerate(dm.columns) if c.name in names]
         m = dm.take_columns(cols)

@@ -9,6 +9,9 @@ from PySide6.QtCore import QPoint, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from ..analysis.timeline_model.names import distinct_labels
+
+DISTINCT_ROWS_MAX = 5000      # more rows: plain middle cuts (telling apart costs a sort)
 NAN_RGB = (58, 58, 64)        # a value that was not collected
 EMPTY_RGB = (232, 232, 232)   # a time bin without any dispatch
 
@@ -53,8 +56,9 @@ class HeatmapCanvas(QWidget):
     cell_clicked = Signal(int, int)      # row, col (col -1: the row label)
     header_clicked = Signal(int)
 
-    CELL_W, CELL_H, LABEL_W, HEADER_H = 16, 16, 300, 170    # HEADER_H: the default
-    MAX_HEADER_H = 340
+    CELL_W, CELL_H, LABEL_W, HEADER_H = 16, 16, 300, 100    # HEADER_H: the default
+    MAX_HEADER_H = 110      # rows stay in sight in a default-height dock; names are cut
+                            # where they differ (full names in the tooltips)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -62,6 +66,8 @@ class HeatmapCanvas(QWidget):
         self.image: QImage | None = None
         self.rows: list[str] = []
         self.cols: list[str] = []
+        self.row_texts: list[str] = []       # as drawn: cut where the names differ
+        self.col_texts: list[str] = []
         self.tooltip_fn = None
         self.sort_col: int | None = None
         self.sort_desc = True
@@ -75,6 +81,10 @@ class HeatmapCanvas(QWidget):
         fm = QFontMetrics(self.font())
         longest = max((fm.horizontalAdvance(c) for c in cols), default=0) + 28
         self.header_h = int(np.clip(longest, 60, self.MAX_HEADER_H))
+        char_w = max(fm.horizontalAdvance("n"), 1) * 1.1
+        self.row_texts = (distinct_labels(rows, max(int((self.LABEL_W - 8) / char_w), 8))
+                          if len(rows) <= DISTINCT_ROWS_MAX else list(rows))
+        self.col_texts = distinct_labels(cols, max(int((self.header_h - 10) / char_w), 8))
         w = self.LABEL_W + max(1, len(cols)) * self.CELL_W + 8
         h = self.header_h + max(1, len(rows)) * self.CELL_H + 8
         self.setFixedSize(w, h)
@@ -107,7 +117,7 @@ class HeatmapCanvas(QWidget):
         r0 = max(0, (event.rect().top() - hh) // ch)
         r1 = min(len(self.rows), (event.rect().bottom() - hh) // ch + 1)
         for r in range(r0, r1):          # visible labels only (bounded by the viewport)
-            text = fm.elidedText(self.rows[r], Qt.TextElideMode.ElideMiddle, lw - 8)
+            text = fm.elidedText(self.row_texts[r], Qt.TextElideMode.ElideMiddle, lw - 8)
             p.drawText(QRect(2, hh + r * ch, lw - 6, ch),
                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text)
         c0 = max(0, (event.rect().left() - lw) // cw)
@@ -115,7 +125,7 @@ class HeatmapCanvas(QWidget):
         p.save()
         p.rotate(-90)
         for c in range(c0, c1):
-            name = self.cols[c]
+            name = self.col_texts[c]
             if c == self.sort_col:
                 name = ("▼ " if self.sort_desc else "▲ ") + name
             text = fm.elidedText(name, Qt.TextElideMode.ElideMiddle, hh - 8)

@@ -110,6 +110,7 @@ class QueueDelayView(WorkerPanel):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
@@ -123,12 +124,12 @@ class QueueDelayView(WorkerPanel):
         plots.addWidget(self._titled("Distribution", self.hist_plot))
         plots.addWidget(self._titled("Over the visible window (kernels per cell; red: median)",
                                      self.density_plot))
-        split = QSplitter(Qt.Orientation.Vertical)
+        split = QSplitter(Qt.Orientation.Horizontal)     # the table beside: all its rows show
         split.addWidget(plots)
         split.addWidget(self._titled(f"Worst {N_WORST} launches (click: show in timeline)",
                                      self.table))
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
         content = QWidget()
         lay = QVBoxLayout(content)
         lay.setContentsMargins(4, 4, 4, 4)

@@ -304,7 +304,7 @@ class RunPanel(QWidget):
         el = s.elapsed()
         if el is not None:
             parts.append(("took " if final else "for ") + fmt_seconds(el))
-        parts.append(f"{s.line_count:,} lines")
+        parts.append(f"{s.line_count:,} line{'' if s.line_count == 1 else 's'}")   # not "1 lines"
         if s.telemetry.count:
             parts.append(f"{s.telemetry.count:,} telemetry samples")
         line = " · ".join(parts)

@@ -51,6 +51,11 @@ def fmt_figure(key: str, value) -> tuple[str, str]:
         return label, f"{value:.4g}"
     if isinstance(value, int):
         return label, f"{value:,}"
+    if isinstance(value, dict):          # counts by name: 'cudaStreamSynchronize × 3'
+        return label, ", ".join(f"{k} × {v:,}" if isinstance(v, int) else
+                                f"{k}: {fmt_figure(str(k), v)[1]}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return label, ", ".join(fmt_figure(key, v)[1] for v in value)
     return label, str(value)
 
 

@@ -223,7 +223,7 @@ def test_collapse_group_hides_rows(qtbot, loaded):
 
 def test_grouping_switch_changes_rows(loaded):
     keys_q = [r.key for r in loaded.model.rows]
-    assert any(k.startswith("gpu/0/q") and k.count("/") == 2 for k in keys_q)
+    assert any(k.startswith("gpu/0/q") for k in keys_q)   # rows by queue (one stream each)
     loaded.document.view_state.set_grouping("stream")
     keys_s = [r.key for r in loaded.model.rows]
     assert keys_s != keys_q

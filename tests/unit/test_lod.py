@@ -158,9 +158,12 @@ def test_grouping_changes_rows():
     tr = _trace()
     q = lod.build_model(tr, "queue")
     s = lod.build_model(tr, "stream")
-    qgroups = [r for r in q.rows if r.kind == "group" and r.key.startswith("gpu/") and r.level == 1]
-    assert [r.label for r in qgroups][:3] == ["Queue 0", "Queue 1", "Queue 2"]
-    assert all(q.rows[c].kind == "track" for g in qgroups for c in g.children)
+    # each queue carries one stream: one row per queue, no header level (issue 16)
+    qtracks = [r for r in q.rows if r.kind == "track" and r.key.startswith("gpu/0/q")]
+    assert [r.label for r in qtracks] == [f"Queue {x} › Stream {x}" for x in (0, 1, 2)]
+    assert all(r.level == 1 for r in qtracks)
+    assert not [r for r in q.rows if r.kind == "group" and r.key.startswith("gpu/")
+                and r.level == 1]
     assert not [r for r in s.rows if r.kind == "group" and r.key.startswith("gpu/")
                 and r.level == 1]
     streams = sorted(r.label for r in s.rows if r.table == "kernels" and r.kind == "track")
@@ -172,15 +175,16 @@ def test_queue_rows_show_shared_streams():
     m = lod.build_model(tr, "queue")
     # queue 0 of device 0 carries streams 0 only; device 1's queue 0 carries stream 10
     labels = {r.key: r.label for r in m.rows}
-    assert labels["gpu/0/q0"] == "Queue 0"
+    assert labels["gpu/0/q0/s0"] == "Queue 0 › Stream 0"      # one stream: one row
+    assert "gpu/0/q0" not in labels
     k = tr.kernels
     shared = build_table("kernels", {c: k.data.column(c) for c in k.present
                                      if c != "stream"} | {
         "stream": np.array([7 if i % 2 else 8 for i in range(len(k))], np.int32)})
     m2 = lod.build_model(Trace(kernels=shared, devices=tr.devices), "queue")
     lab = {r.key: r.label for r in m2.rows}
-    assert lab["gpu/0/q0"] == "Queue 0"               # device 0 only uses stream 8
-    assert "streams" not in lab["gpu/1/q1"]
+    assert lab["gpu/0/q0/s8"] == "Queue 0 › Stream 8"   # device 0 only uses stream 8
+    assert "streams" not in lab["gpu/1/q1/s7"]
     both = Trace(kernels=build_table("kernels", {
         "name": ["a", "b"], "device": np.zeros(2, np.int16), "start": np.array([0, 10]),
         "end": np.array([5, 15]), "queue": np.zeros(2, np.int32),

@@ -21,6 +21,23 @@ def name_key(name: str) -> int:
     return zlib.crc32(name.encode("utf-8", "replace")) & 0xFFF
 
 
+HASH_KEYS = 4096          # keys 0..4095: hashed names
+DISTINCT_MAX = 9          # up to this many kernel names get keys HASH_KEYS + rank: the
+                          # view's categorical colours, as far apart as colours go
+
+
+def kernel_name_keys(names: list[str]) -> np.ndarray:
+    """Colour keys of the kernel names: with few names, one distinct colour each (by
+    the names' sorted order, so equal name sets colour alike in every run); else the
+    stable hash of each name."""
+    real = sorted({n for n in names if n})
+    if 0 < len(real) <= DISTINCT_MAX:
+        rank = {n: i for i, n in enumerate(real)}
+        return np.array([HASH_KEYS + rank[n] if n in rank else name_key(n) for n in names],
+                        np.uint16)
+    return np.array([name_key(n) for n in names], np.uint16)
+
+
 @dataclass(frozen=True)
 class ColorScale:
     mode: str
@@ -61,9 +78,10 @@ def color_scale(trace: Trace, model: TimelineModel, mode: str,
         codes, names = model.codes["kernels"], model.names["kernels"]
         dur = int_column(k, "end", 0) - int_column(k, "start", 0)
         tot = np.bincount(codes[codes >= 0], weights=dur[codes >= 0], minlength=len(names))
+        keys = kernel_name_keys(names)
         for c in np.argsort(-tot)[:8]:
             if tot[c] > 0:
-                top.append((names[c], name_key(names[c])))
+                top.append((names[c], int(keys[c])))
     return ColorScale(mode, top_names=tuple(top))
 
 
@@ -96,7 +114,9 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
     dv = None
     if scale.mode == "delta" and values is not None and len(values) == len(trace.kernels):
         dv = np.asarray(values, dtype=np.float64)
-    lut = {t: np.array([name_key(n) for n in model.names[t]] + [NO_KEY], np.uint16)
+    lut = {t: np.r_[kernel_name_keys(model.names[t]) if t == "kernels" else
+                    np.array([name_key(n) for n in model.names[t]], np.uint16),
+                    np.uint16(NO_KEY)].astype(np.uint16)
            for t in EVENT_TABLES}
     out = {}
     for i in model.tracks():

@@ -30,6 +30,8 @@ class Row:
     children: list[int] = field(default_factory=list)
     device: int | None = None
     collapsed_default: bool = False   # groups that start folded (deep Python stacks)
+    quiet: bool = False               # a near-empty track, folded under its "fold" row
+    members: list[int] = field(default_factory=list)   # a fold row: its quiet tracks
 
 
 @dataclass(eq=False)
@@ -111,7 +113,9 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     _host_rows(b)
     _counter_rows(b)
     _sample_rows(b)
+    _merge_single_children(b)
     tr = trace.time_range() or (0, 1)
+    _fold_quiet_tracks(b, max(int(tr[1]) - int(tr[0]), 1))
     names, codes = {}, {}
     for t in EVENT_TABLES:
         tab = getattr(trace, t)
@@ -120,6 +124,68 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     labels = {t: [short_name(n or "") for n in names[t]] for t in EVENT_TABLES}
     return TimelineModel(b.rows, int(tr[0]), int(tr[1]), names, codes, b.track_of,
                          len(trace.kernels), grouping, labels)
+
+
+def _merge_single_children(b: _Builder) -> None:
+    """A group below the top level with one child gives way to it, the labels joined
+    ("Queue 1 › Stream 568"; "Queue 0" over its one "Queue 0" track stays "Queue 0"):
+    no header row for a level that tells nothing apart."""
+    rows = b.rows
+    drop = [r.kind == "group" and r.level >= 1 and len(r.children) == 1 for r in rows]
+    if not any(drop):
+        return
+    for i, r in enumerate(rows):            # parents come before their children
+        if drop[i]:
+            child = rows[r.children[0]]
+            if not child.label.startswith(r.label):
+                child.label = f"{r.label} › {child.label}"
+            child.collapsed_default = child.collapsed_default or r.collapsed_default
+    remap = np.full(len(rows) + 1, -1, np.int64)       # old index -> new (-1: dropped)
+    kept = [i for i in range(len(rows)) if not drop[i]]
+    remap[kept] = np.arange(len(kept))
+    out: list[Row] = []
+    for i in kept:
+        r = rows[i]
+        parent = r.parent
+        while parent >= 0 and drop[parent]:
+            parent = rows[parent].parent
+        r.parent = int(remap[parent]) if parent >= 0 else -1
+        r.level = out[r.parent].level + 1 if r.parent >= 0 else 0
+        r.children = []
+        if r.parent >= 0:
+            out[r.parent].children.append(len(out))
+        out.append(r)
+    b.rows[:] = out
+    for t, arr in b.track_of.items():
+        b.track_of[t] = remap[arr.astype(np.int64)].astype(arr.dtype)
+
+
+QUIET_EVENTS = 3          # a track with at most this many events ...
+QUIET_BUSY = 0.001        # ... busy for less than this share of the trace is "quiet"
+QUIET_FOLD_MIN = 3        # a group folds its quiet tracks from this many on
+
+
+def _fold_quiet_tracks(b: _Builder, span: int) -> None:
+    """Mark near-empty tracks quiet and give each group with several of them one
+    "fold" row (kind "fold", starts folded) that stands in for them: the MI350 trace's
+    hundreds of one-kernel streams become one row with a count."""
+    for g in range(len(b.rows)):
+        r = b.rows[g]
+        if r.kind != "group":
+            continue
+        quiet = []
+        for c in r.children:
+            ev = b.rows[c].events
+            if (b.rows[c].kind == "track" and ev is not None and len(ev) <= QUIET_EVENTS
+                    and int((ev.end - ev.start).sum()) < QUIET_BUSY * span):
+                quiet.append(c)
+        if len(quiet) < QUIET_FOLD_MIN:
+            continue
+        for c in quiet:
+            b.rows[c].quiet = True
+        label = f"{len(quiet)} quiet tracks (≤ {QUIET_EVENTS} events each)"
+        b.rows.append(Row(f"{r.key}/quiet", label, r.level + 1, "fold", parent=g,
+                          device=r.device, collapsed_default=True, members=quiet))
 
 
 def _stream_queue_map(trace: Trace) -> dict[tuple[int, int], set[int]]:
@@ -164,8 +230,9 @@ def _gpu_rows(b: _Builder) -> None:
             shared.setdefault((d, q), set()).add(s)
     for d in devices:
         label = tr.device_name(d) if d >= 0 else "GPU (unknown)"
-        g = b.add(Row(f"gpu/{d}", f"GPU {d} · {label}" if d >= 0 else label, 0, "group",
-                      device=d))
+        if d >= 0 and label != f"GPU {d}":           # never "GPU 0 · GPU 0"
+            label = f"GPU {d} · {label}"
+        g = b.add(Row(f"gpu/{d}", label, 0, "group", device=d))
         queue_rows: dict[int, int] = {}
         for kk, lo, hi in runs:
             if (kk >> 48) - 1 != d:
@@ -174,11 +241,8 @@ def _gpu_rows(b: _Builder) -> None:
             parent = g
             if by_queue and q >= 0:
                 if q not in queue_rows:
-                    streams = sorted(shared.get((d, q), ()))
-                    extra = (" · streams " + ", ".join(map(str, streams))
-                             if len(streams) > 1 else "")
-                    queue_rows[q] = b.add(Row(f"gpu/{d}/q{q}", f"Queue {q}{extra}", 0,
-                                              "group", device=d), g)
+                    queue_rows[q] = b.add(Row(f"gpu/{d}/q{q}", _queue_label(
+                        q, sorted(shared.get((d, q), ()))), 0, "group", device=d), g)
                 parent = queue_rows[q]
             if s >= 0:
                 lab = f"Stream {s}"
@@ -193,6 +257,14 @@ def _gpu_rows(b: _Builder) -> None:
                 b.track(f"gpu/{d}/copies", "Copies", "copies", corder, lo, hi, g,
                         cstart, cend, d)
         _gpu_marker_rows(b, d, g)
+
+
+def _queue_label(q: int, streams: list[int]) -> str:
+    """'Queue 2 · streams 2, 4, 5, 567'; six streams at most, then the count."""
+    if len(streams) < 2:
+        return f"Queue {q}"
+    more = f", … ({len(streams)} streams)" if len(streams) > 6 else ""
+    return f"Queue {q} · streams " + ", ".join(map(str, streams[:6])) + more
 
 
 def _gpu_marker_rows(b: _Builder, device: int, parent: int) -> None:
@@ -241,7 +313,7 @@ def _host_rows(b: _Builder) -> None:
         tids = sorted(set(np.unique(atid[sel_a]).tolist()) |
                       set(np.unique(mtid[sel_m]).tolist()))
         for t in tids:
-            tl = f"Thread {t}" if t >= 0 else "Thread ?"
+            tl = f"Thread {t}" if t >= 0 else "Thread (id not recorded)"
             th = b.add(Row(f"host/{p}/t{t}", tl, 0, "group"), g)
             asel = sel_a[atid[sel_a] == t]
             if len(asel):      # API calls first: they carry the launch arrows

@@ -7,12 +7,14 @@ formatter) so that a column of durations stays readable from 800 ns to 12 s.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
+from ...analysis.timeline_model.names import short_name
 from ...model.units import fmt_duration, fmt_time
 
 # durations and times: the one formatter (hipscope.model.units), shared with the core
 __all__ = ["fmt_duration", "fmt_time", "fmt_bytes", "fmt_int", "fmt_id", "fmt_dims",
-           "fmt_percent", "parse_duration"]
+           "fmt_percent", "fmt_kernel_name", "parse_duration"]
 
 
 def _is_missing(value) -> bool:
@@ -48,6 +50,17 @@ def fmt_dims(x, y, z) -> str:
     while vals and _is_missing(vals[-1]):
         vals.pop()                       # trailing unknown dimensions are left out
     return "×".join("?" if _is_missing(v) else str(int(v)) for v in vals)
+
+
+@lru_cache(maxsize=8192)
+def fmt_kernel_name(name: str) -> str:
+    """A kernel name as the tables show it: a mangled name reads like the timeline's
+    label (``a::b::c``), the mangled text after it (it tells overloads apart)."""
+    if name.startswith("_Z"):
+        short = short_name(name)
+        if short != name:
+            return f"{short}  ·  {name}"
+    return name
 
 
 def fmt_percent(f) -> str:

@@ -21,7 +21,7 @@ from ...model.names import match_mask
 from ...model.trace import Trace
 from ...model.view_state import Filters
 from .columnar import Col, ColumnarModel
-from .format import fmt_bytes, fmt_dims, fmt_duration, fmt_id, fmt_int, fmt_time
+from .format import fmt_bytes, fmt_dims, fmt_duration, fmt_id, fmt_int, fmt_kernel_name, fmt_time
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class KernelsTableModel(ColumnarModel):
         key = self.columns[column].key
         if key == "name":
             c = int(self._cache["name"][source_row])
-            return self._names[c] if c >= 0 else ""
+            return fmt_kernel_name(self._names[c]) if c >= 0 else ""   # like the timeline
         if key in _DIMS:
             return fmt_dims(*(self._raw(c)[source_row] for c in _DIMS[key]))
         if key == "queue_delay_ns" and key not in self._cache:

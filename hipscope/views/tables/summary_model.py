@@ -11,7 +11,7 @@ from ...analysis.context import analyses_of
 from ...analysis.stats import GroupStats
 from ...model.trace import Trace
 from .columnar import Col, ColumnarModel
-from .format import fmt_duration, fmt_int, fmt_percent
+from .format import fmt_duration, fmt_int, fmt_kernel_name, fmt_percent
 
 COLUMNS = (
     Col("name", "Name", "kernel name", numeric=False),
@@ -72,7 +72,7 @@ class KernelSummaryModel(ColumnarModel):
 
     def text(self, column: int, source_row: int) -> str:
         if column == 0:
-            return self.name(source_row)
+            return fmt_kernel_name(self.name(source_row))    # demangled like the timeline
         return super().text(column, source_row)
 
     def tooltip(self, column: int, source_row: int) -> str | None:

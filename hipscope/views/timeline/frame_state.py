@@ -70,11 +70,12 @@ class FrameState:
     fonts: Fonts
     message_font: QFont               # the widget's own font (the empty states)
     cache: PaintCache
+    label_w: int = LABEL_W            # width of the label column (the user may drag it)
 
     @property
     def tw(self) -> int:
         """Width of the track area."""
-        return max(self.w - LABEL_W - SCROLL_W, 1)
+        return max(self.w - self.label_w - SCROLL_W, 1)
 
     @property
     def th(self) -> int:
@@ -84,7 +85,7 @@ class FrameState:
     def x_of(self, t: float) -> float:
         """Painter x of time ``t`` (ns)."""
         t0, t1 = self.window
-        return LABEL_W + (t - t0) * self.tw / max(t1 - t0, 1)
+        return self.label_w + (t - t0) * self.tw / max(t1 - t0, 1)
 
     def row_y(self, row: int) -> tuple[int, int] | None:
         """Painter y and height of a shown row (None when collapsed away)."""

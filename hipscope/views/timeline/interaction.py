@@ -19,7 +19,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolTip
 
 from ...model.units import fmt_duration
-from .render import AXIS_H, LABEL_W
+from .render import AXIS_H
+from .tracks import TrackControls
 
 if TYPE_CHECKING:
     from .view import TimelineView
@@ -48,6 +49,7 @@ class TimelineInput:
         self.drag: dict | None = None
         self.mouse_x: float | None = None
         self.last_pick = "selection"     # or "ruler": what F zooms to
+        self.tracks = TrackControls(view)       # filter box and track menu (tracks.py)
 
     def wheel(self, event) -> None:
         v = self.view
@@ -57,14 +59,15 @@ class TimelineInput:
         ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
         shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
         if self.wheel_zooms:                                  # the classic mapping
-            if pos.x() < LABEL_W or shift:
+            if pos.x() < self.tracks.label_w or shift:
                 v.vbar.setValue(v.vbar.value() - (d.y() or d.x()) // 2)
             elif d.y():
                 v.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x())
             elif d.x():
                 v.pan(-d.x() / 1200.0)
         elif ctrl and d.y():
-            v.zoom(ZOOM_STEP ** (d.y() / 120.0), pos.x() if pos.x() >= LABEL_W else None)
+            ax = pos.x() if pos.x() >= self.tracks.label_w else None
+            v.zoom(ZOOM_STEP ** (d.y() / 120.0), ax)
         elif shift and (d.y() or d.x()):
             v.pan(-(d.y() or d.x()) / 1200.0)
         elif d.y():
@@ -91,13 +94,13 @@ class TimelineInput:
         if event.button() != Qt.MouseButton.LeftButton or v.model is None:
             return
         x, y = pos.x(), pos.y()
-        if y < AXIS_H and x >= LABEL_W:
+        if y < AXIS_H and x >= self.tracks.label_w:
             t = v.t_of(x)
             self.drag = {"kind": "ruler", "t": t, "x": x}
             v.ruler, v.ruler_stats = (t, t), None
-        elif x < LABEL_W and y >= AXIS_H:
-            row = v.layout.at(y - AXIS_H + v.scroll)
-            if row >= 0 and v.model.rows[row].kind == "group":
+        elif x < self.tracks.label_w and y >= AXIS_H:
+            row = self.tracks.label_row_at(y)       # sticky group headers included
+            if row >= 0 and v.model.rows[row].kind in ("group", "fold"):
                 v.toggle_group(row)
         elif y >= AXIS_H:
             self.drag = {"kind": "pan", "x": x, "y": y, "moved": False,
@@ -168,7 +171,8 @@ class TimelineInput:
         """One keyboard move: zoom_in/zoom_out (at the cursor when over the tracks),
         pan_left/pan_right, zoom_selection, fit."""
         v = self.view
-        ax = self.mouse_x if self.mouse_x is not None and self.mouse_x > LABEL_W else None
+        x = self.mouse_x
+        ax = x if x is not None and x > self.tracks.label_w else None
         if what == "zoom_in":
             v.zoom(ZOOM_STEP, ax)
         elif what == "zoom_out":
@@ -209,6 +213,10 @@ class TimelineInput:
         """The name, duration and start of the event under the cursor."""
         v = self.view
         pos = ev.pos()
+        text = self.tracks.label_tooltip(pos.x(), pos.y())   # a row label, uncut
+        if text:
+            QToolTip.showText(ev.globalPos(), text, v)
+            return
         sel = v.hit(pos.x(), pos.y())
         if sel is None or v.document.trace is None:
             QToolTip.hideText()

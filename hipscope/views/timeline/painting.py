@@ -10,13 +10,15 @@ import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QLinearGradient, QPainter, QPen, QPixmap
 
-from ...analysis import lod
+from ...analysis.timeline_model.names import readable_labels
+from ...analysis.timeline_model.ruler import axis_ticks
 from ...model.units import fmt_duration
 from . import palette as pal
 from . import render as rd
 from .flows import FLOW_COLOURS
 from .frame_state import FrameState
-from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
+from .layout import sticky_rows as layout_sticky_rows
+from .render import AXIS_H, LEGEND_H, SCROLL_W
 
 
 def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
@@ -34,17 +36,20 @@ def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
     tw, th = fs.tw, fs.th
     t0, t1 = fs.window
     frame = rd.Frame(fs.model, t0, t1, tw)
-    labels = rd.paint_tracks(p, fs, frame, LABEL_W, AXIS_H, tw, th, stats)
+    labels = rd.paint_tracks(p, fs, frame, fs.label_w, AXIS_H, tw, th, stats)
     p.save()
-    p.setClipRect(LABEL_W, AXIS_H, tw, th)
-    rd.paint_labels(p, fs, labels, LABEL_W, AXIS_H, stats)
+    p.setClipRect(fs.label_w, AXIS_H, tw, th)
+    rd.paint_labels(p, fs, labels, fs.label_w, AXIS_H, stats)
+    for k, _row in enumerate(sticky_rows(fs)):       # sticky group headers' bands
+        p.fillRect(QRectF(fs.label_w, AXIS_H + k * rd.ROW_H["group"], tw, rd.ROW_H["group"]),
+                   rd.qcolor(pal.GROUP_BG))
     _paint_find_outlines(p, fs, stats)
     _paint_selection(p, fs)
     _paint_ruler_band(p, fs)
     _paint_origin(p, fs)
     p.restore()
     _paint_label_column(p, fs)
-    _paint_axis(p, fs)
+    _paint_axis(p, fs, stats)
     _paint_legend(p, fs)
     _paint_ruler_box(p, fs)
     stats.ms = (time.perf_counter() - t_start) * 1e3
@@ -76,7 +81,7 @@ def _paint_find_outlines(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> N
             continue
         hit = np.flatnonzero(mask[r.events.index[pos]])
         for j in hit[:2000].tolist():
-            p.drawRect(QRectF(LABEL_W + x0[j] + .5, ry[0] + 1.5, x1[j] - x0[j] - 1,
+            p.drawRect(QRectF(fs.label_w + x0[j] + .5, ry[0] + 1.5, x1[j] - x0[j] - 1,
                               ry[1] - 4))
 
 
@@ -137,7 +142,7 @@ def _paint_ruler_box(p: QPainter, fs: FrameState) -> None:
     fm = fs.fonts.small_metrics
     bw = max(fm.horizontalAdvance(s) for s in lines) + 12
     bh = fm.height() * len(lines) + 8
-    x = min(max(fs.x_of(b) + 6, LABEL_W + 4), LABEL_W + fs.tw - bw - 4)
+    x = min(max(fs.x_of(b) + 6, fs.label_w + 4), fs.label_w + fs.tw - bw - 4)
     rect = QRectF(x, AXIS_H + 4, bw, bh)
     p.fillRect(rect, QColor(20, 24, 32, 230))
     p.setPen(QColor(120, 170, 255))
@@ -154,10 +159,10 @@ def _paint_label_column(p: QPainter, fs: FrameState) -> None:
         _draw_label_column(p, fs, AXIS_H)        # images, SVG: draw directly
         return
     dpr = fs.dpr
-    key = (id(fs.layout), fs.scroll, th, dpr, fs.layout.total)
+    key = (id(fs.layout), fs.scroll, th, dpr, fs.layout.total, fs.label_w)
     cache = fs.cache
     if cache.label_pixmap is None or cache.label_pixmap[0] != key:
-        pm = QPixmap(int(LABEL_W * dpr), int(th * dpr))
+        pm = QPixmap(int(fs.label_w * dpr), int(th * dpr))
         pm.setDevicePixelRatio(dpr)
         q = QPainter(pm)
         try:
@@ -170,69 +175,96 @@ def _paint_label_column(p: QPainter, fs: FrameState) -> None:
 
 def _draw_label_column(p: QPainter, fs: FrameState, oy: int) -> None:
     th = fs.th
-    p.fillRect(0, oy, LABEL_W, th, rd.qcolor(pal.LABEL_BG))
+    p.fillRect(0, oy, fs.label_w, th, rd.qcolor(pal.LABEL_BG))
     p.save()
-    p.setClipRect(0, oy, LABEL_W, th)
+    p.setClipRect(0, oy, fs.label_w, th)
     lay = fs.layout
     first = max(int(np.searchsorted(lay.y + lay.h, fs.scroll, side="right")), 0)
     for i in range(first, len(lay.rows)):
         y = oy + int(lay.y[i]) - fs.scroll
         if y >= oy + th:
             break
-        _draw_row_label(p, fs, fs.model.rows[int(lay.rows[i])], y, int(lay.h[i]))
+        row = int(lay.rows[i])
+        _draw_row_label(p, fs, fs.model.rows[row], y, int(lay.h[i]))
+        if row in lay.pinned:                     # pinned: an accent bar on the left
+            p.fillRect(0, y + 2, 3, int(lay.h[i]) - 4, rd.qcolor(pal.HIGHLIGHT))
+    gh = rd.ROW_H["group"]
+    for k, row in enumerate(sticky_rows(fs)):    # the groups scrolled past stay on top
+        _draw_row_label(p, fs, fs.model.rows[row], oy + k * gh, gh)
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
-    p.drawLine(LABEL_W - 1, oy, LABEL_W - 1, oy + th)
+    p.drawLine(fs.label_w - 1, oy, fs.label_w - 1, oy + th)
+
+
+def sticky_rows(fs: FrameState) -> list[int]:
+    """The groups drawn as sticky headers at the top (see :func:`.layout.sticky_rows`)."""
+    return layout_sticky_rows(fs.layout, fs.scroll)
 
 
 def _draw_row_label(p: QPainter, fs: FrameState, r, y: int, h: int) -> None:
     """One row's label: a fold arrow and bold level-0 names for groups."""
     fonts = fs.fonts
     indent = 8 + 14 * r.level
-    if r.kind == "group":
-        p.fillRect(0, y, LABEL_W, h, rd.qcolor(pal.GROUP_BG))
+    if r.kind in ("group", "fold"):              # a fold row: the quiet tracks' stand-in
+        if r.kind == "group":
+            p.fillRect(0, y, fs.label_w, h, rd.qcolor(pal.GROUP_BG))
         p.setPen(rd.qcolor(pal.TEXT_DIM))
         p.setFont(fonts.normal)
         p.drawText(QRectF(indent - 2, y, 12, h), Qt.AlignmentFlag.AlignCenter,
                    "▸" if r.key in fs.collapsed else "▾")
-        p.setFont(fonts.bold if r.level == 0 else fonts.normal)
-        p.setPen(rd.qcolor(pal.TEXT))
+        p.setFont(fonts.bold if r.level == 0 and r.kind == "group" else fonts.normal)
+        p.setPen(rd.qcolor(pal.TEXT if r.kind == "group" else pal.TEXT_DIM))
         indent += 12
     else:
         p.setFont(fonts.normal)
         p.setPen(rd.qcolor(pal.TEXT if r.kind == "track" else pal.TEXT_DIM))
-    text = fonts.metrics.elidedText(r.label, Qt.TextElideMode.ElideRight, LABEL_W - indent - 6)
-    p.drawText(QRectF(indent, y, LABEL_W - indent - 4, h),
+    lw = fs.label_w
+    text = fonts.metrics.elidedText(r.label, Qt.TextElideMode.ElideRight, lw - indent - 6)
+    p.drawText(QRectF(indent, y, fs.label_w - indent - 4, h),
                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
     p.setPen(rd.qcolor(pal.SEPARATOR))
-    p.drawLine(0, y + h - 1, LABEL_W, y + h - 1)
+    p.drawLine(0, y + h - 1, fs.label_w, y + h - 1)
 
 
-def _paint_axis(p: QPainter, fs: FrameState) -> None:
+def _paint_axis(p: QPainter, fs: FrameState, stats: rd.FrameStats) -> None:
+    """Ticks relative to the trace start (or a comparison's origin); deep in a long
+    trace a base time box at the left and short '+offset' labels; the window's length
+    at the right (the label column holds the track filter)."""
     tw = fs.tw
-    p.fillRect(0, 0, LABEL_W + tw + SCROLL_W, AXIS_H, rd.qcolor(pal.LABEL_BG))
+    p.fillRect(0, 0, fs.label_w + tw + SCROLL_W, AXIS_H, rd.qcolor(pal.LABEL_BG))
     t0, t1 = fs.window
     origin = fs.axis_origin if fs.axis_origin is not None else fs.model.t_min
     p.setFont(fs.fonts.small)
     fm = fs.fonts.small_metrics
+    base, ticks = axis_ticks(t0, t1, origin, tw)
+    window = f"window {fmt_duration(t1 - t0)}"
+    right = fs.label_w + tw - fm.horizontalAdvance(window) - 8
     p.setPen(rd.qcolor(pal.TEXT_DIM))
-    p.drawText(QRectF(8, 0, LABEL_W - 12, AXIS_H), Qt.AlignmentFlag.AlignVCenter,
-               f"window {fmt_duration(t1 - t0)}  ·  drag here to measure")
+    p.drawText(QPointF(right + 4, AXIS_H - 11), window)
     p.save()
-    p.setClipRect(LABEL_W, 0, tw, AXIS_H)
-    last_right = -1e9
-    for t, label in rd.ticks(t0, t1, origin, tw):
+    p.setClipRect(fs.label_w, 0, tw, AXIS_H)
+    last_right, drawn = -1e9, []
+    if base:
+        text = f"{base} +"
+        bw = fm.horizontalAdvance(text) + 10
+        p.fillRect(QRectF(fs.label_w + 2, 4, bw, AXIS_H - 10), rd.qcolor(pal.GROUP_BG))
+        p.setPen(rd.qcolor(pal.TEXT))
+        p.drawText(QPointF(fs.label_w + 7, AXIS_H - 11), text)
+        last_right = fs.label_w + 2 + bw
+    for t, label in ticks:
         x = fs.x_of(t)
         p.setPen(rd.qcolor(pal.SEPARATOR))
         p.drawLine(QPointF(x, AXIS_H - 8), QPointF(x, AXIS_H))
         lw = fm.horizontalAdvance(label)
-        if x + 3 > last_right + 6 and x + 3 + lw <= LABEL_W + tw:
+        if x + 3 > last_right + 6 and x + 3 + lw <= right:
             p.setPen(rd.qcolor(pal.TEXT_DIM))
             p.drawText(QPointF(x + 3, AXIS_H - 11), label)
             last_right = x + 3 + lw
+            drawn.append(label)
+    stats.axis = (base, drawn)
     p.restore()
     p.setPen(rd.qcolor(pal.SEPARATOR))
-    p.drawLine(0, AXIS_H - 1, LABEL_W + tw + SCROLL_W, AXIS_H - 1)
+    p.drawLine(0, AXIS_H - 1, fs.label_w + tw + SCROLL_W, AXIS_H - 1)
 
 
 def _paint_legend(p: QPainter, fs: FrameState) -> None:
@@ -261,6 +293,26 @@ _LEGEND_TITLES = {"name": "Colour by name", "duration": "Colour by duration",
                   "delta": "Colour by time vs. the matched kernel"}
 
 
+LEGEND_CHARS = 30          # a legend entry: names cut where they differ
+
+
+def legend_entries(fonts, scale, w: int) -> list[tuple[float, float, str, str, int]]:
+    """The name legend's entries as drawn: (x0, x1, text, full name, colour key);
+    the tooltip of the legend strip reads them back."""
+    fm = fonts.small_metrics
+    x = 8 + fm.horizontalAdvance(_LEGEND_TITLES[scale.mode]) + 14
+    names = [n for n, _ in scale.top_names]
+    out = []
+    for short, (name, key) in zip(readable_labels(names, LEGEND_CHARS), scale.top_names):
+        short = fm.elidedText(short, Qt.TextElideMode.ElideMiddle, 200)
+        x1 = x + 14 + fm.horizontalAdvance(short)
+        if x1 + 2 > w - 8:
+            break
+        out.append((x, x1, short, name, key))
+        x = x1 + 14
+    return out
+
+
 def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     w = fs.w
     p.fillRect(0, y, w, LEGEND_H, rd.qcolor(pal.LABEL_BG))
@@ -273,14 +325,10 @@ def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     p.drawText(QPointF(x, y + 15), title)
     x += fm.horizontalAdvance(title) + 14
     if mode == "name":
-        for name, key in fs.scale.top_names:
-            short = fm.elidedText(lod.short_name(name), Qt.TextElideMode.ElideRight, 150)
-            if x + 16 + fm.horizontalAdvance(short) > w - 8:
-                break
-            p.fillRect(QRectF(x, y + 6, 10, 10), rd.qcolor(fs.palette.rgb[key]))
+        for x0, _x1, short, _name, key in legend_entries(fs.fonts, fs.scale, w):
+            p.fillRect(QRectF(x0, y + 6, 10, 10), rd.qcolor(fs.palette.rgb[key]))
             p.setPen(rd.qcolor(pal.TEXT))
-            p.drawText(QPointF(x + 14, y + 15), short)
-            x += 14 + fm.horizontalAdvance(short) + 14
+            p.drawText(QPointF(x0 + 14, y + 15), short)
     elif mode == "delta":
         _draw_delta_legend(p, fs, x, y)
     else:

@@ -58,6 +58,14 @@ _DIVERGING = np.array([(0x1A, 0x98, 0x50), (0x66, 0xBD, 0x63), (0xA6, 0xD9, 0x6A
 DELTA_NEUTRAL = (0x55, 0x5A, 0x63)  # kernels without a matched instance
 
 
+# Categorical colours for traces with few kernel names (keys 4096 + rank, see
+# analysis.timeline_model.colours.kernel_name_keys): Tableau 10 without its grey (the
+# unknown key is grey), in its order, so any first few are far apart.
+DISTINCT = ((0x4E, 0x79, 0xA7), (0xF2, 0x8E, 0x2B), (0x59, 0xA1, 0x4F), (0xE1, 0x57, 0x59),
+            (0xB0, 0x7A, 0xA1), (0xED, 0xC9, 0x48), (0x76, 0xB7, 0xB2), (0xFF, 0x9D, 0xA7),
+            (0x9C, 0x75, 0x5F))
+
+
 def pack(rgb: np.ndarray) -> np.ndarray:
     """(..., 3) 0..255 -> uint32 0xFFRRGGBB."""
     rgb = np.clip(np.round(rgb), 0, 255).astype(np.uint32)
@@ -97,7 +105,7 @@ class Palette:
     def __init__(self, mode: str):
         self.mode = mode
         if mode == "name":
-            rgb = np.array([name_rgb(k) for k in range(4096)], float)
+            rgb = np.array([name_rgb(k) for k in range(4096)] + list(DISTINCT), float)
         elif mode == "delta":
             rgb = delta_rgb(np.arange(256) / 255.0)
         else:

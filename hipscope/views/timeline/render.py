@@ -19,60 +19,24 @@ from PySide6.QtGui import (QColor, QFont, QFontMetrics, QImage, QPainter, QPaint
                            QStaticText, QTransform)
 
 from ...analysis import lod
+from ...analysis.timeline_model.ruler import axis_ticks
 from . import palette as pal
 from .find_ctl import dim_non_matches
+from .layout import LABEL_W, ROW_H, Layout, TrackOptions  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from .frame_state import FrameState
 
-LABEL_W = 250            # label column
+# LABEL_W: the label column's default width (in .layout; the view's own: FrameState)
 AXIS_H = 30              # time axis + ruler strip
 LEGEND_H = 22            # colour legend strip
 SCROLL_W = 12            # vertical scroll bar
 MIN_WIDE_PX = 3.0        # events at least this wide are drawn exactly
 MIN_LABEL_PX = 28        # ... and labelled from this width on
-ROW_H = {"group": 20, "track": 18, "counter": 34}
 
 
 def qcolor(rgb) -> QColor:
     return QColor(int(rgb[0]), int(rgb[1]), int(rgb[2]))
-
-
-# ----------------------------------------------------------------------------- layout
-class Layout:
-    """Rows shown (not under a collapsed group), their y offsets in content space."""
-
-    def __init__(self, model: lod.TimelineModel | None, collapsed: set[str]):
-        rows: list[int] = []
-        if model is not None:
-            hidden_under: set[int] = set()
-            for i, r in enumerate(model.rows):
-                if r.parent >= 0 and r.parent in hidden_under:
-                    hidden_under.add(i)
-                    continue
-                rows.append(i)
-                if r.kind == "group" and r.key in collapsed:
-                    hidden_under.add(i)
-        self.model = model
-        self.rows = np.array(rows, dtype=np.int64)
-        kinds = [model.rows[i].kind for i in rows] if model is not None else []
-        self.h = np.array([ROW_H[k] for k in kinds], dtype=np.int64)
-        self.y = np.r_[0, np.cumsum(self.h)[:-1]].astype(np.int64) if rows else np.zeros(
-            0, np.int64)
-        self.total = int(self.h.sum()) if rows else 0
-        self.pos_of = {int(r): p for p, r in enumerate(rows)}
-
-    def at(self, y: float) -> int:
-        """Row index (into model.rows) at content y, -1 outside."""
-        if len(self.rows) == 0 or y < 0 or y >= self.total:
-            return -1
-        return int(self.rows[int(np.searchsorted(self.y, y, side="right")) - 1])
-
-    def shown(self, row: int) -> int:
-        """The row itself when shown, else its nearest shown ancestor (-1: none)."""
-        while row >= 0 and row not in self.pos_of:
-            row = self.model.rows[row].parent
-        return row
 
 
 @dataclass
@@ -84,32 +48,16 @@ class FrameStats:
     rects: int = 0
     labels: int = 0
     ms: float = 0.0
+    axis: tuple[str, list[str]] = ("", [])     # base time and the tick labels drawn
     wide: dict[int, tuple] = field(default_factory=dict, repr=False)  # row -> (x0, x1, pos)
 
 
 # ----------------------------------------------------------------------------- axis
-# axis tick units (one shared unit per axis); duration labels come from model.units
-_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
-
-
 def ticks(t0: int, t1: int, origin: int, width: int, spacing: int = 110):
-    """Tick times (absolute ns) and labels relative to ``origin`` with a unit that
-    suits the window and only as many decimals as the step needs."""
-    span = max(t1 - t0, 1)
-    raw = span * spacing / max(width, 1)
-    mag = 10 ** np.floor(np.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    step = max(int(step), 1)
-    rel_max = max(abs(t1 - origin), abs(t0 - origin), 1)
-    scale, unit = next((s, u) for s, u in _UNITS if rel_max >= s or s == 1.0)
-    dec = max(0, int(np.ceil(-np.log10(step / scale) - 1e-9)))
-    first = -(-(t0 - origin) // step) * step + origin
-    out = []
-    t = first
-    while t <= t1 and len(out) < 200:
-        out.append((t, f"{(t - origin) / scale:.{dec}f} {unit}"))
-        t += step
-    return out
+    """Tick times (absolute ns) and labels relative to ``origin`` (see
+    :func:`hipscope.analysis.timeline_model.ruler.axis_ticks`, which also gives the
+    base time of deep zooms)."""
+    return axis_ticks(t0, t1, origin, width, spacing)[1]
 
 
 # ----------------------------------------------------------------------------- rows
@@ -125,7 +73,8 @@ def _coverage(frame, row: int):
             keys = lod.pixel_keys(ev, lo, hi, frame.edges, cov)
             got = (cov, keys, lo, hi)
         else:
-            covs = [_coverage(frame, c) for c in r.children]
+            kids = r.members if r.kind == "fold" else r.children
+            covs = [_coverage(frame, c) for c in kids]
             if covs:
                 stack = np.vstack([c[0] for c in covs])
                 best = np.argmax(stack, axis=0)
@@ -315,7 +264,7 @@ def paint_labels(p: QPainter, fs: FrameState, labels, x: int, y: int, stats: Fra
             st = cache.get(ck)
             if st is None:
                 full = names[code] if 0 <= code < len(names) else "?"
-                text = fm.elidedText(full, Qt.TextElideMode.ElideRight, wpx)
+                text = fm.elidedText(full, Qt.TextElideMode.ElideMiddle, wpx)
                 st = QStaticText(text) if text else False
                 if st:
                     st.setTextFormat(Qt.TextFormat.PlainText)

@@ -28,7 +28,7 @@ from .flows import TimelineFlows
 from .frame_state import Fonts, FrameState, PaintCache
 from .interaction import TimelineInput
 from .painting import paint_frame
-from .render import AXIS_H, LABEL_W, LEGEND_H, SCROLL_W
+from .render import AXIS_H, SCROLL_W
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,7 @@ class TimelineView(QWidget):
 
     @property
     def track_rect(self) -> QRect:
-        return QRect(LABEL_W, AXIS_H, max(self.width() - LABEL_W - SCROLL_W, 1),
-                     max(self.height() - AXIS_H - LEGEND_H, 1))
+        return self.input.tracks.track_rect()     # right of the (resizable) label column
 
     def x_of(self, t: float) -> float:
         t0, t1 = self.document.view_state.window
@@ -177,7 +176,7 @@ class TimelineView(QWidget):
         self.prepared.emit()
 
     def _relayout(self) -> None:
-        self.layout = rd.Layout(self.model, self.collapsed)
+        self.layout = rd.Layout(self.model, self.collapsed, self.input.tracks.options)
         self._update_scrollbar()
         self.update()
 
@@ -298,7 +297,7 @@ class TimelineView(QWidget):
         tr = int(self.model.track_of[table][row])
         if tr >= 0:
             anc = self.model.rows[tr].parent
-            changed = False
+            changed = self.model.rows[tr].quiet and self.input.tracks.unfold_quiet(anc)
             while anc >= 0:
                 key = self.model.rows[anc].key
                 if key in self.collapsed:
@@ -445,7 +444,7 @@ class TimelineView(QWidget):
             found=self.found, find_starts=self.find_starts, selection_box=box,
             arrows=tuple(self.flows.geometry()), axis_origin=self.axis_origin,
             ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
-            message_font=self.font(), cache=self.paint_cache)
+            message_font=self.font(), cache=self.paint_cache, label_w=self.track_rect.x())
 
     def render_to(self, p: QPainter, w: int, h: int) -> rd.FrameStats:
         """Paint the whole view with ``p`` at size ``w`` x ``h`` (widget, image, SVG)."""
