@@ -134,7 +134,8 @@ def build_forest(trace: Trace) -> OpForest:
     start = m.numpy("start", fill=0)[rows].astype(np.int64) if len(m) else pid
     end = m.numpy("end", fill=0)[rows].astype(np.int64) if len(m) else pid
     threads, thread = _thread_codes(pid, tid)
-    order = np.lexsort((-end, start, thread))
+    # ties (identical intervals) keep file order: the later op is the inner one
+    order = np.lexsort((np.arange(len(rows)), -end, start, thread))
     rows, thread, start, end = rows[order], thread[order], start[order], end[order]
     name_codes, names = m.codes("name") if len(m) else (np.zeros(0, np.int32), [])
     name, domain = name_codes[rows].astype(np.int64), dom_codes[rows].astype(np.int64)
