@@ -21,7 +21,7 @@ import numpy as np
 from ...model import Trace
 from ...model.progress import CancelledFn, check_cancel
 from ..kernel_class import CLASSES, COPY, classes_of
-from .forest import OpForest, build_forest
+from .forest import OpForest, build_forest, pair_keys
 
 ATTRIBUTED, NO_CALL, NO_OP = 0, 1, 2
 
@@ -93,8 +93,13 @@ def _call_threads(forest: OpForest, api) -> np.ndarray:
     if n == 0 or len(forest.threads) == 0:
         return np.full(n, -1, np.int64)
     ok = api.valid("pid") & api.valid("tid")
-    pairs = np.stack([api.numpy("pid", fill=-1).astype(np.int64),
-                      api.numpy("tid", fill=-1).astype(np.int64)], axis=1)
+    pid, tid = api.numpy("pid", fill=-1), api.numpy("tid", fill=0)
+    keys = pair_keys(pid, tid) if forest.thread_keys is not None else None
+    if keys is not None and forest.thread_keys is not None:
+        tk = forest.thread_keys
+        pos = np.minimum(np.searchsorted(tk, keys), len(tk) - 1)
+        return np.where(ok & (tk[pos] == keys), pos, -1)
+    pairs = np.stack([pid.astype(np.int64), tid.astype(np.int64)], axis=1)
     nt = len(forest.threads)
     uniq, inv = np.unique(np.concatenate([forest.threads, pairs]), axis=0,
                           return_inverse=True)

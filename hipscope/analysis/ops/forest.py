@@ -48,6 +48,7 @@ class OpForest:
     visible_parent: np.ndarray
     threads: np.ndarray                       # (n_threads, 2): pid, tid
     thread_bounds: np.ndarray                 # op index where each thread starts (+ end)
+    thread_keys: np.ndarray | None = None     # sorted pair_keys of ``threads`` when exact
     _paths: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -69,12 +70,27 @@ class OpForest:
         return self._paths[m]
 
 
-def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pair_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray | None:
+    """One int64 per (pid, tid), ``pid * 2**32 + tid``: exact while tids fit in 32
+    bits (OS thread ids do); None otherwise (callers then compare the pairs)."""
+    pid, tid = pid.astype(np.int64), tid.astype(np.int64)
+    if len(tid) and (int(tid.min()) < 0 or int(tid.max()) >= 1 << 32
+                     or int(np.abs(pid).max()) >= 1 << 31):
+        return None
+    return (pid << 32) + tid
+
+
+def _thread_codes(pid: np.ndarray, tid: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Distinct (pid, tid) rows, the row of each op, and their int64 keys (or None)."""
+    keys = pair_keys(pid, tid)
+    if keys is not None:
+        uniq_k, inv = np.unique(keys, return_inverse=True)
+        threads = np.stack([uniq_k >> 32, uniq_k & 0xFFFFFFFF], axis=1)
+        return threads, inv.reshape(-1).astype(np.int64), uniq_k
     pairs = np.stack([pid.astype(np.int64), tid.astype(np.int64)], axis=1)
-    if len(pairs) == 0:
-        return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
     uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
-    return uniq, inv.reshape(-1).astype(np.int64)
+    return uniq, inv.reshape(-1).astype(np.int64), None
 
 
 def enclosing_parent(thread: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -133,7 +149,7 @@ def build_forest(trace: Trace) -> OpForest:
     tid = m.numpy("tid", fill=-1)[rows] if len(m) else np.zeros(0, np.int64)
     start = m.numpy("start", fill=0)[rows].astype(np.int64) if len(m) else pid
     end = m.numpy("end", fill=0)[rows].astype(np.int64) if len(m) else pid
-    threads, thread = _thread_codes(pid, tid)
+    threads, thread, thread_keys = _thread_codes(pid, tid)
     # ties (identical intervals) keep file order: the later op is the inner one
     order = np.lexsort((np.arange(len(rows)), -end, start, thread))
     rows, thread, start, end = rows[order], thread[order], start[order], end[order]
@@ -151,4 +167,4 @@ def build_forest(trace: Trace) -> OpForest:
     visible_parent = np.where(parent >= 0, vis_self[np.maximum(parent, 0)], -1)
     bounds = np.searchsorted(thread, np.arange(len(threads) + 1))
     return OpForest(rows, thread, start, end, name, names, domain, list(domains), parent,
-                    depth, root, module, visible_parent, threads, bounds)
+                    depth, root, module, visible_parent, threads, bounds, thread_keys)
