@@ -49,6 +49,8 @@ class OpForest:
     threads: np.ndarray                       # (n_threads, 2): pid, tid
     thread_bounds: np.ndarray                 # op index where each thread starts (+ end)
     thread_keys: np.ndarray | None = None     # sorted pair_keys of ``threads`` when exact
+    visible: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    levels: list[np.ndarray] = field(default_factory=list, repr=False)
     _paths: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -56,6 +58,10 @@ class OpForest:
 
     def name_of(self, i: int) -> str:
         return self.names[int(self.name[i])]
+
+    def inherit(self, own: np.ndarray) -> np.ndarray:
+        """Per op: the nearest op at or above it where ``own`` is true, -1 for none."""
+        return _inherit(self.levels, self.parent, own)
 
     def module_path(self, i: int) -> str:
         """'BertModel_0/BertEncoder_0/...' of op ``i`` ('' outside every module)."""
@@ -167,4 +173,5 @@ def build_forest(trace: Trace) -> OpForest:
     visible_parent = np.where(parent >= 0, vis_self[np.maximum(parent, 0)], -1)
     bounds = np.searchsorted(thread, np.arange(len(threads) + 1))
     return OpForest(rows, thread, start, end, name, names, domain, list(domains), parent,
-                    depth, root, module, visible_parent, threads, bounds, thread_keys)
+                    depth, root, module, visible_parent, threads, bounds, thread_keys,
+                    visible, levels)
