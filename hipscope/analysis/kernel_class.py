@@ -12,6 +12,7 @@ pass per name.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,13 +87,13 @@ def kernel_class(name: str | None) -> str:
     return OTHER
 
 
-def class_codes(categories: list[str | None]) -> np.ndarray:
+def class_codes(categories: Sequence[str | None]) -> np.ndarray:
     """Index into :data:`CLASSES` for each distinct name (categorical table)."""
     index = {c: i for i, c in enumerate(CLASSES)}
     return np.array([index[kernel_class(n)] for n in categories], dtype=np.int8)
 
 
-def classes_of(codes: np.ndarray, categories: list[str | None]) -> np.ndarray:
+def classes_of(codes: np.ndarray | Sequence[int], categories: Sequence[str | None]) -> np.ndarray:
     """Class index per row from a name column's codes (-1 = null name: other)."""
     table = np.append(class_codes(categories), np.int8(CLASSES.index(OTHER)))
     codes = np.asarray(codes, dtype=np.int64)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -57,7 +57,7 @@ EXPECTED = [
 ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _names(folder: str) -> tuple[str, ...]:
     out: set[str] = set()
     for p in (SAMPLES / "kineto" / folder).glob("*.json.gz"):

@@ -20,7 +20,13 @@ import numpy as np
 import pytest
 
 from hipscope.analysis.ops import (
-    ATTRIBUTED, NO_CALL, NO_OP, attribute, build_forest, enclosing_parent, ops_report,
+    ATTRIBUTED,
+    NO_CALL,
+    NO_OP,
+    attribute,
+    build_forest,
+    enclosing_parent,
+    ops_report,
 )
 from hipscope.cli.main import main as cli
 from hipscope.parsers import open_trace

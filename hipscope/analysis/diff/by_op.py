@@ -133,12 +133,12 @@ def _by_name(s: _Side, level: str) -> dict[str, list[int]]:
 
 def _delta_rows(a: dict[str, list[int]], b: dict[str, list[int]], keys: list[str]
                 ) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k in keys:
         (ac, an), (bc, bn) = a.get(k, [0, 0]), b.get(k, [0, 0])
         rows.append({"name": k, "a_count": ac, "b_count": bc, "a_gpu_ns": an,
                      "b_gpu_ns": bn, "delta_ns": bn - an, "ratio": (bn / an) if an else None})
-    rows.sort(key=lambda r: (-abs(r["delta_ns"]), r["name"]))
+    rows.sort(key=lambda r: (-abs(int(r["delta_ns"])), str(r["name"])))
     return rows
 
 
@@ -155,10 +155,11 @@ def _pair_rows(a: _Side, b: _Side, level: str, matched: set[int]) -> list[dict[s
             row = sums.setdefault((f.module_path(i), f.name_of(i)), [0, 0, 0, 0])
             row[col] += int(per_op[i])
             row[2 + col] += 1
-    rows = [{"path": p, "name": n, "a_count": v[2], "b_count": v[3], "a_gpu_ns": v[0],
-             "b_gpu_ns": v[1], "delta_ns": v[1] - v[0],
-             "ratio": (v[1] / v[0]) if v[0] else None} for (p, n), v in sums.items()]
-    rows.sort(key=lambda r: (-abs(r["delta_ns"]), r["path"], r["name"]))
+    rows: list[dict[str, Any]] = [
+        {"path": p, "name": n, "a_count": v[2], "b_count": v[3], "a_gpu_ns": v[0],
+         "b_gpu_ns": v[1], "delta_ns": v[1] - v[0], "ratio": (v[1] / v[0]) if v[0] else None}
+        for (p, n), v in sums.items()]
+    rows.sort(key=lambda r: (-abs(int(r["delta_ns"])), str(r["path"]), str(r["name"])))
     return rows
 
 

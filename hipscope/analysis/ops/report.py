@@ -41,7 +41,7 @@ def op_rows(att: OpAttribution) -> list[dict[str, Any]]:
                          minlength=n_names * len(CLASSES)).reshape(n_names, len(CLASSES))
     first = np.zeros(n_names, np.int64)
     first[name_id[::-1]] = np.arange(len(f))[::-1]      # any op of each name, for its text
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in np.nonzero(kernels)[0]:
         rows.append({
             "name": f.name_of(int(first[i])), "count": int(count[i]),
@@ -49,7 +49,7 @@ def op_rows(att: OpAttribution) -> list[dict[str, Any]]:
             "kernels_per_call": float(kernels[i] / count[i]),
             "classes": {c: int(v) for c, v in zip(CLASSES, by_cls[i]) if v > 0},
         })
-    rows.sort(key=lambda r: (-r["gpu_ns"], r["name"]))
+    rows.sort(key=lambda r: (-int(r["gpu_ns"]), str(r["name"])))
     return rows
 
 
