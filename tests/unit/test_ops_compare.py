@@ -87,9 +87,11 @@ def test_by_kernel_keeps_the_name_matching_verdict(capsys):
     assert "ops" not in obj and obj["not_comparable"] is True
 
 
-def _trace_file(path, op_name: str) -> str:
+def _trace_file(path, op_name: str, step: str | None = None) -> str:
     events = [
         {"ph": "X", "cat": "cpu_op", "name": op_name, "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+    ] + ([{"ph": "X", "cat": "user_annotation", "name": step, "pid": 1, "tid": 1, "ts": 0,
+           "dur": 60}] if step else []) + [
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
          "ts": 10, "dur": 5, "args": {"correlation": 1}},
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 4,
@@ -107,3 +109,17 @@ def test_runs_without_a_common_op_are_not_comparable(tmp_path, capsys):
     assert obj["warnings"][0].startswith("not comparable: no op, module or step")
     assert cli(["compare", "--no-cache", a, b]) == 0
     assert "By op: no op, module or step of A matches one of B" in capsys.readouterr().out
+
+
+def test_profiler_steps_match_whatever_their_number(tmp_path, capsys):
+    """A recorded ProfilerStep#3, B ProfilerStep#10: the steps match first, then the
+    op inside them; a different op under the matched step matches at step level."""
+    a = _trace_file(tmp_path / "a.pt.trace.json", "aten::mm", "ProfilerStep#3")
+    b = _trace_file(tmp_path / "b.pt.trace.json", "aten::mm", "ProfilerStep#10")
+    c = _trace_file(tmp_path / "c.pt.trace.json", "aten::bmm", "ProfilerStep#10")
+    ops = _compare(capsys, "--no-cache", a, b)["ops"]
+    assert ops["level"] == "op" and ops["matched_ops"] == 2
+    ops = _compare(capsys, "--no-cache", a, c)["ops"]
+    assert ops["level"] == "module" and ops["levels"]["op"] == {"a": 0.0, "b": 0.0}
+    assert ops["levels"]["step"] == {"a": 1.0, "b": 1.0}
+    assert [r["name"] for r in ops["by_name"]] == ["ProfilerStep#"]
