@@ -33,10 +33,10 @@ def _report(argv: list[str]) -> int:
     p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
     p.add_argument("--counters", action="store_true",
                    help="per hardware counter, the kernels furthest from the rest")
-    p.add_argument("--ops", action="store_true",
-                   help="per launching op (PyTorch op, annotation, roctx/NVTX range): calls, "
-                        "CPU and GPU time, kernels per call, kernel classes")
-    args = p.parse_args(argv)
+    from . import report_ops  # --ops: cli/report_ops.py
+
+    report_ops.add_arguments(p)
+    args = p.parse_args(report_ops.normalize_argv(argv))
     from ..analysis.report import build_report, format_text
     from ..parsers import Cancelled, TraceFormatError, open_trace
     from ..parsers.base import UnknownReader
@@ -53,10 +53,7 @@ def _report(argv: list[str]) -> int:
         from ..analysis.counters import counter_outliers
 
         rep["counter_outliers"] = counter_outliers(trace)
-    if args.ops:   # analysis/ops/report.py
-        from ..analysis.ops import ops_report
-
-        rep.update(ops_report(trace, top=None if args.json else args.top))
+    report_ops.extend(rep, trace, args)
     if args.json:
         json.dump(rep, sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
@@ -67,9 +64,7 @@ def _report(argv: list[str]) -> int:
 
             print("\n" + format_outliers(rep["counter_outliers"]))
         if args.ops:
-            from ..analysis.ops import format_ops_text
-
-            print("\n" + format_ops_text(rep))
+            print("\n" + report_ops.text(rep, args))
     return 0
 
 

@@ -2,10 +2,11 @@
 kernels are called (hipBLASLt ``Cijk_...`` on one side, cuBLAS ``sm90_xmma_...`` on
 the other), so that two GPUs, two vendors or eager against compiled compare.
 
-Matching (issue 17): an op's key is (its parent's key, its name, its rank among the
-parent's children of that name, by start time), interned in one table for both runs,
-so two ops match when the whole chain of (name, rank) from the top agrees: steps
-(``ProfilerStep#N``, whatever N) first, then ops by name and order within the parent.
+Matching (issue 17): an op's key is (its parent's key, its name (+ input shapes when
+both runs record them), its rank among the parent's children of that name, by start),
+interned in one table for both runs, so two ops match when the whole chain of
+(name, rank) from the top agrees: steps (``ProfilerStep#N``, whatever N) first,
+then ops by name and order within the parent.
 Plain Python frames (``python_function`` other than ``nn.Module``) are transparent:
 their file:line names differ between library versions; their GPU time counts for the
 nearest op above them.
@@ -62,8 +63,9 @@ def _level_ops(att: OpAttribution) -> dict[str, np.ndarray]:
     return {"op": eff, "module": f.inherit(region), "step": f.inherit(step)}
 
 
-def _keys(att: OpAttribution, intern: dict[tuple, int]) -> np.ndarray:
-    """Interned key per visible op (-1 for plain Python frames): see module docstring."""
+def _keys(att: OpAttribution, intern: dict[tuple, int], shapes: bool) -> np.ndarray:
+    """Interned key per visible op (-1 for plain Python frames): see module docstring;
+    with ``shapes``, an op's input shapes are part of its name."""
     f = att.forest
     key = np.full(len(f), -1, np.int64)
     rank: dict[tuple[int, str], int] = {}
@@ -75,20 +77,20 @@ def _keys(att: OpAttribution, intern: dict[tuple, int]) -> np.ndarray:
         pk = int(key[p]) if p >= 0 else -2
         if p >= 0 and pk < 0:
             continue
-        name = names[int(f.name[i])]
+        name = names[int(f.name[i])] + ("\0" + f.shape_of(i) if shapes else "")
         r = rank.get((pk, name), 0)
         rank[(pk, name)] = r + 1
         key[i] = intern.setdefault((pk, name, r), len(intern))
     return key
 
 
-def _side(att: OpAttribution, intern: dict[tuple, int]) -> _Side:
+def _side(att: OpAttribution, intern: dict[tuple, int], shapes: bool) -> _Side:
     op, status, ns, cls = att.events()
     per_op = _level_ops(att)
     ok = status == ATTRIBUTED
     ev_level = {lv: np.where(ok, arr[np.maximum(op, 0)] if len(arr) else -1, -1)
                 for lv, arr in per_op.items()}
-    return _Side(att, ok, ns.astype(np.int64), cls, ev_level, _keys(att, intern))
+    return _Side(att, ok, ns.astype(np.int64), cls, ev_level, _keys(att, intern, shapes))
 
 
 def _matched_keys(a: _Side, b: _Side) -> set[int]:
@@ -143,8 +145,9 @@ def _delta_rows(a: dict[str, list[int]], b: dict[str, list[int]], keys: list[str
 
 
 def _pair_rows(a: _Side, b: _Side, level: str, matched: set[int]) -> list[dict[str, Any]]:
-    """Matched ops at the level, summed by (module path, name): the finer rows."""
-    sums: dict[tuple[str, str], list[int]] = {}
+    """Matched ops at the level, summed by (module path, name, input shapes): the
+    finer rows."""
+    sums: dict[tuple[str, str, str], list[int]] = {}
     for col, s in enumerate((a, b)):
         f, lop = s.att.forest, s.ev_level_op[level]
         ok = lop >= 0
@@ -152,13 +155,14 @@ def _pair_rows(a: _Side, b: _Side, level: str, matched: set[int]) -> list[dict[s
         for i in np.nonzero(per_op)[0].tolist():
             if int(s.key[i]) not in matched:
                 continue
-            row = sums.setdefault((f.module_path(i), f.name_of(i)), [0, 0, 0, 0])
+            row = sums.setdefault((f.module_path(i), f.name_of(i), f.shape_of(i)), [0] * 4)
             row[col] += int(per_op[i])
             row[2 + col] += 1
     rows: list[dict[str, Any]] = [
-        {"path": p, "name": n, "a_count": v[2], "b_count": v[3], "a_gpu_ns": v[0],
-         "b_gpu_ns": v[1], "delta_ns": v[1] - v[0], "ratio": (v[1] / v[0]) if v[0] else None}
-        for (p, n), v in sums.items()]
+        {"path": p, "name": n, "shapes": sh, "a_count": v[2], "b_count": v[3],
+         "a_gpu_ns": v[0], "b_gpu_ns": v[1], "delta_ns": v[1] - v[0],
+         "ratio": (v[1] / v[0]) if v[0] else None}
+        for (p, n, sh), v in sums.items()]
     rows.sort(key=lambda r: (-abs(int(r["delta_ns"])), str(r["path"]), str(r["name"])))
     return rows
 
@@ -174,10 +178,12 @@ def _classes(a: _Side, b: _Side) -> list[dict[str, Any]]:
 def compare_ops(a: Trace | OpAttribution, b: Trace | OpAttribution) -> dict[str, Any]:
     """The by-op comparison of B with A (traces or their attributions) as one
     JSON-ready dict (``compare --json`` key ``ops``): level, coverage {a, b}, levels
-    {level: {a, b}}, by_name, rows, classes, matched_ops, not_comparable."""
+    {level: {a, b}}, by_name, rows, classes, matched_ops, not_comparable, shapes
+    (whether input shapes took part in matching: when both runs record them)."""
     intern: dict[tuple, int] = {}
-    sa, sb = (_side(t if isinstance(t, OpAttribution) else attribute(t), intern)
-              for t in (a, b))
+    att_a, att_b = (t if isinstance(t, OpAttribution) else attribute(t) for t in (a, b))
+    shapes = att_a.forest.shape is not None and att_b.forest.shape is not None
+    sa, sb = _side(att_a, intern, shapes), _side(att_b, intern, shapes)
     matched = _matched_keys(sa, sb)
     m_arr = np.fromiter(matched, np.int64, len(matched))
     cov = {lv: {"a": _coverage(sa, lv, m_arr), "b": _coverage(sb, lv, m_arr)}
@@ -192,7 +198,7 @@ def compare_ops(a: Trace | OpAttribution, b: Trace | OpAttribution) -> dict[str,
         "by_name": _delta_rows(na, nb, names),
         "rows": _pair_rows(sa, sb, at, matched) if level else [],
         "classes": _classes(sa, sb),
-        "not_comparable": level is None,
+        "not_comparable": level is None, "shapes": shapes,
     }
 
 

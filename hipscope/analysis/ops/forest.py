@@ -51,6 +51,8 @@ class OpForest:
     thread_keys: np.ndarray | None = None     # sorted pair_keys of ``threads`` when exact
     visible: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     levels: list[np.ndarray] = field(default_factory=list, repr=False)
+    shape: np.ndarray | None = None           # code into shape_names (-1: none); None
+    shape_names: list[str] = field(default_factory=list)   # when the trace has no shapes
     _paths: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -58,6 +60,12 @@ class OpForest:
 
     def name_of(self, i: int) -> str:
         return self.names[int(self.name[i])]
+
+    def shape_of(self, i: int) -> str:
+        """Input shapes of op ``i`` as the trace printed them ('' when none)."""
+        if self.shape is None or self.shape[i] < 0:
+            return ""
+        return self.shape_names[int(self.shape[i])]
 
     def inherit(self, own: np.ndarray) -> np.ndarray:
         """Per op: the nearest op at or above it where ``own`` is true, -1 for none."""
@@ -172,6 +180,11 @@ def build_forest(trace: Trace) -> OpForest:
     vis_self = _inherit(levels, parent, visible)
     visible_parent = np.where(parent >= 0, vis_self[np.maximum(parent, 0)], -1)
     bounds = np.searchsorted(thread, np.arange(len(threads) + 1))
+    shape: np.ndarray | None = None
+    shape_names: list[str] = []
+    if "input_dims" in m.data.column_names and m.data.column("input_dims").null_count < len(m):
+        codes, shape_names = m.codes("input_dims")
+        shape = codes[rows].astype(np.int64)
     return OpForest(rows, thread, start, end, name, names, domain, list(domains), parent,
                     depth, root, module, visible_parent, threads, bounds, thread_keys,
-                    visible, levels)
+                    visible, levels, shape, shape_names)
