@@ -184,8 +184,21 @@ def _op_lines(ops: dict[str, Any], name_width: int, top: int = 15) -> list[str]:
     return lines
 
 
+def _facts(obj: dict[str, Any]) -> list[str]:
+    """What the by-op verdict rests on, above the figures: level, coverage, GPUs."""
+    ops = obj.get("ops")
+    if ops is None or ops["level"] is None:
+        return []
+    cv, gpu = ops["coverage"], obj["provenance"].get("gpu") or {}
+    line = (f"Compared by {ops['level']}: matched ops hold {cv['a']:.0%} of A's and "
+            f"{cv['b']:.0%} of B's attributed GPU time")
+    if gpu.get("differs"):
+        line += f"; different GPUs (A: {gpu.get('a')}, B: {gpu.get('b')})"
+    return [line]
+
+
 def format_text(obj: dict[str, Any], a: str, b: str, name_width: int = 90) -> str:
-    lines = [f"A: {a}", f"B: {b}", ""]
+    lines = [f"A: {a}", f"B: {b}", *_facts(obj), ""]
     lines.append(f"{'':<24} {'A':>14} {'B':>14} {'B - A':>14} {'B / A':>9}")
     rows = dict(obj["headline"])
     al = obj.get("aligned")

@@ -123,3 +123,13 @@ def test_profiler_steps_match_whatever_their_number(tmp_path, capsys):
     assert ops["level"] == "module" and ops["levels"]["op"] == {"a": 0.0, "b": 0.0}
     assert ops["levels"]["step"] == {"a": 1.0, "b": 1.0}
     assert [r["name"] for r in ops["by_name"]] == ["ProfilerStep#"]
+
+
+def test_text_names_the_level_and_the_different_gpus_above_the_figures(capsys):
+    assert cli(["compare", str(AMD_BERT), str(NV_BERT)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == ("Compared by op: matched ops hold 100% of A's and 100% of B's "
+                        "attributed GPU time; different GPUs (A: AMD Instinct MI300X VF, "
+                        "B: NVIDIA H100 80GB HBM3)")
+    assert "aten::_flash_attention_forward" in "\n".join(lines)
+    assert not any(line.startswith("Warning: not comparable") for line in lines)
