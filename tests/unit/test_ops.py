@@ -33,7 +33,7 @@ from hipscope.parsers import open_trace
 from tests.conftest import DATA, SAMPLES
 
 KINETO = sorted((SAMPLES / "kineto").glob("*/*.json*"))
-GPU_DATA = sorted((DATA / "gpu").glob("*.json.gz"))
+GPU_DATA = sorted((DATA / "gpu").glob("*.json.gz")) + sorted((DATA / "ops").glob("*.json.gz"))
 OP_CATS = ("cpu_op", "python_function", "user_annotation")
 CALL_CATS = ("cuda_runtime", "cuda_driver")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")

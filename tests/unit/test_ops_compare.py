@@ -23,6 +23,8 @@ BERT = "gaunernst_bert-small-uncased__1016001.json.gz"
 AMD_BERT = SAMPLES / "kineto" / "amd-mi300x-bert-tracelens" / BERT
 NV_BERT = SAMPLES / "kineto" / "nvidia-h100-bert-tracelens" / BERT
 EAGER, GRAPH = DATA / "gpu" / "eager.json.gz", DATA / "gpu" / "graph.json.gz"
+# one small model on the H200: eager, torch.compile, torch.compile + CUDA graphs
+OPS = DATA / "ops"
 
 
 def _compare(capsys, *args: str) -> dict:
@@ -133,3 +135,30 @@ def test_text_names_the_level_and_the_different_gpus_above_the_figures(capsys):
                         "B: NVIDIA H100 80GB HBM3)")
     assert "aten::_flash_attention_forward" in "\n".join(lines)
     assert not any(line.startswith("Warning: not comparable") for line in lines)
+
+
+def test_eager_against_torch_compile_matches_the_extern_gemms_by_op(capsys):
+    """Inductor keeps the GEMMs as aten::addmm (without eager's aten::linear around
+    them) and fuses the rest into Triton kernels: the addmm calls match by op, their
+    share of each run's GPU time is the coverage; the fused kernels stand apart."""
+    ops = _compare(capsys, str(OPS / "eager.json.gz"), str(OPS / "compiled.json.gz"))["ops"]
+    a, _, _ = independent_ops(OPS / "eager.json.gz")
+    b, _, _ = independent_ops(OPS / "compiled.json.gz")
+    assert ops["level"] == "op"
+    assert ops["coverage"]["a"] == pytest.approx(a["aten::addmm"] / sum(a.values()))
+    assert ops["coverage"]["b"] == pytest.approx(b["aten::addmm"] / sum(b.values()))
+    by = {r["name"]: r for r in ops["by_name"]}
+    assert (by["aten::addmm"]["a_gpu_ns"], by["aten::addmm"]["b_gpu_ns"]) == (
+        a["aten::addmm"], b["aten::addmm"])
+    assert by["aten::gelu"]["b_count"] == 0 and by["triton_poi_fused_gelu_view_1"]["a_count"] == 0
+
+
+def test_eager_against_cuda_graphs_compares_at_the_steps(capsys):
+    """Under reduce-overhead every kernel is replayed from one graph per step: only the
+    ProfilerSteps match, and they hold all of both runs' GPU time."""
+    ops = _compare(capsys, str(OPS / "eager.json.gz"), str(OPS / "cudagraphs.json.gz"))["ops"]
+    a, _, _ = independent_ops(OPS / "eager.json.gz")
+    b, _, _ = independent_ops(OPS / "cudagraphs.json.gz")
+    assert ops["level"] == "step" and ops["coverage"] == {"a": 1.0, "b": 1.0}
+    assert [(r["name"], r["a_count"], r["a_gpu_ns"], r["b_gpu_ns"]) for r in ops["by_name"]] == [
+        ("ProfilerStep#", 2, sum(a.values()), sum(b.values()))]
