@@ -1,6 +1,7 @@
 """Kernel classes (hipscope.analysis.kernel_class) on real kernel names of both
 vendors: each expected class below is written by hand; the full name is read from
-the sample file it comes from (so every name is one a profiler really printed)."""
+the sample file it comes from (so every name is one a profiler really printed):
+../shared/samples/kineto/<folder>, or tests/data/<folder> for "data:<folder>"."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from functools import cache
 import pytest
 
 from hipscope.analysis.kernel_class import CLASSES, RULES, classes_of, kernel_class
-from tests.conftest import SAMPLES
+from tests.conftest import DATA, SAMPLES
 
 # (sample folder, a distinctive part of the real name, expected class)
 EXPECTED = [
@@ -54,13 +55,18 @@ EXPECTED = [
     ("nvidia-a100-simple-add-hta", "fft2d_r2c_32x32<float, false, 0u", "convolution"),
     ("nvidia-h200-generated", "FillFunctor<float>, std::array", "copy/memset"),
     ("nvidia-a100-triton-hta", "triton_poi_fused_add_cos_sin_0", "elementwise"),
+    # H200, torch 2.11 / CUDA 13 (tests/data/ops): cuBLAS's nvjet GEMMs, Inductor
+    ("data:ops", "nvjet_sm90_tst_", "GEMM"),
+    ("data:ops", "triton_per_fused_add_native_layer_norm_view_2", "normalization"),
+    ("data:ops", "triton_per_fused__softmax_exp_prepare_softmax_online", "reduction"),
 ]
 
 
 @cache
 def _names(folder: str) -> tuple[str, ...]:
     out: set[str] = set()
-    for p in (SAMPLES / "kineto" / folder).glob("*.json.gz"):
+    where = DATA / folder[5:] if folder.startswith("data:") else SAMPLES / "kineto" / folder
+    for p in where.glob("*.json.gz"):
         out |= {e["name"] for e in json.loads(gzip.open(p).read())["traceEvents"]
                 if e.get("cat") == "kernel"}
     return tuple(sorted(out))
