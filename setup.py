@@ -1,7 +1,8 @@
-"""Builds hipscope's one C extension, the CSV scanner behind the fast path of
-hipscope/parsers/_fastcsv.py. It is optional: without a C compiler the install
-succeeds and the pyarrow reader reads every CSV file (slower on big ones).
-Everything else about the package is in pyproject.toml."""
+"""Builds hipscope's C extensions: the CSV scanner behind the fast path of
+hipscope/parsers/_fastcsv.py and the Perfetto wire-format walk behind
+hipscope/parsers/pftrace/fast.py. Both are optional: without a C compiler the install
+succeeds, the pyarrow reader reads every CSV file and the protobuf classes every
+.pftrace (slower on big ones). Everything else about the package is in pyproject.toml."""
 
 import sys
 
@@ -9,6 +10,15 @@ from setuptools import Extension, setup
 
 ARGS = [] if sys.platform == "win32" else ["-O3", "-std=c99", "-Wall", "-Wextra",
                                            "-Wno-unused-parameter"]
+PFT_ARGS = [] if sys.platform == "win32" else ["-O3", "-std=gnu11", "-Wall", "-Wextra",
+                                               "-Wno-unused-parameter"]
 
-setup(ext_modules=[Extension("hipscope.parsers._csvscan", ["hipscope/parsers/_csvscan.c"],
-                             extra_compile_args=ARGS, optional=True)])
+setup(ext_modules=[
+    Extension("hipscope.parsers._csvscan", ["hipscope/parsers/_csvscan.c"],
+              extra_compile_args=ARGS, optional=True),
+    Extension("hipscope.parsers._pftscan",
+              ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c",
+               "hipscope/parsers/_pftcols.c"],
+              depends=["hipscope/parsers/_pftscan.h"], extra_compile_args=PFT_ARGS,
+              optional=True),
+])

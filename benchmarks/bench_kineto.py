@@ -1,22 +1,40 @@
-"""Time the kineto reader on one file: ``python benchmarks/bench_kineto.py FILE [RUNS]``.
+"""Time the kineto reader on one file: ``python -m benchmarks.bench_kineto [FILE] [RUNS]
+[--json]``.
 
-Prints the median wall and CPU seconds of full reads (file -> Trace) and the table
-sizes; run under ``/usr/bin/time -v`` for the peak RSS. CPU time is the steadier
-figure on a shared machine.
+Without FILE, the issue-14 reference file is generated once (1M events, ~573 MB:
+``gen_kineto.write_kineto_json(..., name_pad=1400)``) under /tmp. Prints the median wall
+and CPU seconds of full reads (file -> Trace), the table sizes and this process's peak
+RSS; ``--json``: ``{"s", "cpu_s", "peak_rss_mb", "events", "load_avg"}``. Targets
+(issue 14): <= 2.0 s, <= 1.0 GB. CPU time is the steadier figure on a shared machine:
+state the load average beside the figures.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import sys
 import time
 from pathlib import Path
 
 from hipscope.parsers import get_reader
 
+_REFERENCE = Path("/tmp/hipscope-bench-kineto/kineto_1m.json")
+
+
+def _reference() -> Path:
+    if not _REFERENCE.exists():
+        from benchmarks.gen_kineto import write_kineto_json
+        _REFERENCE.parent.mkdir(parents=True, exist_ok=True)
+        write_kineto_json(_REFERENCE, 1_000_000, seed=0, name_pad=1400)
+    return _REFERENCE
+
 
 def main() -> None:
-    path = Path(sys.argv[1])
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    path = Path(args[0]) if args else _reference()
+    runs = int(args[1]) if len(args) > 1 else 1
     reader = get_reader("kineto")
     wall, cpu = [], []
     sizes = ""
@@ -31,9 +49,16 @@ def main() -> None:
         del tr
     wall.sort()
     cpu.sort()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if "--json" in sys.argv:
+        print(json.dumps({"s": round(wall[len(wall) // 2], 2),
+                          "cpu_s": round(cpu[len(cpu) // 2], 2), "peak_rss_mb": round(peak),
+                          "events": events,
+                          "load_avg": [round(x, 2) for x in os.getloadavg()]}))
+        return
     print(f"{path} ({path.stat().st_size / 1e6:.0f} MB, {events} events): "
           f"wall {wall[len(wall) // 2]:.2f} s (runs {', '.join(f'{t:.2f}' for t in wall)}), "
-          f"CPU {cpu[len(cpu) // 2]:.2f} s; {sizes}")
+          f"CPU {cpu[len(cpu) // 2]:.2f} s, peak {peak:.0f} MB; {sizes}")
 
 
 if __name__ == "__main__":

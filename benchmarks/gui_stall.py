@@ -77,7 +77,7 @@ def timeline_stall(n_kernels: int) -> float:
     from PySide6.QtCore import QTimer
 
     from benchmarks.timeline import synthetic_trace
-    from hipscope.app.document import Document
+    from hipscope.qt.document import Document
     from hipscope.views.timeline import TimelineView
 
     trace = synthetic_trace(n_kernels)
@@ -115,7 +115,7 @@ def table_sort_stall(n_rows: int) -> float:
     from PySide6.QtCore import QPoint, Qt
     from PySide6.QtTest import QTest
 
-    from hipscope.app.document import Document
+    from hipscope.qt.document import Document
     from hipscope.views.tables import KernelsTableView
 
     d = Document()

@@ -176,7 +176,7 @@ def run(n_kernels: int, frames: int = 15, bargraph: bool = True) -> dict:
     from PySide6.QtWidgets import QApplication
 
     from hipscope.analysis import lod
-    from hipscope.app.document import Document
+    from hipscope.qt.document import Document
     from hipscope.views.timeline import TimelineView
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import Trace
+from ..model.api_names import LAUNCH_RE, is_launch, per_code  # noqa: F401 - LAUNCH_RE re-exported
 from .stats import union_length
-
-LAUNCH_RE = re.compile(r"(launchkernel|launchcooperativekernel|modulelaunch|graphlaunch|"
-                       r"cudalaunch|culaunch|hiplaunch)", re.IGNORECASE)
 
 
 def time_at_least(starts: np.ndarray, ends: np.ndarray, k: int = 2) -> int:
@@ -45,9 +42,10 @@ class StreamPair:
     shared_queue: bool | None   # both streams on one hardware queue (None: unknown)
 
 
-def concurrency(trace: Trace) -> dict:
+def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None) -> dict:
     """Per device: busy time, time with 2+ kernels running, and stream pairs that
-    never overlap although their work interleaves in time."""
+    never overlap although their work interleaves in time. ``busy_ns``: the per-device
+    busy time when already known (the analysis service's unions)."""
     k = trace.kernels
     out: dict = {"per_device": {}, "serialized_stream_pairs": []}
     if len(k) == 0:
@@ -57,15 +55,16 @@ def concurrency(trace: Trace) -> dict:
     stream = k.numpy("stream", fill=-1).astype(np.int64)
     queue = k.numpy("queue", fill=-1).astype(np.int64)
     for d in np.unique(dev):
-        m = dev == d
-        busy = union_length(s[m], e[m])
-        two = time_at_least(s[m], e[m], 2)
+        r = np.flatnonzero(dev == d)        # one take per column, not a mask each use
+        sd, ed, st = s[r], e[r], stream[r]
+        busy = busy_ns[int(d)] if busy_ns is not None else union_length(sd, ed)
+        two = time_at_least(sd, ed, 2)
         out["per_device"][str(int(d))] = {
             "busy_ns": busy, "concurrent_ns": two,
             "concurrent_fraction_of_busy": (two / busy) if busy else 0.0,
-            "streams": int(len(np.unique(stream[m][stream[m] >= 0]))),
+            "streams": int(len(np.unique(st[st >= 0]))),
         }
-        for pair in _serialized_pairs(int(d), s[m], e[m], stream[m], queue[m]):
+        for pair in _serialized_pairs(int(d), sd, ed, st, queue[r]):
             out["serialized_stream_pairs"].append(pair.__dict__)
     return out
 
@@ -110,15 +109,15 @@ def launch_stats(trace: Trace, top: int = 10) -> dict:
     if len(api) == 0:
         return out
     codes, names = api.codes("name")
-    is_launch = np.array([bool(LAUNCH_RE.search(n)) for n in names] + [False])[codes]
-    if not is_launch.any():
+    launch = per_code(names, is_launch)[codes]
+    if not launch.any():
         return out
-    a_s, a_e = api.numpy("start")[is_launch], api.numpy("end")[is_launch]
+    a_s, a_e = api.numpy("start")[launch], api.numpy("end")[launch]
     overhead = float(np.median(a_e - a_s))
     out["launch_overhead_ns"] = int(round(overhead))
     out["kernels_shorter_than_launch_fraction"] = float(np.mean((e - s) < overhead))
-    tid = api.numpy("tid", fill=-1)[is_launch]
-    rows = np.flatnonzero(is_launch)
+    tid = api.numpy("tid", fill=-1)[launch]
+    rows = np.flatnonzero(launch)
     gaps = []
     for t in np.unique(tid):
         m = tid == t

@@ -1,7 +1,7 @@
 """Data behind the queue-delay view (Qt-free): histograms per stream or queue,
 delay density over a time window, the worst launches and the headline numbers.
 
-Delays come from :func:`hipscope.analysis.queue_delay.queue_delays` (definitions in
+Delays come from the trace's analysis service (:mod:`.context`; definitions in
 docs/analysis.md). Histograms use log-spaced bins over the positive delays; zero or
 negative delays (``from_api_end`` can be negative: the kernel began before the
 launch call returned) are counted apart, never dropped silently.
@@ -17,7 +17,7 @@ import numpy as np
 from ..model import Trace
 from ..model.progress import CancelledFn, check_cancel
 from . import queue_delay as qd
-from .idle import idle_breakdown
+from .context import TraceAnalyses, analyses_of
 
 KINDS = ("from_api_start", "from_api_end", "from_dispatch")
 
@@ -39,7 +39,7 @@ def delay_data(trace: Trace, kind: str = "from_api_start", delays: qd.QueueDelay
     """The delays of one kind (None when the trace cannot give them)."""
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r} not in {KINDS}")
-    d = delays if delays is not None else qd.queue_delays(trace)
+    d = delays if delays is not None else analyses_of(trace).queue_delays()
     k = trace.kernels
     values = getattr(d, kind)
     if values is None:
@@ -170,13 +170,15 @@ class Headline:
     window: dict[int, int] = field(default_factory=dict)
 
 
-def headline(trace: Trace, delays: qd.QueueDelays | None = None) -> Headline:
+def headline(trace: Trace, delays: qd.QueueDelays | None = None,
+             analyses: TraceAnalyses | None = None) -> Headline:
     """p50/p95/max per delay kind, graph-launch kernels, idle breakdown per device."""
-    d = delays if delays is not None else qd.queue_delays(trace)
+    an = analyses if analyses is not None else analyses_of(trace)
+    d = delays if delays is not None else an.queue_delays()
     h = Headline({k: qd.summary(getattr(d, k)) for k in KINDS}, int(len(d.graph_rows)),
                  d.linked)
     if len(trace.kernels):
-        ib = idle_breakdown(trace)
+        ib = an.idle()
         for dev, di in sorted(ib.devices.items()):
             h.idle[dev] = dict(di.breakdown)
             h.busy[dev] = di.busy_ns
@@ -196,12 +198,14 @@ class DelayViewData:
 
 
 def compute_view_data(trace: Trace, kind: str = "from_api_start", by: str = "stream",
-                      n_worst: int = 20, cancelled: CancelledFn | None = None
-                      ) -> DelayViewData:
-    """One call for the view's worker: delays, histograms, worst N and the headline;
+                      n_worst: int = 20, analyses: TraceAnalyses | None = None,
+                      cancelled: CancelledFn | None = None) -> DelayViewData:
+    """One call for the view's worker: delays, histograms, worst N and the headline,
+    from the trace's analysis service (``analyses``, default :func:`analyses_of`);
     ``cancelled`` is checked between the steps (raises
     :class:`~hipscope.model.progress.Cancelled`)."""
-    d = qd.queue_delays(trace)
+    an = analyses if analyses is not None else analyses_of(trace)
+    d = an.queue_delays(cancelled)
     check_cancel(cancelled)
     data = delay_data(trace, kind, d, by)
     if data is not None:
@@ -211,4 +215,4 @@ def compute_view_data(trace: Trace, kind: str = "from_api_start", by: str = "str
     check_cancel(cancelled)
     top = worst(trace, data, n_worst) if data is not None else []
     check_cancel(cancelled)
-    return DelayViewData(kind, data, hist, top, headline(trace, d))
+    return DelayViewData(kind, data, hist, top, headline(trace, d, an))

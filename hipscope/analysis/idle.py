@@ -35,28 +35,17 @@ graph launch call, before the next kernel was queued).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..model import Trace
+from ..model.api_names import is_sync_call, per_code  # noqa: F401 - is_sync_call re-exported
 from .graphs import graph_replay_gaps
 
 DEFAULT_THRESHOLD_NS = 30_000
 CATEGORIES = ("host_wait", "launch_overhead", "sync", "other")
 
-_SYNC_RE = re.compile(
-    r"(synchronize|^(cuda|hip|cu)memcpy(?!.*async)(htod|dtoh|dtod|2d|3d|peer|toarray|fromarray)?"
-    r"(_v2)?$|^(cuda|hip)memset(?!.*async)(d8|d16|d32)?$)",
-    re.IGNORECASE)
-
-
-def is_sync_call(name: str, domain: str = "") -> bool:
-    """True for calls during which the host thread blocks until the GPU is done."""
-    if domain == "cuda_sync":
-        return True
-    return bool(_SYNC_RE.search(name.replace(" ", "")))
 
 
 @dataclass
@@ -211,7 +200,7 @@ def _sync_coverage(trace: Trace) -> tuple[dict, Coverage]:
         return {}, Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
     codes, names = api.codes("name")
     dcodes, domains = api.codes("domain")
-    sync_name = np.array([is_sync_call(n) for n in names] + [False])
+    sync_name = per_code(names, is_sync_call)
     sync_dom = np.array([d == "cuda_sync" for d in domains] + [False])
     m = sync_name[codes] | sync_dom[dcodes]
     m |= blocking_copy_calls(trace)

@@ -15,13 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Trace
-
-GRAPH_LAUNCH_MARKERS = ("graphlaunch",)
-
-
-def is_graph_launch(name: str) -> bool:
-    low = name.lower()
-    return any(m in low for m in GRAPH_LAUNCH_MARKERS)
+from ..model.api_names import GRAPH_LAUNCH_MARKERS, is_graph_launch, per_code  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -51,7 +45,7 @@ def queue_delays(trace: Trace) -> QueueDelays:
     api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
     linked = api_idx >= 0
     codes, names = trace.api.codes("name")
-    graph_code = np.array([is_graph_launch(n) for n in names] + [False])
+    graph_code = per_code(names, is_graph_launch)
     kcode = np.where(linked, codes[np.maximum(api_idx, 0)], len(names))
     graph = graph_code[kcode] & linked
     rows = np.flatnonzero(linked & ~graph)

@@ -8,25 +8,25 @@ import numpy as np
 
 from ..model import Trace
 from ..model.diagnostics import GENERIC, Diagnostic, diagnostics
+from ..model.progress import CancelledFn
 from ..model.units import fmt_duration
 from . import queue_delay as qd
-from .concurrency import concurrency, launch_stats
-from .graphs import graph_replay_gaps
-from .idle import idle_breakdown
-from .sanity import sanity_warnings
-from .stats import busy_fraction_per_device, kernel_stats
+from .context import TraceAnalyses, analyses_of
 
 
-def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
-    """One JSON-serialisable dict; keys documented in README (`hipscope report`)."""
+def build_report(trace: Trace, top: int = 20, analyses: TraceAnalyses | None = None,
+                 cancelled: CancelledFn | None = None) -> dict[str, Any]:
+    """One JSON-serialisable dict; keys documented in README (`hipscope report`).
+    Every figure comes from the trace's analysis service (``analyses``)."""
+    an = analyses if analyses is not None else analyses_of(trace)
     tr = trace.time_range()
     real_timeline = has_real_timeline(trace)
-    busy = busy_fraction_per_device(trace) if real_timeline else {}
-    ks = kernel_stats(trace)
+    busy = an.busy_fraction(cancelled) if real_timeline else {}
+    ks = an.kernel_stats(cancelled)
     order = np.argsort(-ks.total, kind="stable")[:top]
     gpu_time = float(ks.total.sum()) if len(ks.total) else 0.0
-    delays = qd.queue_delays(trace)
-    gaps = graph_replay_gaps(trace)
+    delays = an.queue_delays(cancelled)
+    gaps = an.graph_gaps(cancelled)
     qdelay: dict[str, Any] | None = None
     if delays.linked:
         qdelay = {
@@ -58,21 +58,22 @@ def build_report(trace: Trace, top: int = 20) -> dict[str, Any]:
         ],
         "queue_delay_ns": qdelay,
         "copies": copies_by_direction(trace),
-        "idle_breakdown_ns": (idle_breakdown(trace).to_json()
+        "idle_breakdown_ns": (an.idle_json(cancelled)
                               if len(trace.kernels) and real_timeline else None),
-        "concurrency": concurrency(trace) if real_timeline else None,
-        "launch_stats": launch_stats(trace) if real_timeline else None,
+        "concurrency": an.concurrency(cancelled) if real_timeline else None,
+        "launch_stats": an.launch_stats(cancelled) if real_timeline else None,
         "metadata": _meta(trace),
         "run": trace.meta.get("run"),
         "incomplete_graph_windows": {"count": gaps.count, "total_ns": gaps.total_ns()},
-        **_warnings(trace, real_timeline, gaps.warning()),
+        **_warnings(trace, real_timeline, gaps.warning(), an.sanity(cancelled)),
     }
 
 
-def _warnings(trace: Trace, real_timeline: bool, graph_gaps: str | None) -> dict[str, list]:
+def _warnings(trace: Trace, real_timeline: bool, graph_gaps: str | None,
+              sanity: list[str]) -> dict[str, list]:
     """``warnings`` (strings) and ``diagnostics`` (the same, each with its code): the
     trace's, the sanity checks' and the report's own."""
-    more = [Diagnostic("analysis.sanity", "warning", w) for w in sanity_warnings(trace)]
+    more = [Diagnostic("analysis.sanity", "warning", w) for w in sanity]
     if graph_gaps:
         more.append(Diagnostic("analysis.incomplete_graph_replay", "warning", graph_gaps))
     if not real_timeline and len(trace.kernels):

@@ -7,17 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Trace
-
-
-def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total length of the union of intervals [start, end)."""
-    if len(starts) == 0:
-        return 0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    cm = np.maximum.accumulate(e)
-    gaps = np.maximum(0, s[1:] - cm[:-1])
-    return int(cm[-1] - s[0] - gaps.sum())
+from ..model.intervals import busy_fraction, union, union_length  # noqa: F401 - re-exported
+from ..model.progress import CancelledFn, check_cancel
 
 
 def busy_fraction_per_device(trace: Trace) -> dict[int, float]:
@@ -30,8 +21,8 @@ def busy_fraction_per_device(trace: Trace) -> dict[int, float]:
     out = {}
     for d in np.unique(dev):
         m = dev == d
-        window = int(e[m].max() - s[m].min())
-        out[int(d)] = (union_length(s[m], e[m]) / window) if window > 0 else 1.0
+        us, ue = union(s[m], e[m])
+        out[int(d)] = busy_fraction(us, ue, int(s[m].min()), int(e[m].max()))
     return out
 
 
@@ -103,8 +94,13 @@ def group_stats(codes: np.ndarray, categories: list[str], values: np.ndarray) ->
     )
 
 
-def kernel_stats(trace: Trace) -> GroupStats:
+def kernel_stats(trace: Trace, cancelled: CancelledFn | None = None) -> GroupStats:
+    """Per kernel name: duration statistics (raises Cancelled when ``cancelled``)."""
     k = trace.kernels
     codes, cats = k.codes("name")
+    check_cancel(cancelled)
     dur = (k.numpy("end") - k.numpy("start")).astype(np.int64)
-    return group_stats(codes, cats, dur)
+    check_cancel(cancelled)
+    out = group_stats(codes, cats, dur)
+    check_cancel(cancelled)
+    return out

@@ -1,1 +1,2 @@
-"""The Qt application: main window, documents, workers, settings."""
+"""The Qt application's shell: main window, tabs, menus, settings (nothing imports it
+but the CLI; panels live in ``views``, the Qt plumbing in ``qt``)."""

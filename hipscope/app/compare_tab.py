@@ -14,16 +14,24 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
+from ..qt.tasks import TaskHandle, TaskRunner
 from .loading_tab import LoadingTab
-from .tasks import TaskHandle, TaskRunner
 from .trace_tab import Loader, default_loader
 
 log = logging.getLogger(__name__)
 
 
 class CompareTab(LoadingTab):
-    def __init__(self, paths: list[Path], preloaded: dict | None = None, parent=None):
+    """``paths``: one per run (A first), naming it; ``groups``: per run, the files read
+    as its one trace (a run of several processes or ranks), default its path alone."""
+
+    def __init__(self, paths: list[Path], preloaded: dict | None = None, parent=None,
+                 groups: list[list[Path]] | None = None):
         super().__init__(paths, parent)
+        self.groups = [list(map(Path, g)) for g in groups] if groups is not None \
+            else [[p] for p in self.paths]
+        if len(self.groups) != len(self.paths):
+            raise ValueError("one group of files per run")
         self.traces: list = [None] * len(self.paths)
         for i, t in (preloaded or {}).items():
             self.traces[i] = t
@@ -62,15 +70,15 @@ class CompareTab(LoadingTab):
         register themselves on first use; one worker keeps that single-threaded);
         then compare."""
         self._set_state("loading")
-        todo = [(i, p) for i, p in enumerate(self.paths) if self.traces[i] is None]
+        todo = [(i, g) for i, g in enumerate(self.groups) if self.traces[i] is None]
         if not todo:
             self._maybe_compare()
             return
 
         def job(progress, cancelled):
             out = {}
-            for k, (i, p) in enumerate(todo):
-                out[i] = loader([p], lambda f, k=k: progress((k + f) / len(todo)), cancelled)
+            for k, (i, g) in enumerate(todo):
+                out[i] = loader(g, lambda f, k=k: progress((k + f) / len(todo)), cancelled)
             return out
 
         h = runner.submit(f"compare-load:{id(self)}", job)
@@ -111,14 +119,14 @@ class CompareTab(LoadingTab):
     def _maybe_compare(self) -> None:
         if self.state != "loading" or any(t is None for t in self.traces):
             return
+        from ..qt.compare import CompareController
         from ..views.compare import CompareView
-        from ..views.compare_sync import CompareController
 
         self.loading_label.setText(f"Comparing {self.title}: kernels, figures, alignment…")
         self.controller = CompareController(self.traces, self.paths, self)
         self.view = CompareView(self.controller, self)
         self._stack.addWidget(self.view)
-        self.controller.state.subscribe(self._on_compare_state_changed)
+        self.controller.bridge.changed.connect(self._on_compare_state_changed)
         self.controller.start()
 
     def _on_compare_state_changed(self, what: str, value) -> None:

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .tasks import TaskHandle
+from ..qt.tasks import TaskHandle
 
 
 class LoadingTab(QWidget):

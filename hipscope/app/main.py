@@ -111,10 +111,9 @@ def _screenshot(app: QApplication, window, out: Path) -> int:
     if window.is_loading():
         loop.exec()
     failed = [t for t in window.tab_list() if t.state == "failed"]
-    timelines = [tl for tab in window.tab_list()   # a comparison tab holds several
-                 for tl in (getattr(tab, "timelines", None) or [getattr(tab, "timeline", None)])]
+    timelines = [tl for tab in window.tab_list() for tl in tab.timelines]
     for tl in timelines:                   # the timeline prepares its rows in a worker
-        if getattr(tl, "preparing", False) and hasattr(tl, "prepared"):
+        if tl.preparing:
             wait = QEventLoop()
             tl.prepared.connect(wait.quit)
             QTimer.singleShot(60_000, wait.quit)

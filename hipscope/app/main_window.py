@@ -1,61 +1,49 @@
 """The main window: a thin shell of tabs (one per trace), docks, menus and actions.
 
-Every panel belongs to a tab (:class:`TraceTab`); the docks hold one stacked page per
-tab and show the current tab's. Actions act on the current tab's document.
+Every panel belongs to a tab (:class:`TraceTab`); the docks (one per registered
+PanelSpec) hold one stacked page per tab and show the current tab's. Actions act on
+the current tab's document; panels' intents arrive through ``commands``. Parts: the
+action ids (:mod:`.actions`), the find bar, the exports, the run UI.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDockWidget,
-    QFileDialog,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
     QMainWindow,
     QMenu,
     QMessageBox,
     QStackedWidget,
     QTabWidget,
-    QToolBar,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from ..model.view_state import COLOR_MODES, GROUPINGS
+from ..qt.commands import Commands
+from ..qt.panels import panel_specs
+from ..qt.tasks import TaskHandle, TaskRunner
 from .compare_tab import CompareTab
+from .docks import PanelDocks
+from .export import ExportController, pftrace_writer_available
+from .find_bar import FindBar
+from .menus import build_menus, build_toolbar
+from .run_ui import RunUi, ask_close_runs
 from .settings import Settings
-from .tasks import TaskHandle, TaskRunner
 from .trace_tab import Loader, TraceTab, default_loader
+
+__all__ = ["EMPTY_TEXT", "MainWindow", "pftrace_writer_available"]
 
 log = logging.getLogger(__name__)
 
 EMPTY_TEXT = "Open a trace (File > Open or drop a file here)"
-COLOR_LABELS = {"name": "Name", "duration": "Duration", "queue_delay": "Queue delay"}
-GROUP_LABELS = {"queue": "Queue", "stream": "Stream"}
-
-
-def pftrace_writer_available() -> bool:
-    try:
-        return importlib.util.find_spec("hipscope.export.pftrace_writer") is not None
-    except ModuleNotFoundError:
-        return False
-
-
 class MainWindow(QMainWindow):
     """Signals: ``loads_settled`` when no tab is loading any more."""
 
     loads_settled = Signal()
-    export_finished = Signal(str)        # path written, or "" on failure
 
     def __init__(self, settings: Settings | None = None, loader: Loader | None = None,
                  persist: bool = True, parent=None):
@@ -68,12 +56,18 @@ class MainWindow(QMainWindow):
         self.loader = loader or default_loader
         self.runner = TaskRunner(self)
         self.last_error = ""
+        self.action_by_id: dict[str, object] = {}
+        self.commands = Commands(self)
+        self.exports = ExportController(self)
+        self.export_finished = self.exports.finished
+        self._connect_commands()
         self._build_central()
         self._build_docks()
-        self._build_toolbar()
+        build_toolbar(self)
         self._build_status()
-        self._build_menus()
-        self._build_run_ui()
+        build_menus(self)
+        self.run_ui = RunUi(self, self.panel_docks.first_bottom())
+        self.run_manager, self.runs_dock = self.run_ui.manager, self.run_ui.dock
         self.resize(1500, 950)
         if persist:
             geo, state = self.settings.geometry(), self.settings.window_state()
@@ -82,6 +76,14 @@ class MainWindow(QMainWindow):
             if state is not None:
                 self.restoreState(state)
         self._on_tabs_current_changed(-1)
+
+    def _connect_commands(self) -> None:
+        c = self.commands
+        c.open_requested.connect(self.open_run_trace)
+        c.compare_requested.connect(self.compare_paths)
+        c.compare_runs_requested.connect(self.compare_runs)
+        c.run_requested.connect(self.new_run)
+        c.export_table_requested.connect(lambda panel, stem: self.exports.table_csv(panel, stem))
 
     # ---- construction ------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -100,7 +102,11 @@ class MainWindow(QMainWindow):
         self._central_stack = QStackedWidget(self)
         self._central_stack.addWidget(self.empty_label)
         self._central_stack.addWidget(self.tabs)
-        self.find_bar = self._build_find_bar()
+        self.find_bar = FindBar(self)
+        self.find_edit, self.find_regex = self.find_bar.edit, self.find_bar.regex
+        self.find_bar.changed.connect(self._apply_find)
+        self.find_bar.next_requested.connect(self.find_next)
+        self.find_bar.prev_requested.connect(self.find_prev)
         central = QWidget(self)
         lay = QVBoxLayout(central)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -109,91 +115,11 @@ class MainWindow(QMainWindow):
         lay.addWidget(self.find_bar)
         self.setCentralWidget(central)
 
-    def _build_find_bar(self) -> QWidget:
-        bar = QWidget(self)
-        h = QHBoxLayout(bar)
-        h.setContentsMargins(6, 3, 6, 3)
-        h.addWidget(QLabel("Find:", bar))
-        self.find_edit = QLineEdit(bar)
-        self.find_edit.setPlaceholderText("kernel or event name")
-        self.find_edit.setClearButtonEnabled(True)
-        self.find_regex = QCheckBox("Regex", bar)
-        prev_b, next_b, close_b = QToolButton(bar), QToolButton(bar), QToolButton(bar)
-        prev_b.setText("◀")
-        prev_b.setToolTip("Previous match (Shift+F3)")
-        next_b.setText("▶")
-        next_b.setToolTip("Next match (F3)")
-        close_b.setText("✕")
-        close_b.setToolTip("Close the find bar (Esc)")
-        prev_b.clicked.connect(self.find_prev)
-        next_b.clicked.connect(self.find_next)
-        close_b.clicked.connect(lambda: self.find_bar.hide())
-        self.find_edit.textChanged.connect(self._apply_find)
-        self.find_edit.returnPressed.connect(self.find_next)
-        self.find_regex.toggled.connect(self._apply_find)
-        for w in (self.find_edit, self.find_regex, prev_b, next_b, close_b):
-            h.addWidget(w)
-        h.setStretch(1, 1)
-        esc = QAction(bar)
-        esc.setShortcut(QKeySequence(Qt.Key.Key_Escape))
-        esc.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        esc.triggered.connect(bar.hide)
-        bar.addAction(esc)
-        bar.hide()
-        return bar
-
     def _build_docks(self) -> None:
-        self.docks: dict[str, QDockWidget] = {}
-        self._dock_stacks: dict[str, QStackedWidget] = {}
-        bottom = Qt.DockWidgetArea.BottomDockWidgetArea
-        spec = (("details", "Details", Qt.DockWidgetArea.RightDockWidgetArea),
-                ("summary", "Kernel summary", bottom),
-                ("kernels", "All kernels", bottom),
-                ("queue_delay", "Queue delay", bottom),
-                ("counters", "Counters", bottom),
-                ("tuner", "Tuner", bottom))
-        for key, title, area in spec:
-            dock = QDockWidget(title, self)
-            dock.setObjectName(f"dock_{key}")
-            stack = QStackedWidget(dock)
-            empty = QLabel("No trace open.", stack)
-            empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            empty.setEnabled(False)
-            stack.addWidget(empty)
-            dock.setWidget(stack)
-            self.addDockWidget(area, dock)
-            self.docks[key], self._dock_stacks[key] = dock, stack
-        for key in ("kernels", "queue_delay", "counters", "tuner"):
-            self.tabifyDockWidget(self.docks["summary"], self.docks[key])
-        self.docks["summary"].raise_()
-        self.resizeDocks([self.docks["details"]], [380], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["summary"]], [300], Qt.Orientation.Vertical)
-
-    def _build_toolbar(self) -> None:
-        tb = QToolBar("View", self)
-        tb.setObjectName("toolbar_view")
-        tb.setMovable(False)
-        tb.setIconSize(QSize(16, 16))
-        self.addToolBar(tb)
-        self.fit_action = QAction("Fit", self)
-        self.fit_action.setShortcut(QKeySequence("F"))
-        self.fit_action.setToolTip("Show the whole trace (F)")
-        self.fit_action.triggered.connect(self.fit)
-        tb.addAction(self.fit_action)
-        tb.addSeparator()
-        tb.addWidget(QLabel(" Colour by ", tb))
-        self.color_combo = QComboBox(tb)
-        for m in COLOR_MODES:
-            self.color_combo.addItem(COLOR_LABELS.get(m, m), m)
-        self.color_combo.activated.connect(self._on_color_combo_activated)
-        tb.addWidget(self.color_combo)
-        tb.addWidget(QLabel("  Group by ", tb))
-        self.group_combo = QComboBox(tb)
-        for g in GROUPINGS:
-            self.group_combo.addItem(GROUP_LABELS.get(g, g), g)
-        self.group_combo.activated.connect(self._on_group_combo_activated)
-        tb.addWidget(self.group_combo)
-        self.view_toolbar = tb
+        """One dock per registered panel (app/docks.py)."""
+        self.panel_specs = panel_specs()
+        self.panel_docks = PanelDocks(self, self.panel_specs)
+        self.docks, self._dock_stacks = self.panel_docks.docks, self.panel_docks.stacks
 
     def _build_status(self) -> None:
         sb = self.statusBar()
@@ -204,56 +130,11 @@ class MainWindow(QMainWindow):
         sb.addPermanentWidget(self.kernels_label)
         sb.addPermanentWidget(self.format_label)
 
-    def _build_menus(self) -> None:
-        mb = self.menuBar()
-        m = mb.addMenu("&File")
-        self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self._action(m, "Open &Folder…", self.open_folder_dialog, "Ctrl+Shift+O")
-        self.compare_action = self._action(m, "Co&mpare…", self.compare_dialog, "Ctrl+Shift+C")
-        self.compare_action.setToolTip("Open two or more runs side by side (the first is A)")
-        self._action(m, "Compare Fo&lders…", self.compare_folders_dialog)
-        self.recent_menu = m.addMenu("Open &Recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
-        self.reload_action = self._action(m, "&Reload", self.reload_current, "F5")
-        self.close_tab_action = self._action(m, "&Close Tab", self.close_current_tab,
-                                             QKeySequence.StandardKey.Close)
-        m.addSeparator()
-        ex = m.addMenu("&Export")
-        ex.setToolTipsVisible(True)
-        self.export_menu = ex
-        self.export_png_action = self._action(ex, "Timeline as &PNG…",
-                                              lambda: self.export_timeline("png"))
-        self.export_svg_action = self._action(ex, "Timeline as &SVG…",
-                                              lambda: self.export_timeline("svg"))
-        self.export_pftrace_action = self._action(ex, "Trace as P&erfetto (.pftrace)…",
-                                                  self.export_pftrace)
-        ex.addSeparator()
-        self.export_summary_action = self._action(ex, "Kernel &summary as CSV…",
-                                                  lambda: self.export_table_csv("summary"))
-        self.export_kernels_action = self._action(ex, "All &kernels as CSV…",
-                                                  lambda: self.export_table_csv("kernels"))
-        ex.aboutToShow.connect(self._update_actions)
-        m.addSeparator()
-        self._action(m, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        v = mb.addMenu("&View")
-        v.addAction(self.fit_action)
-        self.find_action = self._action(v, "&Find…", self.show_find_bar, QKeySequence.StandardKey.Find)
-        self.find_next_action = self._action(v, "Find &Next", self.find_next, "F3")
-        self.find_prev_action = self._action(v, "Find &Previous", self.find_prev, "Shift+F3")
-        v.addSeparator()
-        for dock in self.docks.values():
-            v.addAction(dock.toggleViewAction())
-        h = mb.addMenu("&Help")
-        self._action(h, "&About hipscope", self._about)
-
-    def _action(self, menu, text, slot, shortcut=None) -> QAction:
-        a = QAction(text, self)
-        if shortcut is not None:
-            a.setShortcut(QKeySequence(shortcut) if isinstance(shortcut, str) else shortcut)
-        a.triggered.connect(lambda _checked=False: slot())
-        menu.addAction(a)
-        self.addAction(a)       # shortcuts work while the menu bar is hidden (offscreen)
-        return a
+    def run_panel_action(self, key: str, action) -> object:
+        tab = self.current_tab()
+        if tab is None or tab.document.trace is None:
+            return None
+        return action.run(tab.panels[key], self.commands)
 
     # ---- tabs --------------------------------------------------------------------------
     def tab_list(self) -> list[TraceTab]:
@@ -277,17 +158,20 @@ class MainWindow(QMainWindow):
             out.append(self._add_tab([p]))
         return out
 
-    def compare_paths(self, paths, preloaded: dict | None = None) -> CompareTab:
+    def compare_paths(self, paths, preloaded: dict | None = None,
+                      groups: list[list[Path]] | None = None) -> CompareTab:
         """Open runs as one comparison tab (``paths[0]`` is A); ``preloaded``: index ->
-        Trace already held by another tab (not read again)."""
+        Trace already held by another tab (not read again); ``groups``: per run, the
+        files read as its one trace (default: its path alone)."""
         paths = [Path(p) for p in paths]
         if len(paths) < 2:
             raise ValueError("a comparison needs two or more traces")
-        tab = CompareTab(paths, preloaded, self.tabs)
+        tab = CompareTab(paths, preloaded, self.tabs, groups=groups)
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
         i = self.tabs.addTab(tab, tab.title)
-        self.tabs.setTabToolTip(i, "Comparison\n" + "\n".join(str(p) for p in paths))
+        self.tabs.setTabToolTip(i, "Comparison\n" + "\n".join(
+            str(p) for g in tab.groups for p in g))
         self.tabs.setCurrentIndex(i)
         self._central_stack.setCurrentWidget(self.tabs)
         tab.start_load(self.runner, self.loader)
@@ -295,14 +179,13 @@ class MainWindow(QMainWindow):
 
     def _add_tab(self, paths: list[Path]) -> TraceTab:
         tab = TraceTab(paths, self.tabs)
-        for key, view in tab.panels.items():
-            self._dock_stacks[key].addWidget(view)
+        self.panel_docks.add_panels(tab.panels)
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
         tab.range_text_changed.connect(lambda s, t=tab: self._on_tab_range_text_changed(t, s))
-        tuner = tab.panels["tuner"]
-        tuner.compare_requested.connect(lambda paths: self.compare_paths(paths))
-        tuner.apply_requested.connect(lambda spec: self.new_run(spec))
+        for spec in self.panel_specs:
+            if spec.connect is not None:
+                spec.connect(tab.panels[spec.key], self.commands)
         d = tab.document
         d.color_mode_changed.connect(lambda _m, t=tab: self._sync_toolbar(t))
         d.grouping_changed.connect(lambda _g, t=tab: self._sync_toolbar(t))
@@ -363,19 +246,10 @@ class MainWindow(QMainWindow):
 
     def _on_tabs_current_changed(self, _index: int) -> None:
         comparing = isinstance(self.tabs.currentWidget(), CompareTab)
-        self._show_docks(not comparing)
+        self.panel_docks.set_shown(not comparing)
         tab = self.current_tab()
-        state = tab.state if tab is not None else "none"
-        empty_text = {"none": "No trace open.", "loading": "Loading…",
-                      "failed": "The trace could not be opened."}.get(state, "")
-        if comparing:
-            empty_text = "A comparison tab shows its tables inside the tab."
-        for key, stack in self._dock_stacks.items():
-            if state == "loaded":
-                stack.setCurrentWidget(tab.panels[key])
-            else:
-                stack.widget(0).setText(empty_text)
-                stack.setCurrentIndex(0)
+        state = "comparing" if comparing else tab.state if tab is not None else "none"
+        self.panel_docks.show_tab(tab.panels if tab is not None else None, state)
         fmt, kernels = tab.status_texts() if tab is not None else ("", "")
         self.format_label.setText(fmt)
         self.kernels_label.setText(kernels)
@@ -387,26 +261,8 @@ class MainWindow(QMainWindow):
         if tab is not None:
             self._sync_toolbar(tab)
             vs = tab.document.view_state
-            self.find_edit.blockSignals(True)
-            self.find_regex.blockSignals(True)
-            self.find_edit.setText(vs.find_text)
-            self.find_regex.setChecked(vs.find_regex)
-            self.find_edit.blockSignals(False)
-            self.find_regex.blockSignals(False)
-        self._update_actions()
-
-    def _show_docks(self, show: bool) -> None:
-        """A comparison tab has its panels inside: the docks step aside while it is
-        current and come back as they were."""
-        hidden = getattr(self, "_docks_hidden", None)
-        if not show and hidden is None:
-            self._docks_hidden = [d for d in self.docks.values() if d.isVisible()]
-            for d in self._docks_hidden:
-                d.hide()
-        elif show and hidden is not None:
-            self._docks_hidden = None
-            for d in hidden:
-                d.show()
+            self.find_bar.show_query(vs.find_text, vs.find_regex)
+        self.update_actions()
 
     def _on_tab_range_text_changed(self, tab: TraceTab, text: str) -> None:
         if tab is self.current_tab():
@@ -419,7 +275,7 @@ class MainWindow(QMainWindow):
         self.color_combo.setCurrentIndex(max(0, self.color_combo.findData(vs.color_mode)))
         self.group_combo.setCurrentIndex(max(0, self.group_combo.findData(vs.grouping)))
 
-    def _update_actions(self) -> None:
+    def update_actions(self) -> None:
         tab = self.current_tab()
         loaded = tab is not None and tab.state == "loaded"
         timeline = loaded and tab.has_timeline
@@ -430,33 +286,33 @@ class MainWindow(QMainWindow):
         self.export_pftrace_action.setEnabled(loaded and have_pf)
         self.export_pftrace_action.setToolTip(
             "" if have_pf else "the Perfetto writer (hipscope.export) is not installed")
-        for a in (self.export_summary_action, self.export_kernels_action, self.fit_action,
-                  self.reload_action):
+        for a in (*self.panel_actions, self.fit_action, self.reload_action):
             a.setEnabled(loaded or (a is self.reload_action and tab is not None))
         self.close_tab_action.setEnabled(tab is not None)
         for w in (self.color_combo, self.group_combo):
             w.setEnabled(loaded)
 
     # ---- view actions ------------------------------------------------------------------
-    def _on_color_combo_activated(self, _i: int) -> None:
+    def on_color_combo_activated(self, _i: int) -> None:
         tab = self.current_tab()
         if tab is not None:
             tab.document.view_state.set_color_mode(self.color_combo.currentData())
 
-    def _on_group_combo_activated(self, _i: int) -> None:
+    def on_group_combo_activated(self, _i: int) -> None:
         tab = self.current_tab()
         if tab is not None:
             tab.document.view_state.set_grouping(self.group_combo.currentData())
 
-    def fit(self) -> None:
+    def _timeline(self):
         tab = self.current_tab()
-        if tab is not None and hasattr(tab.timeline, "fit"):
-            tab.timeline.fit()
+        return tab.timeline_api if tab is not None else None
+
+    def fit(self) -> None:
+        if (tl := self._timeline()) is not None:
+            tl.fit()
 
     def show_find_bar(self) -> None:
-        self.find_bar.show()
-        self.find_edit.setFocus()
-        self.find_edit.selectAll()
+        self.find_bar.open()
 
     def _apply_find(self) -> None:
         tab = self.current_tab()
@@ -465,69 +321,15 @@ class MainWindow(QMainWindow):
 
     def find_next(self) -> None:
         self._apply_find()
-        tab = self.current_tab()
-        if tab is not None and hasattr(tab.timeline, "find_next"):
-            tab.timeline.find_next()
+        if (tl := self._timeline()) is not None:
+            tl.find_next()
 
     def find_prev(self) -> None:
         self._apply_find()
-        tab = self.current_tab()
-        if tab is not None and hasattr(tab.timeline, "find_prev"):
-            tab.timeline.find_prev()
+        if (tl := self._timeline()) is not None:
+            tl.find_prev()
 
-    # ---- files -------------------------------------------------------------------------
-    def open_dialog(self) -> None:
-        from ..parsers import file_filters
-
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open trace", self.settings.last_dir(),
-                                                ";;".join(file_filters()))
-        if paths:
-            self.settings.set_last_dir(Path(paths[0]).parent)
-            self.open_paths([Path(p) for p in paths])
-
-    def open_folder_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open trace folder",
-                                                self.settings.last_dir())
-        if path:
-            self.settings.set_last_dir(Path(path).parent)
-            self.open_paths([Path(path)])
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        recent = self.settings.recent_files()
-        for p in recent:
-            a = self.recent_menu.addAction(str(p))
-            a.setEnabled(p.exists())
-            a.triggered.connect(lambda _c=False, p=p: self.open_paths([p]))
-        if not recent:
-            self.recent_menu.addAction("(none)").setEnabled(False)
-        self.recent_menu.addSeparator()
-        self.recent_menu.addAction("Clear list", self.settings.clear_recent)
-
-    def compare_dialog(self) -> None:
-        from ..parsers import file_filters
-
-        paths, _ = QFileDialog.getOpenFileNames(
-            self, "Compare traces: pick two or more (the first is A)",
-            self.settings.last_dir(), ";;".join(file_filters()))
-        if len(paths) == 1:
-            more, _ = QFileDialog.getOpenFileNames(
-                self, f"Compare {Path(paths[0]).name} with…", str(Path(paths[0]).parent),
-                ";;".join(file_filters()))
-            paths += more
-        if len(paths) >= 2:
-            self.settings.set_last_dir(Path(paths[0]).parent)
-            self.compare_paths([Path(p) for p in paths])
-
-    def compare_folders_dialog(self) -> None:
-        a = QFileDialog.getExistingDirectory(self, "Compare: run A (folder)",
-                                             self.settings.last_dir())
-        b = a and QFileDialog.getExistingDirectory(self, f"Compare {Path(a).name} with (folder)",
-                                                   str(Path(a).parent))
-        if a and b:
-            self.settings.set_last_dir(Path(a).parent)
-            self.compare_paths([Path(a), Path(b)])
-
+    # ---- files (dialogs: app/file_dialogs.py) ----------------------------------------
     def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt name)
         if _local_paths(event.mimeData()):
             event.acceptProposedAction()
@@ -573,50 +375,15 @@ class MainWindow(QMainWindow):
         """Compare a loaded tab's trace (A, not read again) with ``paths``."""
         return self.compare_paths([tab.paths[0], *paths], {0: tab.document.trace})
 
-    # ---- runs (Run menu, Runs dock) -----------------------------------------------------
-    def _build_run_ui(self) -> None:
-        from ..views.run_panel import RunManager
-        from ..views.runs_panel import RunsDock
-
-        self.run_manager = RunManager(self)
-        self.run_manager.trace_ready.connect(self.open_run_trace)
-        self.runs_dock = RunsDock(self.run_manager, self)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
-        self.tabifyDockWidget(self.docks["summary"], self.runs_dock)
-        self.docks["summary"].raise_()
-        self.runs_dock.open_requested.connect(self.open_run_trace)
-        self.runs_dock.rerun_requested.connect(self.new_run)
-        self.runs_dock.compare_requested.connect(self.compare_runs)
-        self.runs_dock.runs_panel.compare_multi = hasattr(self, "open_comparison")
-        mb = self.menuBar()
-        m = QMenu("&Run", self)
-        mb.insertMenu(mb.actions()[-1], m)          # before Help
-        self.new_run_action = self._action(m, "&New Run…", self.new_run, "Ctrl+R")
-        self.runs_panel_action = self._action(m, "Runs &Panel", self.show_runs_panel)
-
+    # ---- runs (Run menu, Runs dock: app/run_ui.py) ------------------------------------
     def new_run(self, spec=None) -> None:
-        """The Run dialog (pre-filled from ``spec``, else the last run); starts the run."""
-        from PySide6.QtWidgets import QDialog
-
-        from ..views.launch_dialog import LaunchDialog
-
-        dlg = LaunchDialog(self.settings, spec, self)
-        if dlg.exec() == QDialog.DialogCode.Accepted:
-            self.start_run(dlg.result_spec)
+        self.run_ui.new_run(spec)
 
     def start_run(self, spec):
-        try:
-            return self.run_manager.start(spec)
-        except (ValueError, OSError) as exc:
-            log.info("run not started: %s", exc)
-            self.statusBar().showMessage(f"The run could not start: {exc}", 15000)
-            return None
+        return self.run_ui.start_run(spec)
 
     def show_runs_panel(self) -> None:
-        self.runs_dock.show()
-        self.runs_dock.raise_()
-        self.runs_dock.tabs.setCurrentIndex(0)
-        self.runs_dock.runs_panel.refresh()
+        self.run_ui.show_runs_panel()
 
     def open_run_trace(self, paths) -> TraceTab:
         """Open the files of one run (one per process or rank) as one trace, one tab."""
@@ -629,121 +396,47 @@ class MainWindow(QMainWindow):
                 return t
         return self._add_tab(paths)
 
-    def compare_runs(self, paths_a, paths_b):
+    def compare_runs(self, paths_a, paths_b) -> CompareTab:
         """Compare two runs (each one trace of one or more files)."""
-        if hasattr(self, "open_comparison"):
-            return self.open_comparison(paths_a, paths_b)
         if len(paths_a) == 1 and len(paths_b) == 1:
             return self.compare_paths([paths_a[0], paths_b[0]])
-        return [self.open_run_trace(paths_a), self.open_run_trace(paths_b)]
+        return self.open_comparison(paths_a, paths_b)
+
+    def open_comparison(self, paths_a, paths_b) -> CompareTab:
+        """A comparison tab of two runs whose traces span several files each (one per
+        process or rank): each run's files are read as one trace."""
+        groups = [[Path(p) for p in paths_a], [Path(p) for p in paths_b]]
+        return self.compare_paths([groups[0][0], groups[1][0]], groups=groups)
 
     def ask_close_runs(self, active) -> str | None:
-        from ..views.runs_panel import ask_close_runs
-
         return ask_close_runs(self, active)
 
-    def _stop_runs(self) -> bool:
-        """On close: local runs are cancelled; remote ones may be left running."""
-        active = self.run_manager.active()
-        choice = self.ask_close_runs(active) if active else "cancel"
-        if choice is None:
-            return False
-        self.run_manager.shutdown(detach_remote=choice == "detach")
-        self.runs_dock.shutdown()
-        return True
-
-    # ---- export --------------------------------------------------------------------------
-    def _ask_save(self, title: str, suggested: str, filt: str) -> Path | None:
-        start = str(Path(self.settings.last_dir() or ".") / suggested)
-        path, _ = QFileDialog.getSaveFileName(self, title, start, filt)
-        return Path(path) if path else None
-
+    # ---- export (app/export.py) ----------------------------------------------------------
     def export_timeline(self, kind: str, path: Path | None = None) -> bool:
-        tab = self.current_tab()
-        if tab is None or not tab.has_timeline:
-            return False
-        stem = Path(tab.document.title).name.split(".")[0] or "timeline"
-        path = path or self._ask_save(f"Export timeline as {kind.upper()}", f"{stem}.{kind}",
-                                      f"{kind.upper()} image (*.{kind})")
-        if path is None:
-            return False
-        try:
-            getattr(tab.timeline, f"export_{kind}")(str(path))
-        except Exception as exc:  # noqa: BLE001 - shown to people, traceback logged
-            log.exception("timeline export failed")
-            self._report_export(str(path), f"Could not write {path}: {exc}")
-            return False
-        self._report_export(str(path), "")
-        return True
+        return self.exports.timeline(self.current_tab(), kind, path)
 
     def export_pftrace(self, path: Path | None = None) -> TaskHandle | None:
-        tab = self.current_tab()
-        if tab is None or tab.document.trace is None or not pftrace_writer_available():
-            return None
-        path = path or self._ask_save("Export as Perfetto trace",
-                                      f"{Path(tab.document.title).name.split('.')[0]}.pftrace",
-                                      "Perfetto trace (*.pftrace)")
-        if path is None:
-            return None
-        trace = tab.document.trace
+        return self.exports.pftrace(self.current_tab(), path)
 
-        def work(progress, cancelled):
-            from ..export.pftrace_writer import write_pftrace
-
-            write_pftrace(trace, path)
-            return str(path)
-
-        return self._run_export(work, str(path))
-
-    def export_table_csv(self, which: str, path: Path | None = None) -> TaskHandle | None:
-        """Write the summary or the (filtered, sorted) kernels table as CSV in a worker."""
+    def export_table_csv(self, key: str, path: Path | None = None) -> TaskHandle | None:
+        """Write a table panel (``key``: its PanelSpec key) as CSV in a worker."""
         tab = self.current_tab()
         if tab is None or tab.document.trace is None:
             return None
-        view = tab.summary_view if which == "summary" else tab.kernels_view
-        path = path or self._ask_save("Export table as CSV",
-                                      f"{which}.csv", "CSV (*.csv)")
-        if path is None:
-            return None
-        table = view.model.to_arrow()        # a snapshot: the model may change meanwhile
-
-        def work(progress, cancelled):
-            import pyarrow.csv as pacsv
-
-            pacsv.write_csv(table, str(path), pacsv.WriteOptions(quoting_style="needed"))
-            return str(path)
-
-        return self._run_export(work, str(path))
-
-    def _run_export(self, work, path: str) -> TaskHandle:
-        self.statusBar().showMessage(f"Writing {path}…")
-        h = self.runner.submit(f"export:{path}", work)
-        h.succeeded.connect(lambda p: self._report_export(p, ""))
-        h.failed.connect(lambda msg: self._report_export(path, msg))
-        return h
-
-    def _report_export(self, path: str, error: str) -> None:
-        if error:
-            self.statusBar().showMessage(error, 15000)
-            if self.isVisible() and self.persist:
-                QMessageBox.warning(self, "Export failed", error)
-            self.export_finished.emit("")
-        else:
-            self.statusBar().showMessage(f"Wrote {path}", 8000)
-            self.export_finished.emit(path)
+        return self.exports.table_csv(tab.panels[key], key, path)
 
     # ---- lifecycle -----------------------------------------------------------------------
-    def _about(self) -> None:
+    def about(self) -> None:
         from .. import __version__
 
         QMessageBox.about(self, "About hipscope",
                           f"hipscope {__version__}\nGPU trace viewer for ROCm and CUDA.")
 
     def closeEvent(self, event) -> None:  # noqa: N802
-        if not self._stop_runs():
+        if not self.run_ui.stop_runs(self.ask_close_runs):
             event.ignore()
             return
-        self._show_docks(True)                  # save the layout the user chose
+        self.panel_docks.set_shown(True)        # save the layout the user chose
         if self.persist:
             self.settings.save_window(self.saveGeometry(), self.saveState())
         for tab in self.tab_list():

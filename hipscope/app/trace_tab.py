@@ -1,5 +1,5 @@
-"""One tab of the main window: a Document, its loading/error/content pages and the
-panels (summary, all kernels, details) that the window shows in its docks."""
+"""One tab of the main window: a Document, its loading/error/content pages, the
+timeline and one panel per registered PanelSpec (the window shows them in its docks)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from ..views.details import DetailsView
-from ..views.heatmap import CounterHeatmapView
-from ..views.queue_delay import QueueDelayView
-from ..views.tables import KernelSummaryView, KernelsTableView
-from ..views.tables.format import fmt_duration
-from ..views.tuner_panel import TunerPanel
-from .document import Document
+from ..model.units import fmt_duration
+from ..qt.document import Document
+from ..qt.panels import panel_specs
+from ..qt.tasks import TaskHandle, TaskRunner
+from ..qt.timeline_api import RangeStats, Timeline
 from .loading_tab import LoadingTab
-from .tasks import TaskHandle, TaskRunner
 
 log = logging.getLogger(__name__)
 
@@ -57,36 +54,6 @@ def _placeholder(text: str, parent: QWidget) -> QLabel:
     return lab
 
 
-def format_range(obj) -> str:
-    """The timeline's ``range_measured`` payload as status-bar text."""
-    if obj is None:
-        return ""
-    if isinstance(obj, str):
-        return obj
-    get = obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
-    t0 = get("t0", get("start"))
-    t1 = get("t1", get("end"))
-    parts = []
-    if t0 is not None and t1 is not None:
-        parts.append(f"measured {fmt_duration(t1 - t0)}")
-    for key, label in (("kernels", "kernels"), ("kernel_count", "kernels"),
-                       ("api_calls", "API calls"), ("copies", "copies"), ("count", "events")):
-        v = get(key)
-        if isinstance(v, (int, float)) and (v or key == "kernels"):
-            parts.append(f"{int(v):,} {label}")
-    for key in ("busy", "busy_fraction", "utilisation", "utilization"):
-        v = get(key)
-        if isinstance(v, float):
-            parts.append(f"busy {100 * v:.1f} %")
-            break
-    for key in ("busy_ns", "kernel_time_ns", "kernel_ns"):
-        v = get(key)
-        if isinstance(v, (int, float)):
-            parts.append(f"kernel time {fmt_duration(v)}")
-            break
-    return ", ".join(parts) if parts else str(obj)
-
-
 class TraceTab(LoadingTab):
     """Loading page -> content page (timeline) or error page."""
 
@@ -96,26 +63,29 @@ class TraceTab(LoadingTab):
         super().__init__(paths, parent)
         self.document = Document(self.paths, self)
         self.range_text = ""
+        self.range_stats: RangeStats | None = None
         self._build_pages(f"Loading {self.document.title}…")
         self.timeline = make_timeline(self.document, self)
         self._stack.addWidget(self.timeline)
-        sig = getattr(self.timeline, "range_measured", None)
-        if sig is not None:
-            sig.connect(self._on_timeline_range_measured)
-        # panels shown by the window's docks (the window re-parents them), by dock key
-        self.summary_view = KernelSummaryView(self.document)
-        self.kernels_view = KernelsTableView(self.document)
-        self.details_view = DetailsView(self.document)
-        self.panels: dict[str, QWidget] = {
-            "details": self.details_view, "summary": self.summary_view,
-            "kernels": self.kernels_view, "queue_delay": QueueDelayView(self.document),
-            "counters": CounterHeatmapView(self.document),
-            "tuner": TunerPanel(self.document),
-        }
+        if isinstance(self.timeline, Timeline):
+            self.timeline.range_measured.connect(self._on_timeline_range_measured)
+        # panels shown by the window's docks (the window re-parents them), by spec key
+        self.panels: dict[str, QWidget] = {spec.key: spec.factory(self.document)
+                                           for spec in panel_specs()}
 
     @property
     def has_timeline(self) -> bool:
-        return self.timeline.objectName() != "timeline_placeholder"
+        return self.timeline_api is not None
+
+    @property
+    def timelines(self) -> list[Timeline]:
+        """The tab's timelines (none while a placeholder stands in)."""
+        return [] if self.timeline_api is None else [self.timeline_api]
+
+    @property
+    def timeline_api(self) -> Timeline | None:
+        """The timeline, or None while a placeholder stands in for it."""
+        return self.timeline if isinstance(self.timeline, Timeline) else None
 
     # ---- pages -------------------------------------------------------------------------
     def _build_error_page(self) -> QWidget:
@@ -207,7 +177,8 @@ class TraceTab(LoadingTab):
             kernels += f" in {fmt_duration(span[1] - span[0])}"
         return f"format: {tr.format}", kernels
 
-    def _on_timeline_range_measured(self, obj) -> None:
-        self.range_text = format_range(obj)
+    def _on_timeline_range_measured(self, stats: RangeStats | None) -> None:
+        self.range_stats = stats
+        self.range_text = "" if self.range_stats is None else self.range_stats.text()
         self.range_text_changed.emit(self.range_text)
 

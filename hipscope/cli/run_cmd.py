@@ -9,6 +9,8 @@ import sys
 import threading
 from typing import Any
 
+from ..model.units import fmt_duration
+
 EXIT_USAGE = 2
 EXIT_CANCELLED = 130
 #: signals that cancel the run like Ctrl+C does (a terminal closing sends SIGHUP)
@@ -251,11 +253,7 @@ def run_main(argv: list[str]) -> int:
 
 
 def _fmt_duration(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 60:
-        return f"{s:.1f}s"
-    return f"{int(s // 60)}m{int(s % 60):02d}s"
+    return "-" if s is None else fmt_duration(s * 1e9)     # the one duration text
 
 
 def runs_main(argv: list[str]) -> int:

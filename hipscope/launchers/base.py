@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.observable import Observable
 from ..model.progress import Cancelled
 from .profilers import ProfilerError, Wrapped, get_profiler
 from .rundir import RunFolder, process_identity
@@ -106,14 +107,17 @@ class RunResult:
     trace_inputs: list[Path]
 
 
-class Launcher:
+class Launcher(Observable):
     """Base of the local, SSH and Slurm launchers.
 
     Subclasses implement :meth:`_execute` (start, stream, wait; return the exit status)
     and :meth:`_collect` (bring the artifacts into the run folder); both call
     :meth:`check_cancel` at their waiting points and raise :class:`LaunchError` with a
-    reason for people.
+    reason for people. Observers get the :class:`RunEvent` alone (it names its kind).
     """
+
+    _isolate_listeners = True            # an observer's bug must not kill the run
+    _listeners_take_value_only = True
 
     def __init__(self, spec: RunSpec, folder: RunFolder | None = None,
                  observers: list[Observer] | None = None):
@@ -124,7 +128,8 @@ class Launcher:
         self.reason: str | None = None
         self.artifacts: list[Path] = []
         self.trace_inputs: list[Path] = []
-        self._observers: list[Observer] = list(observers or [])
+        for fn in observers or ():
+            self.subscribe(fn)
         self._cancel = threading.Event()
         self._cancel_reason: str | None = None
         self._done = threading.Event()
@@ -136,10 +141,6 @@ class Launcher:
                                   owner=process_identity(os.getpid()))
 
     # ------------------------------------------------------------------ observers
-    def subscribe(self, fn: Observer) -> Callable[[], None]:
-        self._observers.append(fn)
-        return lambda: self._observers.remove(fn) if fn in self._observers else None
-
     def emit(self, kind: str, **kw: Any) -> None:
         ev = RunEvent(kind, self.folder.run_id, **kw)
         if kind in ("state", "message", "progress"):
@@ -147,11 +148,7 @@ class Launcher:
                                       "state": ev.state.value if ev.state else None,
                                       "reason": ev.reason, "text": ev.text,
                                       "fraction": ev.fraction})
-        for fn in list(self._observers):
-            try:
-                fn(ev)
-            except Exception:  # an observer's bug must not kill the run
-                log.exception("run observer %r failed", fn)
+        self._emit(kind, ev)
 
     def output(self, stream: str, line: str, end: str = "\n") -> None:
         self.emit("output", stream=stream, line=line, end=end)

@@ -7,38 +7,19 @@ signals). Times are int64 ns on the trace's clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-Listener = Callable[[str, Any], None]
+from .observable import Listener, Observable
+
+__all__ = ["COLOR_MODES", "GROUPINGS", "VALUE_COLOR_MODES", "Filters", "Listener",
+           "Observable", "Selection", "ViewState"]
 
 COLOR_MODES = ("name", "duration", "queue_delay")
 # Colour modes fed by per-kernel numbers from outside the trace (``color_values``):
 # "delta" colours a kernel by its duration over the matched kernel's in another run.
 VALUE_COLOR_MODES = ("delta",)
 GROUPINGS = ("queue", "stream")
-
-
-class Observable:
-    """Listeners of an observable plain-state object, called with ``(what, value)``.
-
-    The class keeps them in its own ``_listeners`` list (a dataclass field, so that
-    ``repr`` can leave it out).
-    """
-
-    _listeners: list[Listener]
-
-    def subscribe(self, fn: Listener) -> None:
-        self._listeners.append(fn)
-
-    def unsubscribe(self, fn: Listener) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
-
-    def _emit(self, what: str, value: Any) -> None:
-        for fn in list(self._listeners):
-            fn(what, value)
 
 
 @dataclass(frozen=True)
@@ -68,7 +49,6 @@ class ViewState(Observable):
     color_mode: str = "name"
     grouping: str = "queue"                  # GPU -> queue -> stream, or by stream
     color_values: Any = None                 # per kernel row, for VALUE_COLOR_MODES
-    _listeners: list[Listener] = field(default_factory=list, repr=False)
 
     def set_window(self, t0: int, t1: int) -> None:
         t0, t1 = int(t0), int(t1)

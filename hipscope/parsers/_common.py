@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..model import build_table
+from ..model.intervals import nesting_depth  # noqa: F401 - the readers' name for it
 
 # --------------------------------------------------------------------------- grouping
 
@@ -87,37 +88,7 @@ def number_per_device(device: np.ndarray, *raw: np.ndarray,
 # --------------------------------------------------------------------------- nesting
 
 
-def nesting_depth(start: np.ndarray, end: np.ndarray, group: np.ndarray | None = None,
-                  instant_depth_zero: bool = False) -> np.ndarray:
-    """Nesting depth of ranges per group (0 = outermost): how many ranges of the same
-    group are open when each one starts. A range ending exactly when another starts
-    does not enclose it; a zero-length mark encloses nothing and gets the depth of the
-    ranges open around it (0 with ``instant_depth_zero``). Ranges that cross without
-    nesting count as open while they last. Vectorised: one lexsort of starts and ends.
-    """
-    start = np.asarray(start, np.int64)
-    end = np.asarray(end, np.int64)
-    n = len(start)
-    if n == 0:
-        return np.zeros(0, dtype=np.int16)
-    group = np.zeros(n, np.int64) if group is None else np.asarray(group, np.int64)
-    zero = end <= start
-    # events: starts (+1) and ends (-1); zero-length ranges are queries only (0).
-    # Order: group, time, ends before starts before zero-length queries, longer first
-    g = np.concatenate([group, group])
-    t = np.concatenate([start, end])
-    kind = np.concatenate([np.where(zero, 2, 1), np.zeros(n, np.int64)]).astype(np.int8)
-    neg_end = np.concatenate([-end, np.zeros(n, np.int64)])
-    order = np.lexsort((neg_end, kind, t, g))
-    is_start = order < n
-    step = np.where(is_start, 1, -1).astype(np.int64)
-    step[np.concatenate([zero, zero])[order]] = 0
-    open_before = np.cumsum(step) - step
-    depth = np.empty(n, dtype=np.int64)
-    depth[order[is_start]] = open_before[is_start]
-    if instant_depth_zero:
-        depth[zero] = 0
-    return np.clip(depth, 0, 32767).astype(np.int16)
+# nesting_depth: its one home is hipscope.model.intervals (imported above)
 
 
 def dense_codes(values: Iterable[Any]) -> np.ndarray:

@@ -14,20 +14,18 @@ the place and what was expected) and :class:`Cancelled` when asked to stop.
 from __future__ import annotations
 
 import functools
-import gzip
 import logging
 import os
 import shutil
 import tempfile
 import threading
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from ..model import Trace
-from ..model.diagnostics import add_diagnostic, coded, harvest
+from ..model.diagnostics import coded, harvest
 
 from ..model.progress import (  # noqa: F401 - the readers' names for them
     Cancelled,
@@ -38,37 +36,17 @@ from ..model.progress import (  # noqa: F401 - the readers' names for them
     no_progress,
 )
 
+from . import open_checks
+from .errors import ReadFailure, TraceFormatError, UnknownReader  # noqa: F401
+from .reading import (  # noqa: F401 - the readers' names for them
+    head_bytes,
+    head_text,
+    is_gzip,
+    read_bytes_tolerant,
+)
+from .reading import gzip_damage as _gzip_damage
+
 log = logging.getLogger(__name__)
-
-
-class TraceFormatError(Exception):
-    """The input is not a readable trace. ``str()`` is one sentence for people."""
-
-    def __init__(self, path: str | os.PathLike, where: str | None, expected: str,
-                 found: str | None = None):
-        self.path = str(path)
-        self.where = where
-        self.expected = expected
-        self.found = found
-        place = f" at {where}" if where else ""
-        got = f", found {found}" if found else ""
-        super().__init__(f"{self.path}{place}: expected {expected}{got}.")
-
-
-class ReadFailure(TraceFormatError):
-    """A failure that is not the input's fault (a bug, memory), as one sentence that
-    names the file: what :func:`open_trace` turns any unexpected exception into."""
-
-    def __init__(self, path: str | os.PathLike, sentence: str):
-        super().__init__(path, None, "a trace hipscope can read")
-        self.args = (sentence,)
-
-
-class UnknownReader(KeyError):
-    """``reader=`` names no registered reader (the user's mistake, not the file's)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown reader"
 
 
 class Reader(Protocol):
@@ -327,66 +305,13 @@ def open_trace(paths: str | os.PathLike | Sequence[str | os.PathLike],
             fresh = True
         traces.append(tr)
     trace = merge_traces(traces, names=[str(p) for p in paths]) if len(traces) > 1 else traces[0]
+    if len(traces) > 1:         # a merge is no cache entry: its analyses are not kept
+        trace.meta.pop("cache_key", None)
     if fresh or len(traces) > 1:
         _validate.validate(trace)   # cached traces were validated before they were stored
     progress(1.0)
-    trace = _warn_no_kernels(_warn_separate_runs(trace), paths)
+    trace = open_checks.warn_no_kernels(open_checks.warn_separate_runs(trace), paths)
     return replace(trace, meta=harvest(trace.meta))
-
-
-def _warn_no_kernels(trace: Trace, paths: list[Path]) -> Trace:
-    """Issue 13 item 10, the safety net of the one rule for empty outputs: a trace with
-    no kernels (and no per-kernel summary or counters) loads, warned, whatever its
-    reader; a reader that already said so (``no kernels`` in a warning) is left as is."""
-    from ._common import warn_no_kernels
-
-    if len(trace.kernels) or len(trace.counters) or trace.meta.get("summary_only") \
-            or any("no kernels" in w.lower() for w in trace.warnings):
-        return trace
-    warnings = list(trace.warnings)
-    warn_no_kernels(warnings, ", ".join(str(p) for p in paths[:3]),
-                    f"{len(trace.api)} API calls, {len(trace.copies)} copies, "
-                    f"{len(trace.markers)} markers")
-    return trace.with_meta(warnings=warnings)
-
-
-def _warn_separate_runs(trace: Trace) -> Trace:
-    """Warn when the processes of a trace fall into groups that never overlap in time:
-    most likely separate runs read together (two runs in one folder, RELIABILITY W11),
-    whose span and idle time then mean nothing. One run's processes overlap."""
-    import numpy as np
-    import pyarrow as pa
-
-    parts = []   # per table: each pid's first start and last end (hash group-by, not a sort)
-    for t in (trace.kernels, trace.api):
-        if len(t) and "pid" in t.data.column_names and t.valid("pid").any():
-            d = t.data.filter(t.data.column("pid").is_valid())
-            sub = pa.table({c: d.column(c).cast(pa.int64()) for c in ("pid", "start", "end")})
-            parts.append(sub.group_by("pid").aggregate([("start", "min"), ("end", "max")]))
-    if not parts:
-        return trace
-    per = pa.concat_tables(parts).group_by("pid").aggregate([("start_min", "min"),
-                                                            ("end_max", "max")])
-    if per.num_rows < 2:
-        return trace
-    uniq = per.column("pid").to_numpy().astype(np.int64)
-    lo = per.column("start_min_min").to_numpy().astype(np.int64)
-    hi = per.column("end_max_max").to_numpy().astype(np.int64)
-    order = np.argsort(lo, kind="stable")
-    ended = np.maximum.accumulate(hi[order])[:-1]        # all before have ended by then
-    gaps = np.flatnonzero(lo[order][1:] > ended)
-    if not len(gaps):
-        return trace
-    g = gaps[0]
-    first, then = int(uniq[order][g]), int(uniq[order][g + 1])
-    gap_s = (int(lo[order][g + 1]) - int(ended[g])) / 1e9
-    text = (f"the {len(uniq)} processes of this trace fall into {len(gaps) + 1} groups that "
-            f"do not overlap in time (process {then} starts {gap_s:.3g} s after process "
-            f"{first} and every earlier one ended): if these are separate runs, open each "
-            "one on its own")
-    meta = dict(trace.meta)
-    add_diagnostic(meta, "merge.separate_runs", "warning", text)
-    return replace(trace, meta=meta)
 
 
 @_one_input
@@ -464,81 +389,6 @@ def _traces_inside(folder: Path) -> list[tuple[Path, Reader]]:
     return out
 
 
-# --------------------------------------------------------------------------- I/O helpers
-
-def head_bytes(path: Path, n: int = 4096) -> bytes:
-    """The first ``n`` bytes of a file, transparently un-gzipped."""
-    with open(path, "rb") as fh:
-        raw = fh.read(n)
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(n)
-        except (OSError, EOFError, zlib.error):
-            return b""
-    return raw
-
-
-def _gzip_damage(path: Path) -> str | None:
-    """Why a file that starts like a gzip does not decompress (None when it does)."""
-    try:
-        with gzip.open(path, "rb") as gz:
-            gz.read(1)
-    except (OSError, EOFError, zlib.error) as exc:
-        return f"corrupt data ({exc})" if is_gzip(path) else None
-    return None
-
-
-def head_text(path: Path, n: int = 4096) -> str:
-    return head_bytes(path, n).decode("utf-8", errors="replace")
-
-
-def is_gzip(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(2) == b"\x1f\x8b"
-
-
-def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
-    """Whole file as bytes (un-gzipped). A gzip stream cut short or corrupt part-way
-    returns everything that decompressed before the damage plus a warning; a file that
-    yields nothing is a :class:`TraceFormatError`, and so is one that decompresses to
-    more than ``_inputs.max_decompressed_bytes()`` (M1: a gzip bomb)."""
-    from ._inputs import TooLarge, max_decompressed_bytes
-
-    raw = path.read_bytes()
-    if raw[:2] != b"\x1f\x8b":
-        return raw, None
-    cap = max_decompressed_bytes()
-    out = bytearray()
-    pos, warning = 0, None
-    step = 1 << 14   # small input steps: corruption loses at most one step's output
-    while pos < len(raw):            # members of a multi-member gzip, one by one
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            while pos < len(raw) and not d.eof:
-                out += d.decompress(raw[pos:pos + step])
-                pos = min(pos + step, len(raw))
-                if len(out) > cap:    # one step adds at most ~16 MiB (deflate's 1032:1)
-                    raise TooLarge(path, cap)
-        except zlib.error as exc:
-            if not out:
-                raise TraceFormatError(path, "byte 0", "a gzip stream", str(exc)) from None
-            warning = coded("input.truncated", f"{path}: gzip data is corrupt after "
-                            f"{len(out):,} uncompressed bytes ({exc}); read what came before", path)
-            break
-        if not d.eof:
-            warning = coded("input.truncated", f"{path}: the gzip stream ends early (truncated "
-                            f"file); read the first {len(out):,} uncompressed bytes", path)
-            out += d.flush()
-            break
-        pos -= len(d.unused_data)
-        if not d.unused_data.strip(b"\x00"):
-            break
-    if not out and warning:
-        raise TraceFormatError(path, "byte 0", "a complete gzip stream", "no whole data")
-    return bytes(out), warning
-
-
 _LOAD_LOCK = threading.Lock()
 _LOADED = False
 
@@ -552,10 +402,9 @@ def _load_builtin() -> None:
     with _LOAD_LOCK:
         if _LOADED:
             return
-        import importlib
+        from ..model.plugins import load_group    # built-ins, then entry points
 
-        for mod in BUILTIN_MODULES:
-            importlib.import_module(f"{__package__}.{mod}")
+        load_group("hipscope.readers", [f"{__package__}.{mod}" for mod in BUILTIN_MODULES])
         _LOADED = True
 
 

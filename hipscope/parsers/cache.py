@@ -243,6 +243,7 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
     key = key_of(recs)
     tr = load(key)
     if tr is not None:
+        tr.meta["cache_key"] = key      # the analysis cache sits beside the entry
         return tr
     tr = read()
     _validate.validate(tr)
@@ -255,7 +256,8 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
                            f"{what} changed while the trace was read (still being "
                            "written?); the figures may not include its latest data", what)
         return tr
-    store(key, tr)
+    if store(key, tr):
+        tr.meta["cache_key"] = key
     return tr
 
 

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import queue_delay as qd
-from ..analysis.concurrency import concurrency, launch_stats
-from ..analysis.idle import idle_breakdown
+from ..analysis.context import TraceAnalyses, analyses_of
 from ..analysis.report import has_real_timeline
 from ..model import Trace
 from .knobs import parse_version
@@ -25,12 +24,16 @@ class TraceContext:
 
     ``probes`` holds figures measured outside this trace (e.g. ``graph_node_ns``: the
     GPU time one graph node costs at replay, measured on a graph-replay trace of the
-    same machine); rules use them when present.
+    same machine); rules use them when present. The analyses come from the trace's one
+    analysis service (``analyses``; default :func:`analyses_of`), the same objects the
+    report and the panels read.
     """
 
-    def __init__(self, trace: Trace, probes: dict[str, float] | None = None):
+    def __init__(self, trace: Trace, probes: dict[str, float] | None = None,
+                 analyses: TraceAnalyses | None = None):
         self.trace = trace
         self.probes = dict(probes or {})
+        self.analyses = analyses if analyses is not None else analyses_of(trace)
 
     # ------------------------------------------------------------ analyses
     @cached_property
@@ -39,19 +42,19 @@ class TraceContext:
 
     @cached_property
     def idle(self):
-        return idle_breakdown(self.trace)
+        return self.analyses.idle()
 
     @cached_property
     def concurrency(self) -> dict:
-        return concurrency(self.trace)
+        return self.analyses.concurrency()
 
     @cached_property
     def launch(self) -> dict:
-        return launch_stats(self.trace)
+        return self.analyses.launch_stats()
 
     @cached_property
     def delays(self) -> qd.QueueDelays:
-        return qd.queue_delays(self.trace)
+        return self.analyses.queue_delays()
 
     @cached_property
     def graph_kernel(self) -> np.ndarray:

@@ -14,17 +14,14 @@ thread takes to issue the step's launches.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..analysis.concurrency import LAUNCH_RE
-from ..analysis.idle import Coverage, is_sync_call
-from ..analysis.steps import Steps, find_steps
+from ..analysis.idle import Coverage
+from ..analysis.steps import Steps
+from ..model.api_names import LAUNCH_RE, is_sync_call
 from .context import TraceContext
 from .proposals import Estimate
-
-_STEPS: WeakKeyDictionary[TraceContext, Steps | None] = WeakKeyDictionary()
 
 
 @dataclass
@@ -67,10 +64,8 @@ def thread_label(pid: int, tid: int) -> str:
 
 
 def steps_of(ctx: TraceContext) -> Steps | None:
-    """The trace's steps (cached per context)."""
-    if ctx not in _STEPS:
-        _STEPS[ctx] = find_steps(ctx.trace)
-    return _STEPS[ctx]
+    """The trace's steps (the analysis service's, computed once per trace)."""
+    return ctx.analyses.steps()
 
 
 def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | None]:

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.context import TraceAnalyses
 from ..analysis.idle import CATEGORIES, Coverage, category_pieces
 from ..model import Trace
+from ..model.progress import CancelledFn, check_cancel
 from ..model.units import fmt_duration
 from . import knobs
 from .context import TraceContext
@@ -43,21 +45,24 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 
 
 def propose(trace: Trace, probes: dict[str, float] | None = None,
-            only: list[str] | None = None) -> list[Proposal]:
+            only: list[str] | None = None, analyses: TraceAnalyses | None = None,
+            cancelled: CancelledFn | None = None) -> list[Proposal]:
     """All proposals for ``trace``, best first (gain, then confidence).
 
     ``probes``: figures measured elsewhere (see :class:`TraceContext`); ``only``:
-    rule names to run (default: all). A rule that fails is logged and skipped: one
-    bug must not hide the other proposals.
+    rule names to run (default: all); ``analyses``: the trace's analysis service
+    (default: its own); ``cancelled``: checked between rules (raises Cancelled). A
+    rule that fails is logged and skipped: one bug must not hide the other proposals.
     """
     _load_rule_modules()
-    ctx = TraceContext(trace, probes)
+    ctx = TraceContext(trace, probes, analyses)
     if not ctx.real_timeline:
         return []
     out: list[Proposal] = []
     for name, fn in RULES.items():
         if only is not None and name not in only:
             continue
+        check_cancel(cancelled)
         try:
             props = [_bounded(ctx, p) for p in fn(ctx)]
             out.extend(p for p in props if p.estimated_gain_fraction >= MIN_GAIN
@@ -77,8 +82,17 @@ def _bounded(ctx: TraceContext, p: Proposal) -> Proposal:
     return p
 
 
+_RULES_LOADED: list[str] = []
+
+
 def _load_rule_modules() -> None:
-    from . import rules_knobs, rules_sync  # noqa: F401  (they register themselves)
+    """The built-in rule modules and the ``hipscope.rules`` entry points, once (each
+    registers its rules with :func:`rule`; loading twice, from two workers, is harmless)."""
+    if not _RULES_LOADED:
+        from ..model.plugins import load_group
+
+        load_group("hipscope.rules", ["hipscope.tuner.rules_knobs", "hipscope.tuner.rules_sync"])
+        _RULES_LOADED.append("loaded")
 
 
 # ====================================================================== graph capture

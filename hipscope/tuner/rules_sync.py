@@ -17,6 +17,8 @@ import numpy as np
 
 from ..analysis.idle import Coverage, blocking_copy_calls, is_sync_call
 from ..analysis.stats import union_length
+from ..model import api_names
+from ..model.api_names import SYNC_DOMAINS, per_code
 from ..model.units import fmt_duration
 from . import knobs
 from .context import TraceContext
@@ -24,7 +26,6 @@ from .estimate import Pieces, estimate, steps_of, thread_label
 from .proposals import Confidence, Evidence, Experiment, Proposal, Ref
 from .rules import rule
 
-_COPY_RE = re.compile(r"(memcpy|memset|copy)", re.IGNORECASE)
 _MEMSET_RE = re.compile(r"memset", re.IGNORECASE)
 # Assumed pinned/pageable bandwidth ratio when no probe measured it: conservative
 # (pinned host-device copies are usually several times faster than pageable ones).
@@ -89,9 +90,9 @@ def sync_calls(ctx: TraceContext) -> SyncCalls:
         return SyncCalls(empty, empty, Pieces.of([]), Pieces.of([]))
     codes, names = api.codes("name")
     dcodes, domains = api.codes("domain")
-    is_sync = np.array([is_sync_call(n) for n in names] + [False])[codes]
-    is_sync |= np.array([d == "cuda_sync" for d in domains] + [False])[dcodes]
-    is_copy = np.array([bool(_COPY_RE.search(n)) for n in names] + [False])[codes]
+    is_sync = per_code(names, is_sync_call)[codes]
+    is_sync |= per_code(domains, lambda d: d in SYNC_DOMAINS)[dcodes]
+    is_copy = per_code(names, api_names.is_copy)[codes]
     blocking_copy = (is_sync & is_copy) | blocking_copy_calls(ctx.trace)
     s, e = api.numpy("start"), api.numpy("end")
     w0, w1 = ctx.kernel_window

@@ -1,22 +1,21 @@
 """`TunerState`: the plain, observable object the GUI's tuner panel binds to.
 
-No Qt: observers are callables ``fn(event: str, payload)``; the GUI wraps them in
-queued signals. Events: ``proposals_changed`` (list), ``selection_changed`` (id or
-None), ``experiment_changed`` (:class:`ExperimentRecord`), ``program_changed`` (the
+No Qt: an :class:`~hipscope.model.observable.Observable`; observers are callables
+``fn(event: str, payload)`` (the GUI's bridge turns them into queued signals).
+Events: ``proposals_changed`` (list), ``selection_changed`` (id or None),
+``experiment_changed`` (:class:`ExperimentRecord`), ``program_changed`` (the
 program experiments run: a launcher ``RunSpec`` or None).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.observable import Observable
 from .proposals import Proposal
 from .stats import ABResult
-
-log = logging.getLogger(__name__)
 
 EXPERIMENT_STATES = ("idle", "queued", "running", "finished", "failed", "cancelled")
 
@@ -37,28 +36,16 @@ class ExperimentRecord:
             raise ValueError(f"experiment status must be one of {EXPERIMENT_STATES}")
 
 
-class TunerState:
+class TunerState(Observable):
     """Proposals of the current trace, the selected one, and each one's experiment."""
+
+    _isolate_listeners = True       # experiments update it from worker threads
 
     def __init__(self) -> None:
         self._proposals: list[Proposal] = []
         self._selected: str | None = None
         self._experiments: dict[str, ExperimentRecord] = {}
-        self._observers: list[Observer] = []
         self._program: Any = None
-
-    # ------------------------------------------------------------ observers
-    def subscribe(self, fn: Observer) -> Callable[[], None]:
-        """Add an observer; returns a function that removes it."""
-        self._observers.append(fn)
-        return lambda: self._observers.remove(fn) if fn in self._observers else None
-
-    def _emit(self, event: str, payload: Any) -> None:
-        for fn in list(self._observers):
-            try:
-                fn(event, payload)
-            except Exception:  # noqa: BLE001 - an observer's bug must not break the state
-                log.exception("tuner observer %r failed", fn)
 
     # ------------------------------------------------------------ proposals
     @property

@@ -1,1 +1,2 @@
-"""Qt + pyqtgraph views: timeline, tables, heatmaps, comparison, panels."""
+"""Qt + pyqtgraph widgets: timeline, tables, heatmaps, comparison, panels (built from a
+``qt.Document``; the built-in dock panels register in ``builtin_panels``)."""

@@ -2,7 +2,7 @@
 
 Top: one TimelineView per run, stacked, on one time axis (each run's times relative
 to its alignment origin; zoom, pan and kernel selection kept in step by
-:class:`~hipscope.views.compare_sync.TimelineSync`). Bottom: the headline table
+:class:`~hipscope.qt.compare.TimelineSync`). Bottom: the headline table
 (A | B | delta | ratio), the per-kernel diff with the instance table of the selected
 kernel, and provenance side by side. A banner says when the core finds the runs not
 comparable. The widgets bind to :class:`~hipscope.analysis.compare_state.CompareState`;
@@ -44,7 +44,7 @@ from .compare_models import (
     ProvenanceModel,
     run_names,
 )
-from .compare_sync import CompareController
+from ..qt.compare import CompareController
 from .timeline import TimelineView
 
 ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance"}
@@ -107,7 +107,8 @@ class CompareView(QWidget):
         self.controller = controller
         self.state = controller.state
         self._build()
-        self.state.subscribe(self._on_state_changed)
+        controller.bridge.changed.connect(self._on_state_changed)
+        self._following = True
 
     # ---- construction ------------------------------------------------------------------
     def _build(self) -> None:
@@ -454,7 +455,9 @@ class CompareView(QWidget):
             self.splitter.setSizes([int(total * 0.6), total - int(total * 0.6)])
 
     def closeEvent(self, event) -> None:  # noqa: N802
-        self.state.unsubscribe(self._on_state_changed)
+        if self._following:
+            self._following = False
+            self.controller.bridge.changed.disconnect(self._on_state_changed)
         for tl in self.timelines:
             tl.close()
         super().closeEvent(event)

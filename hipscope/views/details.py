@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from ..model.trace import Trace
 from ..model.view_state import Selection
+from ..qt.document import Document
 from .tables.format import fmt_bytes, fmt_dims, fmt_duration, fmt_int, fmt_time
 
 TIME_COLS = {"start", "end", "dispatch_ns"}
@@ -41,7 +42,7 @@ ROLE_SELECTION = Qt.ItemDataRole.UserRole + 7
 class DetailsView(QWidget):
     """A two-column tree (field, value). Double-click a linked event to select it."""
 
-    def __init__(self, document, parent=None):
+    def __init__(self, document: Document, parent=None):
         super().__init__(parent)
         self.document = document
         self._span: int | None = None

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..analysis import counters as ca
+from ..analysis.context import analyses_of
 from ..model.view_state import Selection
 from .heatmap_canvas import (
     EMPTY_RGB,
@@ -38,7 +39,7 @@ from .heatmap_canvas import (
     scaled_for_colour,
     to_image,
 )
-from .panel import WorkerPanel
+from .panel import Document, WorkerPanel
 
 __all__ = ["EMPTY_RGB", "EMPTY_TEXT", "NAN_RGB", "NORMS", "ColourLegend", "CounterHeatmapView",
            "HeatmapCanvas", "TimeCanvas", "colour_lut", "scaled_for_colour", "to_image"]
@@ -57,7 +58,7 @@ class CounterHeatmapView(WorkerPanel):
     matrix_ready = Signal()      # a new matrix is shown (tests wait on it)
     time_updated = Signal()
 
-    def __init__(self, document, parent: QWidget | None = None):
+    def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(document, 1, parent)
         self.dispatch_matrix: ca.CounterMatrix | None = None
         self.matrix: ca.CounterMatrix | None = None      # shown: selected columns, ordered
@@ -157,8 +158,8 @@ class CounterHeatmapView(WorkerPanel):
             return
         self.stack.setCurrentIndex(1)
         self.status.setText(f"Pivoting {len(trace.counters):,} counter values…")
-        h = self.tasks.submit("matrix", lambda progress, cancelled: ca.counter_matrix(
-            trace, cancelled=cancelled))
+        h = self.tasks.submit("matrix", lambda progress, cancelled: analyses_of(
+            trace).counter_matrix(cancelled=cancelled))
         h.succeeded.connect(lambda m, trace=trace: self._on_matrix(trace, m))
         h.failed.connect(self.status.setText)
 

@@ -38,8 +38,10 @@ from PySide6.QtWidgets import (
 )
 
 from ..launchers.spec import ProfilerSpec, RunSpec, SlurmOptions, Target
-from .launch_widgets import (EnvEditor, HostKeyAsker, ProfilerOptions, describe_detection,
-                             run_detection, ssh_config_hosts)
+from ..qt.host_keys import HostKeyAsker
+from ..qt.tasks import TaskRunner
+from .launch_widgets import (EnvEditor, ProfilerOptions, describe_detection, run_detection,
+                             ssh_config_hosts)
 
 __all__ = ["LaunchDialog", "HostKeyAsker", "ssh_config_hosts"]
 
@@ -60,11 +62,10 @@ class LaunchDialog(QDialog):
 
     def __init__(self, settings=None, spec: RunSpec | None = None, parent=None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
-
         self.setWindowTitle("New run")
         self.setObjectName("launch_dialog")
         self.settings = settings
+        self.result_spec: RunSpec | None = None        # set when accepted
         self.runner = TaskRunner(self, max_threads=1)
         self.asker = HostKeyAsker(self)
         self.detected: dict[str, Any] | None = None

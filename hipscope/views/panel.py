@@ -6,6 +6,11 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStackedLayout, QWidget
 
+from ..qt.document import Document
+from ..qt.tasks import TaskRunner
+
+__all__ = ["Document", "WorkerPanel"]     # the base of the worker panels, and what they follow
+
 
 class WorkerPanel(QWidget):
     """Holds ``document`` and ``tasks`` (a TaskRunner shut down when the panel closes);
@@ -15,10 +20,8 @@ class WorkerPanel(QWidget):
     :meth:`_follow_document`.
     """
 
-    def __init__(self, document, max_threads: int, parent: QWidget | None = None):
+    def __init__(self, document: Document, max_threads: int, parent: QWidget | None = None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
-
         self.document = document
         self.tasks = TaskRunner(self, max_threads=max_threads)
 

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from ..analysis import delay_views as dv
 from ..analysis.idle import CATEGORIES
 from ..model.view_state import Selection
+from ..qt.document import Document
 from .panel import WorkerPanel
 from .tables.format import fmt_duration, fmt_time
 
@@ -66,7 +67,7 @@ class QueueDelayView(WorkerPanel):
     data_ready = Signal()        # headline, histogram and table are shown
     density_ready = Signal()
 
-    def __init__(self, document, parent: QWidget | None = None):
+    def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(document, 2, parent)
         self.view_data: dv.DelayViewData | None = None
         self._build()
@@ -162,7 +163,7 @@ class QueueDelayView(WorkerPanel):
             return
         kind, by = self.kind_combo.currentData(), self.group_combo.currentData()
         h = self.tasks.submit("delays", lambda progress, cancelled: dv.compute_view_data(
-            trace, kind, by, N_WORST, cancelled))
+            trace, kind, by, N_WORST, cancelled=cancelled))
         h.succeeded.connect(lambda vd, trace=trace: self._on_view_data(trace, vd))
         h.failed.connect(self.headline.setText)
 

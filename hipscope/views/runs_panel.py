@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
 
 from ..launchers.rundir import Damaged, RunSummary, list_runs, read_status, runs_dir
 from ..launchers.spec import RunSpec
-from .run_panel import STATE_COLOUR, STATE_TEXT, RunManager, RunPanel, RunSession, fmt_seconds
+from ..qt.runs import RunManager, RunSession, fmt_seconds
+from .run_panel import STATE_COLOUR, STATE_TEXT, RunPanel
 
 log = logging.getLogger(__name__)
 
@@ -152,11 +153,10 @@ class RunsPanel(QWidget):
 
     def __init__(self, is_active: Callable[[str], bool] = lambda _id: False, parent=None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
+        from ..qt.tasks import TaskRunner
 
         self.is_active = is_active
         self.runner = TaskRunner(self, max_threads=1)
-        self.compare_multi = False          # can the window compare multi-file runs?
         self.model = RunsTableModel(self)
         self.view = QTableView(self)
         self.view.setModel(self.model)
@@ -247,9 +247,6 @@ class RunsPanel(QWidget):
             return False, "select exactly two runs to compare them"
         if not all(r.trace_inputs for r in rows):
             return False, "both runs need a trace (a profiled run that finished)"
-        if not self.compare_multi and any(len(r.trace_inputs) > 1 for r in rows):
-            return False, ("comparing runs with several trace files (one per rank) is not "
-                           "available in this build: open them as tabs instead")
         return True, "Compare the two selected runs (the older one is A)"
 
     # ---- actions ---------------------------------------------------------------------

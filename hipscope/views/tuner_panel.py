@@ -1,15 +1,15 @@
 """Tuner panel: the open trace's proposals (best first), their evidence linked to the
 timeline, the experiment, and an A/B **Test** of it on real runs.
 
-The panel binds to a :class:`~hipscope.tuner.state.TunerState` (proposals, selection,
-program, experiment records) and draws it; all tuning logic lives in
-``hipscope.tuner``: proposals come from ``tuner.rules.propose`` and tests run
-``tuner.sweep.run_sweep`` over ``tuner.experiment.experiment_runner`` (launchers), both
-in workers. Evidence links change the document's ViewState (selection / window), so
-the timeline follows. Signals: ``proposals_ready`` (after a trace's proposals are
-shown), ``experiment_done(str)`` (proposal id, any outcome), ``compare_requested(list)``
-(paths: baseline and variant traces, for the window's comparison tab),
-``apply_requested(object)`` (the RunSpec with the experiment applied).
+The panel draws a :class:`~hipscope.tuner.state.TunerState` (proposals, selection,
+program, experiment records) that its :class:`~hipscope.qt.tuner.TunerController`
+fills (proposals and A/B tests in workers; all tuning logic lives in
+``hipscope.tuner``); texts and the chart are in :mod:`.tuner_parts`. Evidence links
+change the document's ViewState (selection / window), so the timeline follows.
+Signals: ``proposals_ready`` (after a trace's proposals are shown),
+``experiment_done(str)`` (proposal id, any outcome), ``compare_requested(list)`` (paths:
+baseline and variant traces, for the window's comparison tab), ``apply_requested(object)``
+(the RunSpec with the experiment applied).
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from __future__ import annotations
 import logging
 import shlex
 
-import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,7 +26,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -42,113 +40,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..model.view_state import Selection
+from ..qt.document import Document
+from ..qt.tuner import TunerController
 from ..tuner import experiment as tx
 from ..tuner.proposals import Proposal, Ref
 from ..tuner.state import ExperimentRecord, TunerState
-from .tables.format import fmt_bytes, fmt_duration, fmt_percent
+from .launch_dialog import LaunchDialog
+from .tuner_parts import (
+    CONF_COLOURS,
+    STATUS_TEXT,
+    ABChart,
+    esc,
+    experiment_text,
+    fill_figures,
+    ref_place,
+    result_html,
+    reveal_window,
+    show_ref,
+    trace_pair,
+)
+
+__all__ = ["TunerPanel", "reveal_window"]
 
 log = logging.getLogger(__name__)
-
-VERDICT_TEXT = {"better": ("better", "#2e7d32"), "worse": ("worse", "#c62828"),
-                "inconclusive": ("not better (inconclusive)", "#8a6d00"),
-                "no difference": ("no difference shown", "#8a6d00")}
-SOURCE_TEXT = {"program": "the program's HIPSCOPE_RESULT time",
-               "process": "process wall time"}
-CONF_COLOURS = {"high": "#2e7d32", "medium": "#8a6d00", "low": "#777777"}
-SIDE_COLOURS = ("#4c78a8", "#f58518")          # baseline, variant
-STATUS_TEXT = {"idle": "", "queued": "queued", "running": "running", "finished": "done",
-               "failed": "failed", "cancelled": "cancelled"}
-
-
-def reveal_window(window: tuple[int, int], t0: int, t1: int) -> tuple[int, int]:
-    """A window showing [t0, t1]: the range with a 5 % margin either side, at least
-    2 µs wide (a one-kernel range stays readable)."""
-    width = max(t1 - t0, 2_000)
-    pad = width // 20
-    mid = (t0 + t1) // 2
-    return mid - width // 2 - pad, mid + width // 2 + pad
-
-
-def fmt_figure(key: str, value) -> tuple[str, str]:
-    """(label, text) of one evidence figure: ``*_ns`` as durations, fractions as %."""
-    label = key.replace("_", " ")
-    if key.endswith("_ns"):
-        label = label[:-3]
-    if value is None:
-        return label, "—"
-    if key.endswith("_ns") and isinstance(value, (int, float)):
-        return label, fmt_duration(value)
-    if (key == "bytes" or key.endswith("_bytes")) and isinstance(value, (int, float)):
-        return label.replace(" bytes", ""), fmt_bytes(value)
-    if ("fraction" in key or "share" in key) and isinstance(value, float) and value <= 1:
-        return label, fmt_percent(value)
-    if isinstance(value, float):
-        return label, f"{value:.4g}"
-    if isinstance(value, int):
-        return label, f"{value:,}"
-    return label, str(value)
-
-
-def experiment_text(p: Proposal) -> str:
-    """What the experiment changes, as text for the monospace box."""
-    e = p.experiment
-    lines = []
-    for k, v in e.env.items():
-        lines.append(f"unset {k}" if v is None else f"export {k}={shlex.quote(v)}")
-    for a in e.args:
-        old, new = a.get("old"), a.get("new")
-        lines.append(f"args: {old} -> {new}" if old else f"args: + {new}")
-    for i, s in enumerate(e.steps, 1):
-        env = " ".join(f"{k}={v}" for k, v in (s.get("env") or {}).items())
-        lines.append(f"step {i} ({s.get('name', '')}): {env}")
-    if e.recipe:
-        if lines:
-            lines.append("")
-        lines.append(e.recipe.strip("\n"))
-    return "\n".join(lines)
-
-
-class _StateBridge(QObject):
-    """TunerState observer -> a Qt signal; ``run_measured`` carries one finished run
-    of a test from its worker thread (queued across)."""
-
-    changed = Signal(str, object)
-    run_measured = Signal(str, object)       # proposal id, run dict
-
-
-class ABChart(pg.PlotWidget):
-    """All repeats of an A/B test as a strip per side, with the medians as bars."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.setBackground("w")
-        self.setMouseEnabled(x=False, y=False)
-        self.hideButtons()
-        self.setMenuEnabled(False)
-        self.setLabel("left", "wall time", units="s")
-        self.getAxis("bottom").setTicks([[(0, "baseline"), (1, "variant")]])
-        self.setXRange(-0.6, 1.6, padding=0)
-        self.showGrid(y=True, alpha=0.25)
-        self.setMinimumHeight(150)
-
-    def show_runs(self, runs: list[dict]) -> None:
-        self.clear()
-        for side in (0, 1):
-            ys = np.array([r["wall_s"] for r in runs if r["side"] == side], dtype=float)
-            if not len(ys):
-                continue
-            # deterministic jitter by repeat index, so the strip reads as points
-            xs = side + (np.arange(len(ys)) % 5 - 2) * 0.06
-            self.addItem(pg.ScatterPlotItem(xs, ys, size=9, brush=pg.mkBrush(SIDE_COLOURS[side]),
-                                            pen=pg.mkPen("w", width=0.5)))
-            med = float(np.median(ys))
-            self.plot([side - 0.3, side + 0.3], [med, med], pen=pg.mkPen("#222", width=2))
-        ys = [r["wall_s"] for r in runs]
-        if ys:
-            lo, hi = min(ys), max(ys)
-            pad = max((hi - lo) * 0.15, hi * 0.02)
-            self.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
 
 
 class TunerPanel(QWidget):
@@ -159,25 +73,38 @@ class TunerPanel(QWidget):
     compare_requested = Signal(list)
     apply_requested = Signal(object)
 
-    def __init__(self, document, state: TunerState | None = None, parent=None):
+    def __init__(self, document: Document, state: TunerState | None = None, parent=None):
         super().__init__(parent)
-        from ..app.tasks import TaskRunner
-
         self.document = document
-        self.state = state or TunerState()
-        self.tasks = TaskRunner(self, max_threads=2)
-        self.repeats = 5
-        self._handles: dict[str, object] = {}
-        self._bridge = _StateBridge(self)
-        self._bridge.changed.connect(self._on_state_changed, Qt.ConnectionType.QueuedConnection)
-        self._bridge.run_measured.connect(self._on_run_measured,
-                                          Qt.ConnectionType.QueuedConnection)
-        self._unsubscribe = self.state.subscribe(self._bridge.changed.emit)
+        self.controller = TunerController(document, state, self)
+        self.state = self.controller.state
+        self.tasks = self.controller.tasks
+        self.controller.bridge.changed.connect(self._on_state_changed,
+                                               Qt.ConnectionType.QueuedConnection)
+        self.controller.experiment_done.connect(self.experiment_done)
         self._build()
+        self.controller.status.connect(self.status_label.setText)
         document.trace_loaded.connect(self._on_document_trace_loaded)
         if document.trace is not None:
             self._on_document_trace_loaded(document.trace)
         self._show_details(None)
+
+    @property
+    def repeats(self) -> int:
+        return self.controller.repeats
+
+    @repeats.setter
+    def repeats(self, n: int) -> None:
+        self.controller.repeats = int(n)
+
+    def test(self, pid: str | None) -> None:
+        self.controller.test(pid)
+
+    def cancel_test(self, pid: str | None) -> None:
+        self.controller.cancel_test(pid)
+
+    def is_testing(self) -> bool:
+        return self.controller.is_testing()
 
     # ---- layout ----------------------------------------------------------------------
     def _build(self) -> None:
@@ -201,6 +128,22 @@ class TunerPanel(QWidget):
         lv.addWidget(self.status_label)
         lv.addWidget(self.tree, 1)
 
+        scroll = self._build_details()
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(scroll)
+        split.addWidget(self._build_ab_pane())
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 4)
+        split.setStretchFactor(2, 3)
+        split.setSizes([380, 620, 500])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(split)
+
+    def _build_details(self) -> QScrollArea:
+        """The selected proposal: title, estimate, evidence, experiment, docs."""
         self.details = QWidget()
         dv = QVBoxLayout(self.details)
         dv.setContentsMargins(6, 4, 6, 4)
@@ -248,18 +191,7 @@ class TunerPanel(QWidget):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(self.details)
-
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(left)
-        split.addWidget(scroll)
-        split.addWidget(self._build_ab_pane())
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 4)
-        split.setStretchFactor(2, 3)
-        split.setSizes([380, 620, 500])
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(split)
+        return scroll
 
     def _build_ab_pane(self) -> QWidget:
         pane = QWidget()
@@ -342,27 +274,10 @@ class TunerPanel(QWidget):
     def use_stated(self) -> bool:
         """The command and env in the fields become the program tests run and the run
         the rules read; False (and why, in the status line) when they do not parse."""
-        from ..launchers import RunSpec
-        from ..launchers.spec import parse_env_changes
-        from ..parsers.run_provenance import stated_run
-
-        trace = self.document.trace
-        try:
-            command = shlex.split(self.command_edit.text())
-            env = parse_env_changes(shlex.split(self.env_edit.text()))
-            base = self.state.program
-            if command:
-                self.state.set_program(RunSpec(
-                    command, cwd=base.cwd if base else None, env=env,
-                    **({"profiler": base.profiler, "target": base.target} if base else {})))
-        except ValueError as exc:
-            self.status_label.setText(f"Command/Env: {exc}")
-            return False
-        if trace is not None:
-            run = trace.meta.get("run")
-            self._propose(trace, trace.with_meta(run=stated_run(
-                command or None, env, base={**run, "env": {}} if run else None)))
-        return True
+        error = self.controller.use_stated(self.command_edit.text(), self.env_edit.text())
+        if error:
+            self.status_label.setText(error)
+        return not error
 
     @staticmethod
     def _rich(lab: QLabel) -> QLabel:
@@ -378,23 +293,7 @@ class TunerPanel(QWidget):
             self.state.set_program(run_spec(trace.meta.get("run"))
                                    or tx.program_for_trace(trace.meta, self.document.paths))
         self._fill_stated(self.state.program)
-        self._propose(trace, trace)
-
-    def _propose(self, trace, seen) -> None:
-        """Propose for ``seen`` (``trace`` with what the user stated) in a worker."""
-        from ..tuner.rules import propose
-
-        self.status_label.setText("Looking for proposals…")
-        h = self.tasks.submit("propose", lambda progress, cancelled: propose(seen))
-        h.succeeded.connect(lambda props, trace=trace: self._on_proposals(trace, props))
-        h.failed.connect(self.status_label.setText)
-
-    def _on_proposals(self, trace, props: list[Proposal]) -> None:
-        if trace is not self.document.trace:
-            return
-        self.state.set_proposals(props)
-        if self.state.selected is None and self.state.proposals:
-            self.state.select(self.state.proposals[0].id)
+        self.controller.propose(trace, trace)
 
     def _on_state_changed(self, event: str, payload) -> None:
         if event == "proposals_changed":
@@ -471,62 +370,31 @@ class TunerPanel(QWidget):
         if p is None:
             self._show_ab(None)
             return
-        self.title_label.setText(_esc(p.title))
+        self.title_label.setText(esc(p.title))
         per = p.estimate.breakdown_text() if p.estimate is not None else ""
         self.estimate_label.setText(
-            f"Estimated gain: <b>{_esc(p.estimate_text())}</b>"
-            + (f"<br><span style='color:#777'>per GPU / host thread: {_esc(per)}</span>"
+            f"Estimated gain: <b>{esc(p.estimate_text())}</b>"
+            + (f"<br><span style='color:#777'>per GPU / host thread: {esc(per)}</span>"
                if per else "") + " <span style='color:#777'>(formula in the tooltip)</span>")
         self.estimate_label.setToolTip(p.formula)
         col = CONF_COLOURS[p.confidence.level]
         self.confidence_label.setText(f"Confidence: <b style='color:{col}'>"
-                                      f"{p.confidence.level}</b> — {_esc(p.confidence.why)}")
-        self._fill_figures(p.evidence.figures)
-        links = [f"<a href='ref:{i}'>{_esc(r.label)}</a>{self._ref_place(r)}"
+                                      f"{p.confidence.level}</b> — {esc(p.confidence.why)}")
+        fill_figures(self.figures, p.evidence.figures)
+        links = [f"<a href='ref:{i}'>{esc(r.label)}</a>{ref_place(self.document, r)}"
                  for i, r in enumerate(p.evidence.refs)]
-        notes = "".join(f"<br>{_esc(n)}" for n in p.evidence.notes)
+        notes = "".join(f"<br>{esc(n)}" for n in p.evidence.notes)
         self.refs_label.setText(("Show in the timeline:<br>• " + "<br>• ".join(links)
                                  if links else "") + notes)
         self.refs_label.setVisible(bool(links or notes))
         self.experiment_box.setPlainText(experiment_text(p))
-        self.note_label.setText(_esc(p.experiment.note or ""))
+        self.note_label.setText(esc(p.experiment.note or ""))
         self.note_label.setVisible(bool(p.experiment.note))
-        docs = "<br>".join(f"<a href='{_esc(c.url)}'>{_esc(c.title)}</a>"
-                           + (f" <span style='color:#777'>— {_esc(c.says)}</span>"
+        docs = "<br>".join(f"<a href='{esc(c.url)}'>{esc(c.title)}</a>"
+                           + (f" <span style='color:#777'>— {esc(c.says)}</span>"
                               if c.says else "") for c in p.docs)
         self.docs_label.setText(f"<b>Documentation</b><br>{docs}" if docs else "")
         self._show_ab(p)
-
-    def _fill_figures(self, figures: dict) -> None:
-        """Short figures two pairs a row; long text on a row of its own."""
-        row, col = 0, 0
-        for k, v in figures.items():
-            label, text = fmt_figure(k, v)
-            long = len(text) > 18
-            if long and col:
-                row, col = row + 1, 0
-            self.figures.addWidget(QLabel(label), row, col)
-            val = QLabel(f"<b>{_esc(text)}</b>")
-            val.setWordWrap(long)
-            val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            self.figures.addWidget(val, row, col + 1, 1, 3 if long else 1)
-            if long or col:
-                row, col = row + 1, 0
-            else:
-                col = 2
-
-    def _ref_place(self, ref: Ref) -> str:
-        """' — at 12.3 ms, 4.56 ms long' for a row reference (same labels read apart)."""
-        trace = self.document.trace
-        table = getattr(trace, ref.table, None) if trace is not None and ref.table else None
-        if table is None or ref.row is None or not 0 <= ref.row < len(table) \
-                or not table.has("start"):
-            return ""
-        t0 = int(table.numpy("start")[ref.row])
-        dur = int(table.numpy("end")[ref.row]) - t0 if table.has("end") else None
-        base = self.document.full_range()[0]
-        more = f", {fmt_duration(dur)} long" if dur is not None else ""
-        return f" <span style='color:#777'>at {fmt_duration(t0 - base)}{more}</span>"
 
     def _on_ref_activated(self, href: str) -> None:
         p = self.state.selected_proposal
@@ -536,19 +404,7 @@ class TunerPanel(QWidget):
 
     def show_ref(self, ref: Ref) -> None:
         """Point the timeline at ``ref``: select its row and/or show its time range."""
-        trace, vs = self.document.trace, self.document.view_state
-        if trace is None:
-            return
-        t0, t1 = ref.t0, ref.t1
-        if ref.table is not None and ref.row is not None:
-            table = getattr(trace, ref.table, None)
-            if table is not None and 0 <= ref.row < len(table):
-                vs.select(Selection(ref.table, int(ref.row)))
-                if t0 is None:
-                    t0 = int(table.numpy("start")[ref.row])
-                    t1 = int(table.numpy("end")[ref.row])
-        if t0 is not None and t1 is not None:
-            vs.set_window(*reveal_window(vs.window, int(t0), int(t1)))
+        show_ref(self.document, ref)
 
     def _on_copy_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.experiment_box.toPlainText())
@@ -561,13 +417,13 @@ class TunerPanel(QWidget):
         if len(line) > 110:
             line = line[:107] + "…"
         self.program_label.setText(
-            f"Program: <span style='font-family:monospace'>{_esc(line)}</span>"
-            + (f" <span style='color:#777'>on {_esc(prog.target.label())}</span>"
+            f"Program: <span style='font-family:monospace'>{esc(line)}</span>"
+            + (f" <span style='color:#777'>on {esc(prog.target.label())}</span>"
                if prog.target.kind != "local" else "")
             if prog is not None else
             "Program: <i>none recorded in the trace</i> — choose one to test experiments")
         rec = self.state.experiment(p.id) if p is not None else None
-        runnable, why = self._runnable(p)
+        runnable, why = self.controller.runnable(p)
         busy = rec is not None and rec.status in ("queued", "running")
         self.test_button.setEnabled(runnable and not busy)
         self.test_button.setToolTip(why or "Run baseline, variant and the baseline again (A/A "
@@ -578,175 +434,32 @@ class TunerPanel(QWidget):
                                      and p.experiment.automatic)
         self.progress.setVisible(busy)
         self.progress.setValue(int(1000 * (rec.progress or 0)) if busy else 0)
-        self.run_label.setText(_esc(rec.message or "") if rec is not None else "")
+        self.run_label.setText(esc(rec.message or "") if rec is not None else "")
         self.run_label.setVisible(bool(rec is not None and rec.message))
         result = rec.result if rec is not None and rec.status == "finished" else None
         self.chart.setVisible(bool(rec is not None and rec.runs))
         if rec is not None and rec.runs:
             self.chart.show_runs(rec.runs)
-        self.result_label.setText(self._result_html(result) if result is not None else
-                                  ("" if runnable or p is None else _esc(why)))
-        pair = self._trace_pair(rec) if result is not None else None
+        self.result_label.setText(result_html(result) if result is not None else
+                                  ("" if runnable or p is None else esc(why)))
+        pair = trace_pair(rec) if result is not None else None
         self.compare_label.setText("<a href='compare'>Open the baseline and variant traces "
                                    "in an aligned comparison</a>" if pair else "")
 
-    def _runnable(self, p: Proposal | None) -> tuple[bool, str]:
-        if p is None:
-            return False, "Select a proposal."
-        if not p.experiment.automatic:
-            return False, ("This experiment is a code change: change the program as the "
-                           "recipe says, then compare a run of each.")
-        if self.state.program is None:
-            return False, "Choose the program to run (Program…)."
-        why = self.state.program.unrunnable()      # a secret the run folder left out
-        return (False, why) if why else (True, "")
-
-    @staticmethod
-    def _result_html(r) -> str:
-        text, col = VERDICT_TEXT.get(r.verdict, (r.verdict, "#000"))
-        change = (1 - r.ratio) if r.lower_is_better else (r.ratio - 1)
-        faster = f"{abs(change):.0%} {'faster' if change >= 0 else 'slower'}"
-        rounds = getattr(r, "rounds", None)
-        how = (f"{r.method}, {rounds} paired rounds" if rounds is not None else
-               f"bootstrap {r.method}, {r.baseline.n} + {r.variant.n} runs")
-        src = SOURCE_TEXT.get(getattr(r, "source", ""), "")
-        wide = ("; interval wider than the target: more rounds would narrow it"
-                if getattr(r, "precise", True) is False else "")
-        return (f"<span style='font-size:large; color:{col}'><b>{text}</b></span> — variant / "
-                f"baseline time <b>{r.ratio:.3f}</b> ({faster}), "
-                f"{r.confidence:.1%} interval <b>[{r.ci_low:.3f}, {r.ci_high:.3f}]</b> "
-                f"<span style='color:#777'>({how}{'; measured: ' + src if src else ''}"
-                f"{wide})</span>")
-
-    @staticmethod
-    def _noise_floor_text(res) -> str | None:
-        """The A/A control and drift of a sweep, one line each."""
-        lines = []
-        c = res.control
-        if c is not None:
-            lines.append(f"Noise floor (A/A control, the baseline against itself): ratio "
-                         f"{c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}], {c.verdict}.")
-        lines += res.warnings()
-        return "\n".join(lines) or None
-
-    @staticmethod
-    def _trace_pair(rec: ExperimentRecord) -> list[str] | None:
-        """The traces of the baseline and variant runs nearest each side's median."""
-        out = []
-        for side in (0, 1):
-            runs = [r for r in rec.runs if r["side"] == side and r.get("trace_path")]
-            if not runs:
-                return None
-            med = float(np.median([r["wall_s"] for r in runs]))
-            out.append(min(runs, key=lambda r: abs(r["wall_s"] - med))["trace_path"])
-        return out
-
     def _on_compare_activated(self, _href: str) -> None:
         rec = self.state.experiment(self.state.selected) if self.state.selected else None
-        pair = self._trace_pair(rec) if rec is not None else None
+        pair = trace_pair(rec) if rec is not None else None
         if pair:
             self.compare_requested.emit(pair)
 
-    def test(self, pid: str | None) -> None:
-        """Run the A/B sweep of proposal ``pid`` in a worker (progress and result go
-        into the TunerState)."""
-        p = self.state.proposal(pid) if pid else None
-        ok, why = self._runnable(p)
-        if not ok:
-            log.info("cannot test %s: %s", pid, why)
-            return
-        program = self.state.program
-        spec = tx.experiment_sweep(p, program, repeats=self.repeats)
-        total = spec.max_runs()
-
-        relay = self._bridge.run_measured
-
-        def work(progress, cancelled):
-            from ..parsers.base import Cancelled
-            from ..tuner.sweep import SweepError, run_sweep
-
-            runner = tx.experiment_runner(p, program, cancelled)
-
-            def on_run(r):      # each kept baseline/variant run shows in the chart as it ends
-                if r.variant in (0, 1) and not r.warmup:
-                    relay.emit(p.id, {"side": r.variant, "repeat": r.repeat,
-                                      "wall_s": r.measurement.wall_s,
-                                      "trace_path": r.measurement.trace_path})
-
-            try:
-                return run_sweep(spec, runner, progress, cancelled, on_run=on_run)
-            except SweepError:
-                if cancelled():
-                    raise Cancelled() from None
-                raise
-
-        self.state.update_experiment(p.id, status="running", progress=0.0, result=None,
-                                     runs=[], message=f"0 runs (at most {total})")
-        h = self.tasks.submit(f"test:{p.id}", work)
-        self._handles[p.id] = h
-        h.progressed.connect(lambda f, pid=p.id: self.state.update_experiment(
-            pid, progress=f, message=f"{round(f * total)} runs (at most {total}; stops "
-                                     "when decided)"))
-        h.succeeded.connect(lambda res, pid=p.id: self._on_test_succeeded(pid, res))
-        h.failed.connect(lambda msg, pid=p.id: self.state.update_experiment(
-            pid, status="failed", message=msg))
-        h.cancelled.connect(lambda pid=p.id: self.state.update_experiment(
-            pid, status="cancelled", progress=None, message="Cancelled."))
-        h.finished.connect(lambda pid=p.id: self._on_test_finished(pid))
-
-    def _on_run_measured(self, pid: str, run: dict) -> None:
-        if self.state.proposal(pid) is None or pid not in self._handles:
-            return
-        rec = self.state.experiment(pid)
-        self.state.update_experiment(pid, runs=[*rec.runs, run])
-
-    def _on_test_succeeded(self, pid: str, res) -> None:
-        if self.state.proposal(pid) is None:
-            return
-        keep = {0: 0, 1: 1}                 # baseline, variant (not the A/A control)
-        runs = [{"side": keep[r.variant], "repeat": r.repeat,
-                 "wall_s": r.measurement.wall_s, "trace_path": r.measurement.trace_path}
-                for r in res.runs if r.variant in keep and not r.warmup]
-        ab = next(iter(res.comparisons.values()))
-        self.state.update_experiment(pid, status="finished", progress=1.0, result=ab,
-                                     runs=runs, message=self._noise_floor_text(res))
-
-    def _on_test_finished(self, pid: str) -> None:
-        self._handles.pop(pid, None)
-        self.experiment_done.emit(pid)
-
-    def cancel_test(self, pid: str | None) -> None:
-        h = self._handles.get(pid) if pid else None
-        if h is not None:
-            h.cancel()
-            self.state.update_experiment(pid, message="Cancelling…")
-
-    def is_testing(self) -> bool:
-        return bool(self._handles)
-
     # ---- program and apply -----------------------------------------------------------
     def edit_program(self) -> None:
-        """Choose the program tests run: the Run dialog when there is one, else a
-        command line."""
-        prog = self.state.program
-        try:
-            from .launch_dialog import LaunchDialog
-        except ImportError:
-            LaunchDialog = None  # noqa: N806
-        if LaunchDialog is not None:
-            dlg = LaunchDialog(None, prog, self)
-            dlg.setWindowTitle("Program for A/B tests")
-            if getattr(dlg, "run_button", None) is not None:
-                dlg.run_button.setText("Use")
-            if dlg.exec() and getattr(dlg, "result_spec", None) is not None:
-                self.state.set_program(dlg.result_spec)
-            return
-        from ..launchers import RunSpec
-
-        text, ok = QInputDialog.getText(self, "Program for A/B tests", "Command line:",
-                                        text=shlex.join(prog.command) if prog else "")
-        if ok and text.strip():
-            self.state.set_program(RunSpec(shlex.split(text)))
+        """Choose the program tests run, in the Run dialog."""
+        dlg = LaunchDialog(None, self.state.program, self)
+        dlg.setWindowTitle("Program for A/B tests")
+        dlg.run_button.setText("Use")
+        if dlg.exec() and dlg.result_spec is not None:
+            self.state.set_program(dlg.result_spec)
 
     def apply(self, pid: str | None) -> object | None:
         """The program with ``pid``'s experiment applied: its shell line goes to the
@@ -762,11 +475,5 @@ class TunerPanel(QWidget):
         return spec
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        self._unsubscribe()
-        self.tasks.shutdown()
+        self.controller.shutdown()
         super().closeEvent(event)
-
-
-def _esc(text: str) -> str:
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("'", "&#39;"))

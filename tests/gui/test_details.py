@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QTreeWidgetItemIterator
 
-from hipscope.app.document import Document
 from hipscope.model.view_state import Selection
+from hipscope.qt.document import Document
 from hipscope.views.details import DetailsView
 from hipscope.views.tables.format import fmt_duration
 

@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from hipscope.analysis import counters as ca
-from hipscope.app.document import Document
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace
+from hipscope.qt.document import Document
 from hipscope.views.heatmap import EMPTY_TEXT, CounterHeatmapView, HeatmapCanvas
 from tests.conftest import SAMPLES
 

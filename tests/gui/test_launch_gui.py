@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -323,7 +324,8 @@ def test_runs_panel_lists_past_runs(qtbot, qtmodeltester, data_dir, monkeypatch)
     assert cells[0][7] == bad.folder.name and cells[1][7] == ok.folder.name   # newest first
     assert cells[0][0].endswith("failed") and cells[0][6] == "4"
     assert cells[1][0].endswith("finished") and cells[1][3] == "local"
-    assert cells[1][4] == "—" and "print(1)" in cells[1][5] and cells[1][2].endswith(" s")
+    assert cells[1][4] == "—" and "print(1)" in cells[1][5]
+    assert re.fullmatch(r"[\d.,]+ (ns|µs|ms|s|min|h)", cells[1][2])      # one duration text
     panel.view.selectAll()
     assert not panel.actions_["compare"].isEnabled()          # neither wrote a trace
     assert "trace" in panel.actions_["compare"].toolTip()
@@ -381,6 +383,57 @@ def test_runs_panel_compares_and_opens_runs_with_traces(window, qtbot, tmp_path,
     panel.actions_["open"].trigger()
     assert window.tabs.count() == 1 and window.tabs.widget(0).paths == list(newer.trace_inputs)
     qtbot.waitUntil(lambda: window.tabs.widget(0).state != "loading", timeout=WAIT)
+
+
+TWIN = Path(__file__).resolve().parents[1] / "data" / "rocprofv3-csv-twin" / "node01"
+
+
+def _two_rank_run(code: str) -> Path:
+    """A finished run folder whose trace is two processes' rocprofv3 CSV files (the
+    twin fixture, one folder per process), as a two-rank run leaves it."""
+    folder = make_launcher(RunSpec([PY, "-c", code])).run().folder
+    inputs = []
+    for pid in ("4242", "4243"):
+        d = folder / "prof" / "node01" / pid
+        d.mkdir(parents=True)
+        for f in TWIN.glob(f"{pid}_*.csv"):
+            (d / f.name).write_bytes(f.read_bytes())
+        inputs.append(str(d))
+    status = json.loads((folder / "status.json").read_text())
+    status["trace_inputs"] = inputs
+    (folder / "status.json").write_text(json.dumps(status))
+    return folder
+
+
+def _csv_rows(paths) -> int:
+    import csv
+
+    n = 0
+    for p in paths:
+        with p.open(newline="") as fh:
+            n += sum(1 for _ in csv.DictReader(fh))
+    return n
+
+
+def test_runs_panel_compares_two_multi_file_runs(window, qtbot):
+    from hipscope.app.compare_tab import CompareTab
+
+    older, newer = _two_rank_run("print('a')"), _two_rank_run("print('b')")
+    panel = window.runs_dock.runs_panel
+    window.show_runs_panel()
+    qtbot.waitUntil(lambda: panel.model.rowCount() == 2, timeout=WAIT)
+    panel.view.selectAll()
+    a = panel.actions_["compare"]
+    assert a.isEnabled(), a.toolTip()
+    a.trigger()
+    tab = window.tabs.currentWidget()
+    assert isinstance(tab, CompareTab)
+    assert tab.groups == [sorted((older / "prof" / "node01").iterdir()),
+                          sorted((newer / "prof" / "node01").iterdir())]      # older is A
+    qtbot.waitUntil(lambda: tab.state != "loading", timeout=WAIT)
+    assert tab.state == "loaded", tab.error
+    kernels = _csv_rows(sorted(TWIN.glob("*_kernel_trace.csv")))
+    assert [len(t.kernels) for t in tab.traces] == [kernels, kernels]    # both ranks each
 
 
 # --------------------------------------------------------------------------- SSH

@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QApplication
 
 from hipscope.app.main_window import EMPTY_TEXT, MainWindow
 from hipscope.app.settings import Settings
-from hipscope.app.tasks import TaskRunner
 from hipscope.cli.main import demo_trace_path
 from hipscope.parsers import Cancelled, TraceFormatError, open_trace
+from hipscope.qt.tasks import TaskRunner
 
 from .conftest import make_tiny_trace
 
@@ -70,7 +70,7 @@ def test_empty_window_create_resize_close(make_window, qtbot):
     assert w._central_stack.currentWidget() is w.empty_label
     w.resize(900, 600)
     assert not w.grab().isNull()
-    assert not w.export_kernels_action.isEnabled()
+    assert not w.action_by_id["export.kernels_csv"].isEnabled()
     assert w.close()
 
 
@@ -79,9 +79,9 @@ def test_load_tiny_trace_fills_docks_and_status(make_window, qtbot, tiny_file):
     (tab,) = w.open_paths([tiny_file])
     _wait_loaded(qtbot, w, tab)
     assert tab.state == "loaded"
-    assert w._dock_stacks["kernels"].currentWidget() is tab.kernels_view
-    assert tab.kernels_view.model.rowCount() == 60
-    assert tab.summary_view.model.rowCount() == 5
+    assert w._dock_stacks["kernels"].currentWidget() is tab.panels["kernels"]
+    assert tab.panels["kernels"].model.rowCount() == 60
+    assert tab.panels["summary"].model.rowCount() == 5
     assert w.format_label.text() == "format: tiny-test"
     assert w.kernels_label.text().startswith("60 kernels")
     w.resize(1200, 800)
@@ -97,7 +97,7 @@ def test_open_demo_with_real_reader(make_window, qtbot):
     _wait_loaded(qtbot, w, tab)
     assert tab.state == "loaded", tab.error
     expect = open_trace(demo_trace_path())
-    assert tab.kernels_view.model.rowCount() == len(expect.kernels) > 0
+    assert tab.panels["kernels"].model.rowCount() == len(expect.kernels) > 0
     assert w.tabs.tabText(0) == demo_trace_path().name
 
 
@@ -171,7 +171,7 @@ def test_recent_files_persist(make_window, qtbot, tiny_file):
     w.close()
     assert Settings().recent_files()[0] == tiny_file.resolve()
     w2 = make_window(loader=tiny_loader)
-    w2._fill_recent_menu()
+    w2.recent_menu.aboutToShow.emit()          # as when the menu opens
     texts = [a.text() for a in w2.recent_menu.actions()]
     assert str(tiny_file.resolve()) in texts
 
@@ -220,7 +220,7 @@ def test_export_kernels_csv(make_window, qtbot, tiny_file, tmp_path):
         w.export_table_csv("kernels", out)
     assert blocker.args == [str(out)]
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert len(rows) == tab.kernels_view.model.rowCount() > 0
+    assert len(rows) == tab.panels["kernels"].model.rowCount() > 0
     assert {r["name"] for r in rows} == {"gemm_kernel"}
     out2 = tmp_path / "summary.csv"
     with qtbot.waitSignal(w.export_finished):
@@ -244,7 +244,7 @@ def test_export_timeline_png_and_svg(make_window, qtbot, tiny_file, tmp_path):
     (tab,) = w.open_paths([tiny_file])
     _wait_loaded(qtbot, w, tab)
     assert tab.has_timeline
-    w._update_actions()
+    w.update_actions()
     assert w.export_png_action.isEnabled()
     for kind in ("png", "svg"):
         out = tmp_path / f"t.{kind}"
@@ -254,7 +254,7 @@ def test_export_timeline_png_and_svg(make_window, qtbot, tiny_file, tmp_path):
 
 
 def test_big_summary_is_computed_in_a_worker(qtbot, tiny_trace, monkeypatch):
-    from hipscope.app.document import Document
+    from hipscope.qt.document import Document
     from hipscope.views.tables import views
 
     monkeypatch.setattr(views, "ASYNC_STATS_ROWS", 10)
@@ -274,9 +274,40 @@ def test_export_pftrace_in_a_worker(make_window, qtbot, tiny_file, tmp_path):
     w = make_window(loader=tiny_loader)
     (tab,) = w.open_paths([tiny_file])
     _wait_loaded(qtbot, w, tab)
-    w._update_actions()
+    w.update_actions()
     assert w.export_pftrace_action.isEnabled()
     out = tmp_path / "t.pftrace"
     with qtbot.waitSignal(w.export_finished, timeout=30_000) as blocker:
         assert w.export_pftrace(out) is not None
     assert blocker.args == [str(out)] and out.stat().st_size > 0
+
+
+TWIN = Path(__file__).resolve().parents[1] / "data" / "rocprofv3-csv-twin" / "node01"
+
+
+def _csv_rows(pattern: str) -> int:
+    n = 0
+    for f in sorted(TWIN.glob(pattern)):
+        with f.open(newline="") as fh:
+            n += sum(1 for _ in csv.DictReader(fh))
+    return n
+
+
+def test_a_ruler_measurement_reaches_the_status_bar(make_window, qtbot):
+    from hipscope.qt.timeline_api import RangeStats, Timeline
+
+    w = make_window(loader=lambda paths, progress, cancelled: open_trace(paths))
+    (tab,) = w.open_paths([TWIN])
+    _wait_loaded(qtbot, w, tab)
+    assert isinstance(tab.timeline, Timeline)
+    t0, t1 = tab.document.full_range()
+    with qtbot.waitSignal(tab.range_text_changed, timeout=10_000):
+        tab.timeline.measure(t0, t1)          # the whole trace, as a ruler drag over it
+    st = tab.range_stats
+    assert isinstance(st, RangeStats) and (st.t0, st.t1) == (t0, t1)
+    kernels, api = _csv_rows("*_kernel_trace.csv"), _csv_rows("*_hip_api_trace.csv")
+    copies = _csv_rows("*_memory_copy_trace.csv")
+    assert (st.kernels, st.api_calls, st.copies) == (kernels, api, copies)
+    text = w.range_label.text()
+    assert text.startswith("measured ") and text == st.text()
+    assert f"{kernels:,} kernels, {api:,} API calls, {copies:,} copies, busy " in text

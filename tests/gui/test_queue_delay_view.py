@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from hipscope.analysis import queue_delay as qd
-from hipscope.app.document import Document
 from hipscope.model import Trace
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace
+from hipscope.qt.document import Document
 from hipscope.views.queue_delay import N_WORST, QueueDelayView
 from hipscope.views.tables.format import fmt_duration
 from tests.conftest import DATA

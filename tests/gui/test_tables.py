@@ -13,8 +13,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QGuiApplication
 
 from hipscope.analysis.stats import kernel_stats
-from hipscope.app.document import Document
 from hipscope.model.view_state import Filters, Selection
+from hipscope.qt.document import Document
 from hipscope.views.tables import (
     KernelsTableModel,
     KernelsTableView,

@@ -11,8 +11,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QImage, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from hipscope.app.document import Document
 from hipscope.model.view_state import Selection
+from hipscope.qt.document import Document
 from hipscope.views.timeline import TimelineView
 from hipscope.views.timeline.render import AXIS_H, LABEL_W
 
@@ -249,11 +249,11 @@ def test_ruler_drag_measures_range(qtbot, loaded):
         qtbot.mouseMove(loaded, b)
         qtbot.mouseRelease(loaded, Qt.MouseButton.LeftButton, pos=b)
     st = blocker.args[0]
-    assert st["t0"] == ta and st["t1"] == tb and st["duration_ns"] == tb - ta
+    assert st.t0 == ta and st.t1 == tb and st.duration_ns == tb - ta
     k = loaded.document.trace.kernels
     s, e = k.numpy("start"), k.numpy("end")
-    assert st["kernels"] == int(np.count_nonzero((s < tb) & (e > ta)))
-    assert set(st["busy"]) == {0, 1} and all(0 <= f <= 1 for f in st["busy"].values())
+    assert st.kernels == int(np.count_nonzero((s < tb) & (e > ta)))
+    assert set(st.busy) == {0, 1} and all(0 <= f <= 1 for f in st.busy.values())
 
 
 def test_exports(tmp_path, loaded):

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 from PySide6.QtGui import QImage, QPainter
 
-from hipscope.app.document import Document
 from hipscope.model.view_state import Selection
+from hipscope.qt.document import Document
 from hipscope.views.timeline import TimelineView
 from hipscope.views.timeline.painting import paint_frame
 

@@ -13,10 +13,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from hipscope.app.document import Document
 from hipscope.launchers import RunSpec
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace
+from hipscope.qt.document import Document
 from hipscope.tuner.proposals import Confidence, Evidence, Experiment, Proposal
 from hipscope.views.tuner_panel import TunerPanel, reveal_window
 
@@ -291,3 +291,26 @@ def test_command_and_env_fields_state_them_for_other_traces(qtbot, tmp_path):
     p = panel.state.proposal("hw-queues")
     assert p.title.startswith(f"Raise {CONN} from 1 to at least 9")
     assert p.evidence.figures[f"{CONN}_from"] == "stated by the user"
+
+
+def test_program_button_opens_the_run_dialog_and_uses_its_spec(qtbot):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from hipscope.views.launch_dialog import LaunchDialog
+
+    _doc, panel = make_panel(qtbot)
+    seen = []
+
+    def fill_and_use():
+        d = QApplication.activeModalWidget()
+        assert isinstance(d, LaunchDialog)
+        seen.append((d.windowTitle(), d.run_button.text()))
+        d.program_edit.setText(sys.executable)
+        d.args_edit.setText("-c pass")
+        d.run_button.click()
+
+    QTimer.singleShot(0, fill_and_use)
+    panel.program_button.click()
+    assert seen == [("Program for A/B tests", "Use")]
+    assert panel.state.program.command == [sys.executable, "-c", "pass"]

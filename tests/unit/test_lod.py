@@ -202,8 +202,9 @@ def test_find_in_time_order_and_steps():
     assert len(f) == 6
     assert np.all(np.diff(f.start) >= 0)
     assert set(f.table.tolist()) == {0}
-    rx = lod.find(tr, m, "^GEMM_", regex=True)
-    assert len(rx) == 3
+    rx = lod.find(tr, m, "^GEMM_", regex=True)        # the one name rule: no case
+    assert len(rx) == 6
+    assert len(lod.find(tr, m, "^gemm_b", regex=True)) == 3
     assert lod.find_step(f, None, True) == 0
     assert lod.find_step(f, None, False) == len(f) - 1
     cur = (int(f.start[2]), int(f.table[2]), int(f.row[2]))
@@ -211,7 +212,7 @@ def test_find_in_time_order_and_steps():
     assert lod.find_step(f, cur, False) == 1
     last = (int(f.start[-1]), int(f.table[-1]), int(f.row[-1]))
     assert lod.find_step(f, last, True) == 0            # wraps
-    assert len(lod.find(tr, m, "([", regex=True)) == 0  # a bad regex finds nothing
+    assert len(lod.find(tr, m, "([", regex=True)) == 0  # a bad regex: plain text
 
 
 def test_range_stats_busy_per_device():

@@ -540,3 +540,14 @@ def test_tune_graph_capture_uses_the_stored_graph_node_cost():
     (p,) = json.loads(out.stdout)
     assert p["evidence"]["figures"]["graph_node_ns"] == 1480.0
     assert "graph replay cost from probe" in p["confidence"]["why"]
+
+
+def test_the_split_backends_ran_every_section_on_a_real_h200():
+    """Recorded on the H200 after the CUDA/HIP halves moved behind one base class."""
+    raw = (ROOT / "tests/data/gpu/probe-split/probe.json").read_text()
+    d = json.loads(raw)
+    assert d["errors"] == {} and d["backend"] == "cuda-python"
+    assert d["gpu"]["name"] == "NVIDIA H200" and d["gpu"]["arch"] == "sm_90"
+    for section in ("launch", "graph", "streams", "copies"):
+        assert section in d, section
+    assert store.parse_result(raw)["estimates"] == d["estimates"]

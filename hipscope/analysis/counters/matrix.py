@@ -3,11 +3,10 @@ dispatch or per kernel name, and column selection."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ...model import Trace
+from ...model.names import compile_pattern
 from ...model.progress import CancelledFn, check_cancel
 from .columns import CounterColumn, CounterMatrix, is_instance_counter
 from .derived import derived_columns
@@ -128,10 +127,7 @@ def select_columns(m: CounterMatrix, pattern: str = "", drop_constant: bool = Fa
     patterns match as plain text), optionally without constant or all-NaN columns,
     without per-instance counters, and at most ``limit`` of them (derived first)."""
     names = m.column_names()
-    try:
-        rx = re.compile(pattern, re.IGNORECASE) if pattern else None
-    except re.error:
-        rx = re.compile(re.escape(pattern), re.IGNORECASE)
+    rx = compile_pattern(pattern)[0] if pattern else None     # the one name rule
     keep = []
     for i, n in enumerate(names):
         if rx is not None and not rx.search(n):

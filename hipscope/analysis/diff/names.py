@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...model import Trace
+from ...model.names import compile_strict, invalid_message
 
 
 @dataclass(frozen=True)
@@ -20,10 +21,12 @@ class NameRule:
     pattern: str
     replacement: str = ""
     repeat: bool = False
+    typed: bool = False        # a person's rule: the one name rule (case-insensitive)
     regex: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "regex", re.compile(self.pattern))
+        object.__setattr__(self, "regex", compile_strict(self.pattern) if self.typed
+                           else re.compile(self.pattern))
 
     def apply(self, name: str) -> str:
         out = self.regex.sub(self.replacement, name)
@@ -79,10 +82,10 @@ class NameNormalizer:
             else:
                 pat, _, rep = s.partition(" => ")
                 try:
-                    rules.append(NameRule(pat, rep))
+                    rules.append(NameRule(pat, rep, typed=True))
                 except re.error as exc:
-                    raise RulesError(f"{source} at line {no}: expected a regular expression, "
-                                     f"found {pat!r} ({exc})") from None
+                    raise RulesError(f"{source} at line {no}: {pat!r} is "
+                                     f"{invalid_message(exc)}") from None
         return cls(tuple(rules))
 
     @classmethod

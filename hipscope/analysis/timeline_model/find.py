@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...model import Trace
+from ...model.names import match_mask
 from .events import EVENT_TABLES
 from .rows import TimelineModel, int_column
 
@@ -28,16 +28,8 @@ class FindResult:
 
 
 def matching_codes(names: list[str], text: str, regex: bool) -> np.ndarray:
-    if regex:
-        try:
-            pat = re.compile(text)          # case-sensitive; (?i) for insensitive
-        except re.error:
-            return np.zeros(0, np.int32)
-        hit = [bool(pat.search(n or "")) for n in names]
-    else:
-        low = text.lower()
-        hit = [low in (n or "").lower() for n in names]
-    return np.flatnonzero(np.array(hit, bool)).astype(np.int32)
+    """Codes of the names ``text`` matches: the one rule of :mod:`hipscope.model.names`."""
+    return np.flatnonzero(match_mask(names, text, regex)[0]).astype(np.int32)
 
 
 def find(trace: Trace, model: TimelineModel, text: str, regex: bool = False) -> FindResult:

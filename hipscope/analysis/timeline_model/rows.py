@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...model import Trace
+from ...model.intervals import nesting_depth
 from ...model.progress import Cancelled
 from .events import EVENT_TABLES, Events
 from .names import short_name
@@ -221,16 +222,6 @@ def _marker_depth_rows(b: _Builder, sel: np.ndarray, key: str, label: str,
     for dd, lo, hi in runs:
         b.track(f"{key}/d{dd}", f"{label} · L{dd}" if dd else label, "markers",
                 order, lo, hi, parent, start, end)
-
-
-def nesting_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Depth of each interval (sorted by start): how many earlier ones still run at
-    its start. Exact for properly nested intervals; vectorised."""
-    n = len(start)
-    if n == 0:
-        return np.zeros(0, _I64)
-    ends = np.sort(end)
-    return np.arange(n) - np.searchsorted(ends, start, side="right")
 
 
 def _host_rows(b: _Builder) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...model import Trace
+from ...model.intervals import union_length
+from ...model.progress import CancelledFn
 from .events import window
 from .rows import TimelineModel
 
@@ -45,22 +47,16 @@ def range_stats(model: TimelineModel, t0: int, t1: int) -> dict:
             "api_calls": n_api, "copies": n_cp, "busy": busy}
 
 
-def union_length(start: np.ndarray, end: np.ndarray) -> int:
-    """Total length of the union of intervals (any order)."""
-    if len(start) == 0:
-        return 0
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], np.maximum(end[o], start[o])
-    run = np.maximum.accumulate(e)
-    prev = np.r_[s[0], run[:-1]]
-    return int(np.maximum(run - np.maximum(s, prev), 0).sum())
 
+def ruler_figures(trace: Trace, model: TimelineModel, t0: int, t1: int,
+                  cancelled: CancelledFn | None = None) -> dict:
+    """:func:`range_stats` plus what the ruler shows and sends: the busy fraction per
+    device from the trace's analysis service (the report's interval union, clipped to
+    the range), its mean over the devices and the devices' names."""
+    from ..context import analyses_of
 
-
-def ruler_figures(trace: Trace, model: TimelineModel, t0: int, t1: int) -> dict:
-    """:func:`range_stats` plus what the ruler shows and sends: the mean busy
-    fraction over the devices and the devices' names."""
     st = range_stats(model, t0, t1)
+    st["busy"] = analyses_of(trace).busy_between(t0, t1, cancelled)
     st["busy_fraction"] = float(np.mean(list(st["busy"].values()))) if st["busy"] else 0.0
     st["device_names"] = {d: trace.device_name(d) for d in st["busy"] if d is not None and d >= 0}
     return st

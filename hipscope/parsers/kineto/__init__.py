@@ -24,6 +24,7 @@ from .decode import load
 from .ranks import rank_files, read_folder
 from .tables import build
 
+
 @register
 class KinetoReader:
     name = "kineto"

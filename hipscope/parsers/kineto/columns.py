@@ -15,33 +15,41 @@ import pyarrow.compute as pc
 from ...model import build_table, categorical
 from ...model.table import Table
 from .._intervals import INT64_MAX, INT64_MIN, LIMIT_NS, add_ns
-from .decode import _ARG_FIELDS, _EMPTY_ARGS
+from .decode import ARG_FIELDS, EMPTY_ARGS
 
-_NULL = -(1 << 62)
+__all__ = [
+    "NULL", "args_cols", "args_of", "corr_from_flows", "drop_api_rows", "filtered_table",
+    "list_table", "name_column", "opt_array", "pid_tid", "str_codes", "times_ns", "to_int",
+    "xyz_fast"
+]
+
+NULL = -(1 << 62)
+# C-level attribute reads (map(attrgetter) is ~2x a list comprehension)
+_PID, _TID, _TS, _DUR = (attrgetter(f) for f in ("pid", "tid", "ts", "dur"))
 _BIG_US = LIMIT_NS / 1000
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _to_int(x: Any) -> int:
-    """Best-effort int from a JSON value; _NULL when there is none."""
+def to_int(x: Any) -> int:
+    """Best-effort int from a JSON value; NULL when there is none."""
     if isinstance(x, bool) or x is None:
-        return _NULL
+        return NULL
     if isinstance(x, int):
         return x
     if isinstance(x, float):
-        return int(x) if x == x and abs(x) < 9e18 else _NULL
+        return int(x) if x == x and abs(x) < 9e18 else NULL
     if isinstance(x, str):
         s = x.strip()
         try:
             return int(s, 16) if s.lower().startswith("0x") else int(s)
         except ValueError:
             m = re.search(r"-?\d+", s)
-            return int(m.group()) if m else _NULL
-    return _NULL
+            return int(m.group()) if m else NULL
+    return NULL
 
 
-def _int_col(values: list, null: int = _NULL) -> np.ndarray:
+def _int_col(values: list, null: int = NULL) -> np.ndarray:
     """int64 column from JSON values (None/invalid -> ``null``)."""
     try:
         return np.fromiter(values, np.int64, len(values))
@@ -57,9 +65,9 @@ def _int_col(values: list, null: int = _NULL) -> np.ndarray:
             out[bad] = null
         return out
     except (TypeError, ValueError, OverflowError):
-        out = np.fromiter((_to_int(v) for v in values), np.int64, len(values))
-        if null != _NULL:
-            out[out == _NULL] = null
+        out = np.fromiter((to_int(v) for v in values), np.int64, len(values))
+        if null != NULL:
+            out[out == NULL] = null
         return out
 
 
@@ -98,7 +106,7 @@ def _us_to_ns(us: np.ndarray) -> np.ndarray:
     return whole.astype(np.int64) * 1000 + np.rint(frac * 1000.0).astype(np.int64)
 
 
-def _codes(strings: list) -> tuple[np.ndarray, list[str]]:
+def str_codes(strings: list) -> tuple[np.ndarray, list[str]]:
     """Categorical codes for a list of str (first-seen order)."""
     try:
         uniq = dict.fromkeys(strings)
@@ -111,14 +119,14 @@ def _codes(strings: list) -> tuple[np.ndarray, list[str]]:
     return codes, cats
 
 
-def _names(strings: list) -> Any:
-    codes, cats = _codes(strings)
+def name_column(strings: list) -> Any:
+    codes, cats = str_codes(strings)
     return categorical(codes, cats)
 
 
-def _opt(values: np.ndarray, lo: int, hi: int) -> Any:
-    """Nullable pyarrow array: _NULL and out-of-range values become nulls."""
-    bad = (values == _NULL) | (values < lo) | (values > hi)
+def opt_array(values: np.ndarray, lo: int, hi: int) -> Any:
+    """Nullable pyarrow array: NULL and out-of-range values become nulls."""
+    bad = (values == NULL) | (values < lo) | (values > hi)
     if bad.all():
         return None
     v = np.where(bad, 0, values)
@@ -128,23 +136,23 @@ def _opt(values: np.ndarray, lo: int, hi: int) -> Any:
 # --------------------------------------------------------------------------- building
 
 
-def _args_of(sub: list) -> list:
-    return [e.args or _EMPTY_ARGS for e in sub]
+def args_of(sub: list) -> list:
+    return [e.args or EMPTY_ARGS for e in sub]
 
 
-def _args_cols(args: list, fields: tuple[str, ...] = _ARG_FIELDS) -> dict[str, np.ndarray]:
+def args_cols(args: list, fields: tuple[str, ...] = ARG_FIELDS) -> dict[str, np.ndarray]:
     out = {}
-    for f in _ARG_FIELDS:
+    for f in ARG_FIELDS:
         if f in fields:
             out[f] = _int_col(list(map(attrgetter(f), args)))
         else:
-            out[f] = np.full(len(args), _NULL, dtype=np.int64)
+            out[f] = np.full(len(args), NULL, dtype=np.int64)
     return out
 
 
 def _xyz(args: list, field: str) -> np.ndarray:
     vals = [getattr(a, field) for a in args]
-    out = np.full((len(vals), 3), _NULL, dtype=np.int64)
+    out = np.full((len(vals), 3), NULL, dtype=np.int64)
     for i, v in enumerate(vals):
         if isinstance(v, list) and len(v) == 3:
             for j in range(3):
@@ -154,10 +162,10 @@ def _xyz(args: list, field: str) -> np.ndarray:
     return out
 
 
-def _xyz_fast(args: list, field: str) -> np.ndarray:
+def xyz_fast(args: list, field: str) -> np.ndarray:
     vals = list(map(attrgetter(field), args))
     if not any(vals):
-        return np.full((len(vals), 3), _NULL, dtype=np.int64)
+        return np.full((len(vals), 3), NULL, dtype=np.int64)
     try:
         if all(len(v) == 3 for v in vals):
             return np.fromiter(chain.from_iterable(vals), np.int64, 3 * len(vals)).reshape(-1, 3)
@@ -166,14 +174,14 @@ def _xyz_fast(args: list, field: str) -> np.ndarray:
     return _xyz(args, field)
 
 
-def _pid_tid(sub: list) -> tuple[np.ndarray, np.ndarray]:
-    return _int_col([e.pid for e in sub]), _int_col([e.tid for e in sub])
+def pid_tid(sub: list) -> tuple[np.ndarray, np.ndarray]:
+    return _int_col(list(map(_PID, sub))), _int_col(list(map(_TID, sub)))
 
 
-def _times(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def times_ns(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """start, end (int64 ns) and a mask of rows with a valid ts."""
-    ts = _float_col([e.ts for e in sub])
-    dur = _float_col([e.dur for e in sub])
+    ts = _float_col(list(map(_TS, sub)))
+    dur = _float_col(list(map(_DUR, sub)))
     ok = np.isfinite(ts)
     # raw times pass through (a negative dur too): the interval rule judges them
     dur = np.where(np.isnan(dur), 0.0, dur)
@@ -182,7 +190,7 @@ def _times(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return start, end, ok
 
 
-def _list_table(name: str, cols: dict[str, list]):
+def list_table(name: str, cols: dict[str, list]):
     """A small table from Python lists (typed here: build_table would import pandas)."""
     from ...model.schema import SPECS
 
@@ -196,14 +204,14 @@ def _list_table(name: str, cols: dict[str, list]):
     return build_table(name, arrays, n=n)
 
 
-def _filtered_table(name: str, cols: dict[str, Any], keep: np.ndarray, n: int):
+def filtered_table(name: str, cols: dict[str, Any], keep: np.ndarray, n: int):
     if n == 0 or keep.all():
         return build_table(name, cols, n=n)
     t = build_table(name, cols, n=n)
     return t.take(np.flatnonzero(keep))
 
 
-def _drop_api_rows(api, ok: np.ndarray, kernels, copies):
+def drop_api_rows(api, ok: np.ndarray, kernels, copies):
     """Remove API rows without a timestamp and renumber api_index links."""
     new_index = np.cumsum(ok) - 1
     new_index = np.where(ok, new_index, -1)
@@ -222,23 +230,23 @@ def _drop_api_rows(api, ok: np.ndarray, kernels, copies):
     return out
 
 
-def _corr_from_flows(flows: list, base: int, *groups) -> None:
+def corr_from_flows(flows: list, base: int, *groups) -> None:
     """Fill missing correlation ids (in place) from ac2g flows: ``s`` at the runtime
     call and ``f``/``bp:e`` at the GPU event share an id; both sit at their event's
     (pid, tid, ts)."""
     if not flows:
         return
-    f_start, _e, f_ok = _times(flows, base)
+    f_start, _e, f_ok = times_ns(flows, base)
     by_key: dict[tuple[int, int, int], int] = {}
     for e, t, ok in zip(flows, f_start.tolist(), f_ok.tolist()):
         if not ok:
             continue
-        fid = _to_int(e.id)
-        if fid == _NULL:
+        fid = to_int(e.id)
+        if fid == NULL:
             continue
-        by_key[(_to_int(e.pid), _to_int(e.tid), t)] = fid
+        by_key[(to_int(e.pid), to_int(e.tid), t)] = fid
     for sub, start, pid, tid, corr in groups:
-        miss = np.flatnonzero(corr == _NULL)
+        miss = np.flatnonzero(corr == NULL)
         for i in miss.tolist():
             fid = by_key.get((int(pid[i]), int(tid[i]), int(start[i])))
             if fid is not None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from collections import deque
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,12 @@ import msgspec
 
 from .._json import error_byte, error_place, gc_paused
 from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
+
+__all__ = [
+    "API_CATS", "ARG_FIELDS", "CAT_ALIASES", "CHUNK_BYTES", "EMPTY_ARGS", "GPU_CATS",
+    "GPU_MARKER_CATS", "HOST_MARKER_CATS", "Top", "canonical_cat", "decode", "decode_chunked",
+    "load"
+]
 
 # --------------------------------------------------------------------------- structs
 
@@ -36,7 +45,7 @@ class _Args(msgspec.Struct, gc=False):
     labels: Any = None    # ph M process_labels
 
 
-_EMPTY_ARGS = _Args()
+EMPTY_ARGS = _Args()
 
 
 class _Ev(msgspec.Struct, gc=False):
@@ -59,11 +68,11 @@ _TOP_FIELDS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTime
                "hip_runtime_version", "hip_driver_version")
 _TOP_TAIL = [(f, Any, None) for f in _TOP_FIELDS]
 # typed events; and the generic form for files whose values have odd types
-_Top = msgspec.defstruct("_Top", [("traceEvents", list[_Ev]), *_TOP_TAIL])
+Top = msgspec.defstruct("Top", [("traceEvents", list[_Ev]), *_TOP_TAIL])
 _LooseTop = msgspec.defstruct("_LooseTop", [("traceEvents", list[Any]), *_TOP_TAIL])
 
 
-_ARG_FIELDS = ("correlation", "device", "stream", "registers", "shared", "bytes", "size")
+ARG_FIELDS = ("correlation", "device", "stream", "registers", "shared", "bytes", "size")
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 API_CATS = ("cuda_runtime", "cuda_driver", "cuda_sync")
@@ -89,9 +98,9 @@ def canonical_cat(cat: object) -> object:
 # --------------------------------------------------------------------------- decoding
 
 
-def _decode_strict(buf: bytes) -> _Top:
+def _decode_strict(buf: bytes) -> Top:
     with gc_paused():
-        return msgspec.json.decode(buf, type=_Top)
+        return msgspec.json.decode(buf, type=Top)
 
 
 def _loose_event(obj: Any) -> _Ev | None:
@@ -107,7 +116,7 @@ def _loose_event(obj: Any) -> _Ev | None:
                dur=obj.get("dur"), id=obj.get("id"), bp=obj.get("bp"), args=a)
 
 
-def _decode_loose(path: Path, buf: bytes) -> tuple[_Top, int]:
+def _decode_loose(path: Path, buf: bytes) -> tuple[Top, int]:
     """Decode with generic types and coerce: for files whose values have unusual
     types. Returns the top object and the count of records that were not objects."""
     try:
@@ -125,11 +134,11 @@ def _decode_loose(path: Path, buf: bytes) -> tuple[_Top, int]:
             bad += 1
         else:
             evs.append(ev)
-    fields = {f: getattr(loose, f) for f in _Top.__struct_fields__ if f != "traceEvents"}
-    return _Top(traceEvents=evs, **fields), bad
+    fields = {f: getattr(loose, f) for f in Top.__struct_fields__ if f != "traceEvents"}
+    return Top(traceEvents=evs, **fields), bad
 
 
-def _decode_any(path: Path, buf: bytes) -> tuple[_Top, int]:
+def _decode_any(path: Path, buf: bytes) -> tuple[Top, int]:
     """Typed decode, falling back to a generic one when values have odd types.
     Raises msgspec.DecodeError for text that is not JSON (or cut short)."""
     try:
@@ -138,7 +147,7 @@ def _decode_any(path: Path, buf: bytes) -> tuple[_Top, int]:
         return _decode_loose(path, buf)
 
 
-def _recover_truncated(path: Path, buf: bytes) -> tuple[_Top, int, int] | None:
+def _recover_truncated(path: Path, buf: bytes) -> tuple[Top, int, int] | None:
     """A JSON text cut short: close it after the last whole element and decode.
     Returns (top, records that were not objects, bytes dropped) or None when no cut
     point works."""
@@ -172,14 +181,98 @@ def _recover_truncated(path: Path, buf: bytes) -> tuple[_Top, int, int] | None:
     return None
 
 
-def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> _Top:
+CHUNK_BYTES = 32 << 20  # traceEvents decoded this much at a time (see decode_chunked)
+_SEP = b"},\n"
+_NAME = attrgetter("name")  # an event's end: a newline is never inside a JSON string
+
+
+def _head_tail(buf, key: int, open_: int) -> Top | None:
+    """The top-level keys before ``traceEvents`` (its list cut to ``[]``)."""
+    if bytes(buf[key + len(b'"traceEvents"'):open_]).strip() != b":":
+        return None
+    head = msgspec.json.decode(bytes(buf[:open_ + 1]) + b"]}", type=Top)
+    return head if not head.traceEvents else None
+
+
+def _intern(evs: list, seen: dict) -> None:
+    """One string object per distinct event name (1M events hold ~1,000 names: ~300 MB
+    of copies at 1M events otherwise)."""
+    names = list(map(_NAME, evs))
+    try:  # C-level loops: map over setdefault and setattr
+        deque(map(setattr, evs, repeat("name"), map(seen.setdefault, names, names)), 0)
+    except TypeError:  # an odd, unhashable name: the rest left as they are
+        pass
+
+
+def decode_chunked(buf) -> Top | None:
+    """The strict typed decode, ``CHUNK_BYTES`` of traceEvents at a time: split after
+    an event's closing ``},`` at a line end, each piece decoded as a list of events (a
+    piece that does not end at an event's end cannot parse), the keys before and after
+    the list decoded with the first and last piece. A memory map's pages are released
+    as they are consumed. None when the file is not laid out so, or any piece fails:
+    the caller then decodes it whole (and reports what is wrong). A top-level key
+    given both before and after traceEvents keeps its later value, as a whole decode
+    does, unless that value is null."""
+    key = buf.find(b'"traceEvents"')
+    open_ = buf.find(b"[", key) if key >= 0 else -1
+    if open_ < 0:
+        return None
+    try:
+        head = _head_tail(buf, key, open_)
+        if head is None:
+            return None
+        events: list = []
+        seen: dict = {}
+        pos, released, n = open_ + 1, 0, len(buf)
+        piece = bytearray(b"[") + bytearray(CHUNK_BYTES + (1 << 20))  # reused: no faults
+        with memoryview(buf) as view, memoryview(piece) as out:
+            while True:
+                sep = buf.find(_SEP, pos + CHUNK_BYTES) if pos + CHUNK_BYTES < n else -1
+                if sep < 0 or sep + 1 - pos > len(piece) - 2:
+                    break
+                k = sep + 1 - pos
+                out[1:1 + k] = view[pos:sep + 1]
+                out[1 + k] = 0x5D  # "]"
+                evs = msgspec.json.decode(out[:k + 2], type=list[_Ev])
+                _intern(evs, seen)
+                events.extend(evs)
+                pos = sep + 2
+                released = _release(buf, released, pos)
+            del piece
+            tail = msgspec.json.decode(b'{"traceEvents":[' + bytes(view[pos:]), type=Top)
+        _intern(tail.traceEvents, seen)
+        events.extend(tail.traceEvents)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    fields = {f: getattr(tail, f) if getattr(tail, f) is not None else getattr(head, f)
+              for f in _TOP_FIELDS}
+    return Top(traceEvents=events, **fields)
+
+
+def _release(buf, done: int, upto: int) -> int:
+    """Drop a memory map's pages below ``upto`` from memory (they are read, and the
+    file keeps them); returns the new low mark."""
+    if not isinstance(buf, mmap.mmap):
+        return done
+    end = upto // mmap.PAGESIZE * mmap.PAGESIZE
+    if end > done:
+        try:
+            buf.madvise(mmap.MADV_DONTNEED, done, end - done)
+        except (OSError, AttributeError, ValueError):
+            return done
+    return max(done, end)
+
+
+def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> Top:
     """The decoded file (gzip or plain JSON, which is decoded from a memory map)."""
     try:
         if is_gzip(path):
             buf, gz_warn = read_bytes_tolerant(path)
             if gz_warn:
                 warnings.append(gz_warn)
-            return decode(path, buf, warnings, dropped)
+            with gc_paused():
+                top = decode_chunked(buf)
+            return top if top is not None else decode(path, buf, warnings, dropped)
         # plain JSON: decode straight from a memory map (no copy into the heap;
         # nothing decoded keeps a reference into it)
         with open(path, "rb") as fh:
@@ -187,12 +280,14 @@ def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> _Top:
                 raise TraceFormatError(path, "byte 0", "a JSON object with a "
                                        "'traceEvents' list", "an empty file")
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return decode(path, mm, warnings, dropped)
+                with gc_paused():
+                    top = decode_chunked(mm)
+                return top if top is not None else decode(path, mm, warnings, dropped)
     except OSError as exc:
         raise TraceFormatError(path, None, "a readable file", str(exc)) from None
 
 
-def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> _Top:
+def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> Top:
     """Decode, keeping the whole events of a text cut short (reported)."""
     bad = 0
     try:

@@ -4,8 +4,8 @@ and meta."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -13,8 +13,10 @@ import numpy as np
 
 from ...model import build_table
 from .._common import finish_meta, group_key, new_meta, rows_to_columns
-from .columns import _NULL, _list_table
-from .decode import _Top
+from .columns import NULL, list_table
+from .decode import Top
+
+__all__ = ["device_table", "stream_table", "trace_meta", "vendor_of"]
 
 _AMD_ARCH = (("MI355", "gfx950"), ("MI350", "gfx950"), ("MI325", "gfx942"),
              ("MI300", "gfx942"), ("MI250", "gfx90a"), ("MI210", "gfx90a"),
@@ -36,7 +38,7 @@ def _human_cuda(v: Any) -> str | None:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def _vendor(top: _Top, props: list[dict], calls: list = ()) -> str | None:
+def vendor_of(top: Top, props: list[dict], calls: list = ()) -> str | None:
     """AMD or NVIDIA from the runtime versions, else deviceProperties, else the runtime
     calls' names (cudaLaunchKernel / hipLaunchKernel: old traces record nothing else)."""
     if top.hip_runtime_version is not None or top.roctracer_version is not None \
@@ -60,7 +62,7 @@ def _vendor(top: _Top, props: list[dict], calls: list = ()) -> str | None:
     return None
 
 
-def _devices(top: _Top, props: list[dict], used: np.ndarray, vendor: str | None,
+def device_table(top: Top, props: list[dict], used: np.ndarray, vendor: str | None,
              provenance: dict[str, str], warnings: list[str],
              arch_hints: Callable[[], dict[int, set[str]]]):
     """Map Kineto GPU ids (kernel args.device / GPU pid) to device indices; returns the
@@ -94,7 +96,7 @@ def _devices(top: _Top, props: list[dict], used: np.ndarray, vendor: str | None,
                          provenance)
     cols = rows_to_columns(rows, ("index", "name", "vendor", "arch", "compute_units", "raw_id",
                                   "memory_bytes"))
-    return dev_map, _list_table("devices", cols), idle
+    return dev_map, list_table("devices", cols), idle
 
 
 def _device_map(props: list[dict], used: np.ndarray, vendor: str | None,
@@ -177,9 +179,9 @@ def _arch_from_names(rows: list[dict], names: dict[int, set[str]],
                                           "the one gfx id in its kernels' names")
 
 
-def _streams(dev: np.ndarray, stream: np.ndarray, raw_dev: np.ndarray,
+def stream_table(dev: np.ndarray, stream: np.ndarray, raw_dev: np.ndarray,
              thread_names: dict[tuple[int, int], str]):
-    ok = (dev != _NULL) & (stream != _NULL) & (np.abs(stream) < (1 << 31))
+    ok = (dev != NULL) & (stream != NULL) & (np.abs(stream) < (1 << 31))
     if not ok.any():
         return build_table("streams", {}, n=0)
     dev, stream, raw_dev = dev[ok], stream[ok], raw_dev[ok]
@@ -191,10 +193,10 @@ def _streams(dev: np.ndarray, stream: np.ndarray, raw_dev: np.ndarray,
         cols["device"].append(d)
         cols["raw_id"].append(str(s))
         cols["name"].append(thread_names.get((r, s)) or f"stream {s}")
-    return _list_table("streams", cols)
+    return list_table("streams", cols)
 
 
-def _meta(path: Path, top: _Top, base: int, vendor: str | None, host_pids: np.ndarray,
+def trace_meta(path: Path, top: Top, base: int, vendor: str | None, host_pids: np.ndarray,
           proc_labels: dict[int, str], warnings: list[str], dropped: dict[str, int],
           provenance: dict[str, str], n_events: int) -> dict[str, Any]:
     def scalar(v: Any) -> Any:
@@ -228,7 +230,7 @@ def _meta(path: Path, top: _Top, base: int, vendor: str | None, host_pids: np.nd
         for k in ("rank", "world_size", "backend"):
             if k in di:
                 meta[k] = scalar(di[k])
-    pids = sorted({int(p) for p in np.unique(host_pids).tolist() if p != _NULL and p >= 0}
+    pids = sorted({int(p) for p in np.unique(host_pids).tolist() if p != NULL and p >= 0}
                   | {p for p, lab in proc_labels.items() if lab == "CPU" and p >= 0})
     meta["pids"] = pids
     meta["provenance"] = provenance

@@ -4,14 +4,25 @@ stream, linked to their runtime call by correlation id."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from operator import attrgetter
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from .._common import group_key, nesting_depth
-from .columns import _NULL, _codes, _filtered_table, _names, _opt, _pid_tid, _times, _to_int
+from .columns import (
+    NULL,
+    filtered_table,
+    name_column,
+    opt_array,
+    pid_tid,
+    str_codes,
+    times_ns,
+    to_int,
+)
+
+__all__ = ["gpu_annotation_side", "marker_table"]
 
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
 
@@ -22,22 +33,22 @@ def gpu_annotation_side(sub: list, base: int, gpu_groups: list[SimpleNamespace]
     the kernels/copies drawn on the same GPU row (same raw pid: a merged multi-rank file
     rewrites pids, e.g. rank * 10**6 + device), else the pid as a number."""
     ga = SimpleNamespace(sub=sub)
-    ga.start, ga.end, ga.ok = _times(sub, base)
-    ga.pid, ga.tid = _pid_tid(sub)
+    ga.start, ga.end, ga.ok = times_ns(sub, base)
+    ga.pid, ga.tid = pid_tid(sub)
     if not sub:
         ga.dev_raw = ga.pid
         return ga
     row_dev: dict[str, int] = {}
     for g in gpu_groups:
-        has = g.cols["device"] != _NULL
+        has = g.cols["device"] != NULL
         if not has.any():
             continue
-        codes, cats = _codes(list(map(attrgetter("pid"), g.sub)))
+        codes, cats = str_codes(list(map(attrgetter("pid"), g.sub)))
         uniq, first = np.unique(codes[has], return_index=True)
         for c, d in zip(uniq.tolist(), g.cols["device"][has][first].tolist()):
             row_dev.setdefault(cats[c], d)
-    dev = [_to_int(e.args.device) if e.args is not None else _NULL for e in sub]
-    ga.dev_raw = np.array([d if d != _NULL else row_dev.get(str(e.pid), int(p))
+    dev = [to_int(e.args.device) if e.args is not None else NULL for e in sub]
+    ga.dev_raw = np.array([d if d != NULL else row_dev.get(str(e.pid), int(p))
                            for d, e, p in zip(dev, sub, ga.pid.tolist())], dtype=np.int64)
     return ga
 
@@ -45,8 +56,8 @@ def gpu_annotation_side(sub: list, base: int, gpu_groups: list[SimpleNamespace]
 def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespace,
                  provenance: dict[str, str]):
     """Host ranges, then GPU annotations, then GPU-side syncs (own nesting groups)."""
-    h_start, h_end, h_ok = _times(host, base)
-    h_pid, h_tid = _pid_tid(host)
+    h_start, h_end, h_ok = times_ns(host, base)
+    h_pid, h_tid = pid_tid(host)
     nh, ng, ns = len(host), len(ga.sub), len(sync.sub)
 
     def cat(h, g, s):
@@ -61,29 +72,29 @@ def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespa
     group = group_key(kind, cat(h_pid, ga.dev, sync.dev), cat(h_tid, ga.tid, sync.stream))
     depth = np.zeros(nh + ng + ns, dtype=np.int16)
     depth[ok] = nesting_depth(start[ok], end[ok], group[ok])
-    null = np.full(ng + ns, _NULL, np.int64)
-    corr = np.concatenate([np.full(nh + ng, _NULL, np.int64), sync.corr])
+    null = np.full(ng + ns, NULL, np.int64)
+    corr = np.concatenate([np.full(nh + ng, NULL, np.int64), sync.corr])
     cols: dict[str, Any] = {
-        "name": _names([e.name for e in host] + [e.name for e in ga.sub]
+        "name": name_column([e.name for e in host] + [e.name for e in ga.sub]
                        + [e.name for e in sync.sub]),
-        "domain": _names([e.cat for e in host] + [e.cat for e in ga.sub]
+        "domain": name_column([e.cat for e in host] + [e.cat for e in ga.sub]
                          + ["cuda_sync"] * ns),
         "start": start,
         "end": end,
         "depth": depth,
-        "pid": _opt(np.concatenate([h_pid, null]), -(1 << 31), _I31),
-        "tid": _opt(np.concatenate([h_tid, null]), -(1 << 62), _I62),
-        "device": _opt(np.concatenate([np.full(nh, _NULL, np.int64), ga.dev, sync.dev]),
+        "pid": opt_array(np.concatenate([h_pid, null]), -(1 << 31), _I31),
+        "tid": opt_array(np.concatenate([h_tid, null]), -(1 << 62), _I62),
+        "device": opt_array(np.concatenate([np.full(nh, NULL, np.int64), ga.dev, sync.dev]),
                        0, 32767),
-        "stream": _opt(np.concatenate([np.full(nh, _NULL, np.int64), ga.tid, sync.stream]),
+        "stream": opt_array(np.concatenate([np.full(nh, NULL, np.int64), ga.tid, sync.stream]),
                        -(1 << 31), _I31),
     }
     if ns:
-        cols["correlation_id"] = _opt(corr, -(1 << 63) + 1, _I63)
+        cols["correlation_id"] = opt_array(corr, -(1 << 63) + 1, _I63)
         provenance["markers.correlation_id"] = (
             "cuda_sync args.correlation: the runtime call (cudaStreamSynchronize, "
             "cudaEventSynchronize...) this GPU-side sync interval belongs to")
     provenance["markers.depth"] = ("nesting computed from the intervals per host (pid, tid) "
                                    "and per GPU (device, stream); GPU-side syncs among "
                                    "themselves")
-    return _filtered_table("markers", cols, ok, nh + ng + ns)
+    return filtered_table("markers", cols, ok, nh + ng + ns)

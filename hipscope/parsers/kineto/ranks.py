@@ -11,6 +11,8 @@ from ...model import Trace
 from ...model.trace import merge_traces
 from ..base import TraceFormatError, check_cancel
 
+__all__ = ["rank_files", "read_folder"]
+
 _RANK_FILE = re.compile(r"(^|[^a-z])rank[-_]?\d+.*\.json(\.gz)?$|\.pt\.trace\.json(\.gz)?$",
                         re.IGNORECASE)
 _MAX_FILES = 4096

@@ -3,6 +3,8 @@ linked by correlation id (from args, else from ac2g flows)."""
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,41 +16,44 @@ from .._common import copy_direction
 from .._intervals import LIMIT_NS
 from ..base import check_cancel
 from .columns import (
-    _NULL,
-    _args_cols,
-    _args_of,
-    _codes,
-    _corr_from_flows,
-    _drop_api_rows,
-    _filtered_table,
-    _names,
-    _opt,
-    _pid_tid,
-    _times,
-    _to_int,
-    _xyz_fast,
+    NULL,
+    args_cols,
+    args_of,
+    corr_from_flows,
+    drop_api_rows,
+    filtered_table,
+    name_column,
+    opt_array,
+    pid_tid,
+    str_codes,
+    times_ns,
+    to_int,
+    xyz_fast,
 )
-from .decode import GPU_MARKER_CATS, HOST_MARKER_CATS, _Top, canonical_cat
-from .devices import _devices, _meta, _streams, _vendor
+from .decode import GPU_MARKER_CATS, HOST_MARKER_CATS, Top, canonical_cat
+from .devices import device_table, stream_table, trace_meta, vendor_of
 from .markers import gpu_annotation_side, marker_table
+
+__all__ = ["build"]
 
 # grid of these AMD launch calls is the global work size (work-items), not blocks
 _AMD_GLOBAL_SIZE_LAUNCHES = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
 _COPY_KINDS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
+_CAT, _NAME, _PH = attrgetter("cat"), attrgetter("name"), attrgetter("ph")
 
 
 class _Events:
     """The decoded events with their categories coded once, selectable by category."""
 
-    def __init__(self, top: _Top):
+    def __init__(self, top: Top):
         self.evs = top.traceEvents
-        cats = [e.cat for e in self.evs]
-        self.cat_codes, cat_names = _codes(cats)
+        cats = list(map(_CAT, self.evs))
+        self.cat_codes, cat_names = str_codes(cats)
         del cats
         self.renamed = self._canonical_cats(cat_names)
         if self.renamed:
-            self.cat_codes, cat_names = _codes([e.cat for e in self.evs])
+            self.cat_codes, cat_names = str_codes(list(map(_CAT, self.evs)))
         self.cat_index = {c: i for i, c in enumerate(cat_names)}
 
     def _canonical_cats(self, cat_names: list) -> dict[str, str]:
@@ -69,7 +74,7 @@ class _Events:
         idx = np.flatnonzero(np.isin(self.cat_codes, wanted))
         sub = list(map(self.evs.__getitem__, idx.tolist()))
         if phase is not None:
-            sub = [e for e in sub if e.ph == phase]
+            sub = list(compress(sub, map(eq, map(_PH, sub), repeat(phase))))
         return sub
 
 
@@ -80,50 +85,50 @@ def _process_names(ev: _Events) -> tuple[dict[int, str], dict[tuple[int, int], s
         a = e.args
         if a is None:
             continue
-        pid = _to_int(e.pid)
+        pid = to_int(e.pid)
         if e.name == "process_labels" and isinstance(a.labels, str):
             proc_labels[pid] = a.labels
         elif e.name == "thread_name" and isinstance(a.name, str):
-            thread_names[(pid, _to_int(e.tid))] = a.name.strip()
+            thread_names[(pid, to_int(e.tid))] = a.name.strip()
     return proc_labels, thread_names
 
 
 def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
     """Host runtime / driver calls as columns."""
     a = SimpleNamespace(sub=sub)
-    a.args = _args_of(a.sub)
+    a.args = args_of(a.sub)
     a.n = len(a.sub)
-    a.start, a.end, a.ok = _times(a.sub, base)
-    a.pid, a.tid = _pid_tid(a.sub)
-    a.cols = _args_cols(a.args, ("correlation", "stream", "device", "shared", "size", "bytes")
+    a.start, a.end, a.ok = times_ns(a.sub, base)
+    a.pid, a.tid = pid_tid(a.sub)
+    a.cols = args_cols(a.args, ("correlation", "stream", "device", "shared", "size", "bytes")
                         if vendor == "AMD" else ("correlation", "stream", "device"))
-    a.dom_codes, a.dom = _codes([e.cat for e in a.sub])
-    a.name_codes, a.name_cats = _codes([e.name for e in a.sub])
+    a.dom_codes, a.dom = str_codes(list(map(_CAT, a.sub)))
+    a.name_codes, a.name_cats = str_codes(list(map(_NAME, a.sub)))
     a.corr = a.cols["correlation"]
-    a.stream = np.where(a.cols["stream"] == 0xFFFFFFFF, _NULL, a.cols["stream"])
+    a.stream = np.where(a.cols["stream"] == 0xFFFFFFFF, NULL, a.cols["stream"])
     return a
 
 
 def _gpu_side(sub: list, base: int, fields: tuple[str, ...]) -> SimpleNamespace:
     """GPU events (kernels or copies): times, raw device and stream, args columns."""
-    g = SimpleNamespace(sub=sub, args=_args_of(sub))
-    g.start, g.end, g.ok = _times(sub, base)
-    g.pid, g.tid = _pid_tid(sub)
-    g.cols = _args_cols(g.args, fields)
-    g.dev_raw = np.where(g.cols["device"] != _NULL, g.cols["device"], g.pid)
-    g.stream = np.where(g.cols["stream"] != _NULL, g.cols["stream"], g.tid)
+    g = SimpleNamespace(sub=sub, args=args_of(sub))
+    g.start, g.end, g.ok = times_ns(sub, base)
+    g.pid, g.tid = pid_tid(sub)
+    g.cols = args_cols(g.args, fields)
+    g.dev_raw = np.where(g.cols["device"] != NULL, g.cols["device"], g.pid)
+    g.stream = np.where(g.cols["stream"] != NULL, g.cols["stream"], g.tid)
     g.corr = g.cols["correlation"]
     return g
 
 
 def _linker(a: SimpleNamespace):
     """corr -> row of the launching API call, -1 where none."""
-    launch_rows = np.flatnonzero(a.corr != _NULL)
+    launch_rows = np.flatnonzero(a.corr != NULL)
     lr_corr = a.corr[launch_rows]
 
     def link(corr: np.ndarray) -> np.ndarray:
         out = np.full(len(corr), -1, dtype=np.int64)
-        has = corr != _NULL
+        has = corr != NULL
         if has.any() and len(launch_rows):
             li = link_by_correlation(corr[has], None, lr_corr, None)
             out[has] = np.where(li >= 0, launch_rows[np.maximum(li, 0)], -1)
@@ -134,7 +139,7 @@ def _linker(a: SimpleNamespace):
 
 def _device_mapper(dev_map: dict[int, int]):
     def map_dev(raw: np.ndarray) -> np.ndarray:
-        out = np.full(len(raw), _NULL, dtype=np.int64)
+        out = np.full(len(raw), NULL, dtype=np.int64)
         for r, d in dev_map.items():
             out[raw == r] = d
         return out
@@ -145,16 +150,16 @@ def _device_mapper(dev_map: dict[int, int]):
 def _grid(k: SimpleNamespace, a: SimpleNamespace, vendor: str | None,
           provenance: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """Grid in work-items (x, y, z) and block of each kernel."""
-    grid = _xyz_fast(k.args, "grid")
-    block = _xyz_fast(k.args, "block")
+    grid = xyz_fast(k.args, "grid")
+    block = xyz_fast(k.args, "block")
     linked, li = k.api >= 0, np.maximum(k.api, 0)
     if a.n:
-        a_grid = _xyz_fast(a.args, "grid")
-        a_block = _xyz_fast(a.args, "block")
-        fill = linked & (grid[:, 0] == _NULL)
+        a_grid = xyz_fast(a.args, "grid")
+        a_block = xyz_fast(a.args, "block")
+        fill = linked & (grid[:, 0] == NULL)
         if fill.any():
             grid[fill] = a_grid[li[fill]]
-            block[fill] = np.where(block[fill] == _NULL, a_block[li[fill]], block[fill])
+            block[fill] = np.where(block[fill] == NULL, a_block[li[fill]], block[fill])
             provenance["grid_x"] = "kernel args.grid, else the launching call's args.grid"
     if vendor == "AMD":
         gs_codes = [i for i, nm in enumerate(a.name_cats) if nm in _AMD_GLOBAL_SIZE_LAUNCHES]
@@ -164,15 +169,15 @@ def _grid(k: SimpleNamespace, a: SimpleNamespace, vendor: str | None,
             is_global = np.zeros(len(k.sub), bool)
         blocks_known = linked & ~is_global
         gx = np.where(is_global[:, None], grid,
-                      np.where(blocks_known[:, None], grid * block, _NULL))
-        gx = np.where((grid == _NULL) | (block == _NULL), _NULL, gx)
+                      np.where(blocks_known[:, None], grid * block, NULL))
+        gx = np.where((grid == NULL) | (block == NULL), NULL, gx)
         provenance["grid_x"] = (
             "Kineto args.grid x args.block (grid counted workgroups) for hipLaunchKernel/"
             "hipModuleLaunchKernel launches; as printed for hipExtModuleLaunchKernel/"
             "hipHccModuleLaunchKernel, whose grid is already the global size in work-items; "
             "null for kernels without a linked launch call (unit unknown)")
     else:
-        gx = np.where((grid == _NULL) | (block == _NULL), _NULL, grid * block)
+        gx = np.where((grid == NULL) | (block == NULL), NULL, grid * block)
         provenance["grid_x"] = ("Kineto args.grid (blocks) x args.block (threads per block): "
                                 "grid_* are work-items (threads), as everywhere in hipscope")
     provenance["block_x"] = "Kineto args.block (threads per block)"
@@ -183,9 +188,9 @@ def _launcher_cols(g: SimpleNamespace, a: SimpleNamespace) -> dict[str, Any]:
     """api_index, pid and tid of GPU events, from their launching call."""
     linked, li = g.api >= 0, np.maximum(g.api, 0)
     return {
-        "api_index": _opt(np.where(linked, g.api, _NULL), 0, _I31),
-        "pid": _opt(np.where(linked, a.pid[li] if a.n else _NULL, _NULL), 0, _I31),
-        "tid": _opt(np.where(linked, a.tid[li] if a.n else _NULL, _NULL), 0, _I62),
+        "api_index": opt_array(np.where(linked, g.api, NULL), 0, _I31),
+        "pid": opt_array(np.where(linked, a.pid[li] if a.n else NULL, NULL), 0, _I31),
+        "tid": opt_array(np.where(linked, a.tid[li] if a.n else NULL, NULL), 0, _I62),
     }
 
 
@@ -195,43 +200,43 @@ def _kernel_table(path: Path, k: SimpleNamespace, a: SimpleNamespace, vendor: st
     gx, block = _grid(k, a, vendor, provenance)
     kc = k.cols
     k_cols: dict[str, Any] = {
-        "name": _names([e.name for e in k.sub]),
+        "name": name_column(list(map(_NAME, k.sub))),
         "device": k.dev,
         "start": k.start,
         "end": k.end,
-        "stream": _opt(k.stream, -(1 << 31), _I31),
-        "correlation_id": _opt(k.corr, -(1 << 63) + 1, _I63),
+        "stream": opt_array(k.stream, -(1 << 31), _I31),
+        "correlation_id": opt_array(k.corr, -(1 << 63) + 1, _I63),
         **_launcher_cols(k, a),
-        "grid_x": _opt(gx[:, 0], 0, _I31),
-        "grid_y": _opt(gx[:, 1], 0, _I31),
-        "grid_z": _opt(gx[:, 2], 0, _I31),
-        "block_x": _opt(block[:, 0], 0, 32767),
-        "block_y": _opt(block[:, 1], 0, 32767),
-        "block_z": _opt(block[:, 2], 0, 32767),
-        "registers": _opt(kc["registers"], 0, 32767),
-        "lds_bytes": _opt(kc["shared"], 0, _I31),
+        "grid_x": opt_array(gx[:, 0], 0, _I31),
+        "grid_y": opt_array(gx[:, 1], 0, _I31),
+        "grid_z": opt_array(gx[:, 2], 0, _I31),
+        "block_x": opt_array(block[:, 0], 0, 32767),
+        "block_y": opt_array(block[:, 1], 0, 32767),
+        "block_z": opt_array(block[:, 2], 0, 32767),
+        "registers": opt_array(kc["registers"], 0, 32767),
+        "lds_bytes": opt_array(kc["shared"], 0, _I31),
     }
-    if kc["shared"].size and (kc["shared"] != _NULL).any():
+    if kc["shared"].size and (kc["shared"] != NULL).any():
         provenance["lds_bytes"] = ("NVIDIA Kineto args['shared memory'] = static + dynamic "
                                    "shared memory per block")
-    if kc["registers"].size and (kc["registers"] != _NULL).any():
+    if kc["registers"].size and (kc["registers"] != NULL).any():
         provenance["registers"] = "Kineto args['registers per thread']"
     if vendor == "AMD" and a.n:
-        dyn = np.where(k.api >= 0, a.cols["shared"][np.maximum(k.api, 0)], _NULL)
-        k_cols["dyn_lds_bytes"] = _opt(dyn, 0, _I31)
+        dyn = np.where(k.api >= 0, a.cols["shared"][np.maximum(k.api, 0)], NULL)
+        k_cols["dyn_lds_bytes"] = opt_array(dyn, 0, _I31)
         provenance["dyn_lds_bytes"] = ("the launching HIP call's args['shared memory'] "
                                        "(dynamic LDS requested at launch)")
-    overflow = ((gx != _NULL) & (gx > _I31)).any(axis=1)
+    overflow = ((gx != NULL) & (gx > _I31)).any(axis=1)
     if overflow.any():
         warnings.append(f"{path}: {int(overflow.sum()):,} kernels have a grid over 2^31 "
                         "work-items in one dimension; stored as null")
-    keep = k.ok & (k.dev != _NULL)
+    keep = k.ok & (k.dev != NULL)
     n_bad = int((~keep).sum())
     if n_bad:
         ctx.dropped["kernels without ts or device"] = n_bad
         warnings.append(f"{path}: {n_bad:,} kernel events without a timestamp or device "
                         "were skipped")
-    return _filtered_table("kernels", k_cols, keep, len(k.sub))
+    return filtered_table("kernels", k_cols, keep, len(k.sub))
 
 
 def _copy_direction(e, a) -> str:
@@ -250,26 +255,26 @@ def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, st
         # AMD: the copy's bytes may only be on the runtime call (args.size)
         cli = np.maximum(c.api, 0)
         a_size, a_bytes = a.cols["size"], a.cols["bytes"]
-        c_bytes = np.where(cc["bytes"] != _NULL, cc["bytes"],
-                           np.where(c.api >= 0, np.where(a_bytes[cli] != _NULL, a_bytes[cli],
-                                                         a_size[cli]), _NULL))
-        if ((cc["bytes"] == _NULL) & (c_bytes != _NULL)).any():
+        c_bytes = np.where(cc["bytes"] != NULL, cc["bytes"],
+                           np.where(c.api >= 0, np.where(a_bytes[cli] != NULL, a_bytes[cli],
+                                                         a_size[cli]), NULL))
+        if ((cc["bytes"] == NULL) & (c_bytes != NULL)).any():
             provenance["bytes"] = ("GPU event args.bytes, else the runtime call's "
                                    "args.size/args.bytes")
     else:
         c_bytes = cc["bytes"]
     c_cols: dict[str, Any] = {
-        "direction": _names(directions),
+        "direction": name_column(directions),
         "start": c.start,
         "end": c.end,
-        "name": _names([e.name for e in c.sub]),
-        "bytes": _opt(c_bytes, 0, _I62),
-        "device": _opt(c.dev, 0, 32767),
-        "stream": _opt(c.stream, -(1 << 31), _I31),
-        "correlation_id": _opt(c.corr, -(1 << 63) + 1, _I63),
+        "name": name_column(list(map(_NAME, c.sub))),
+        "bytes": opt_array(c_bytes, 0, _I62),
+        "device": opt_array(c.dev, 0, 32767),
+        "stream": opt_array(c.stream, -(1 << 31), _I31),
+        "correlation_id": opt_array(c.corr, -(1 << 63) + 1, _I63),
         **_launcher_cols(c, a),
     }
-    return _filtered_table("copies", c_cols, c.ok, len(c.sub))
+    return filtered_table("copies", c_cols, c.ok, len(c.sub))
 
 
 def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNamespace):
@@ -278,11 +283,11 @@ def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNames
         "domain": categorical(a.dom_codes, a.dom),
         "start": a.start,
         "end": a.end,
-        "pid": _opt(a.pid, 0, _I31),
-        "tid": _opt(a.tid, 0, _I62),
-        "correlation_id": _opt(a.corr, -(1 << 63) + 1, _I63),
-        "stream": _opt(a.stream, 0, _I31),
-        "device": _opt(a.dev, 0, 32767),
+        "pid": opt_array(a.pid, 0, _I31),
+        "tid": opt_array(a.tid, 0, _I62),
+        "correlation_id": opt_array(a.corr, -(1 << 63) + 1, _I63),
+        "stream": opt_array(a.stream, 0, _I31),
+        "device": opt_array(a.dev, 0, 32767),
     }
     api = build_table("api", a_cols_t, n=a.n)
     if not a.ok.all():
@@ -290,7 +295,7 @@ def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNames
         n_bad = int((~a.ok).sum())
         ctx.warnings.append(f"{path}: {n_bad:,} runtime calls without a timestamp were skipped")
         ctx.dropped["api calls without ts"] = n_bad
-        api, kernels, copies = _drop_api_rows(api, a.ok, kernels, copies)
+        api, kernels, copies = drop_api_rows(api, a.ok, kernels, copies)
     ctx.provenance["api.stream"] = ("args.stream; HIP calls print the stream as a hex "
                                     "handle which is kept only when it fits (the null "
                                     "stream 0x0)")
@@ -299,9 +304,9 @@ def _api_table(path: Path, a: SimpleNamespace, kernels, copies, ctx: SimpleNames
 
 def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> None:
     """Fill missing correlation ids from ac2g flows (in place)."""
-    if (k.corr == _NULL).any() or (c.corr == _NULL).any() or \
-            (a.corr == _NULL).any():
-        _corr_from_flows(ev.select(("ac2g",), phase=None), base,
+    if (k.corr == NULL).any() or (c.corr == NULL).any() or \
+            (a.corr == NULL).any():
+        corr_from_flows(ev.select(("ac2g",), phase=None), base,
                          (k.sub, k.start, k.pid, k.tid, k.corr),
                          (c.sub, c.start, c.pid, c.tid, c.corr),
                          (a.sub, a.start, a.pid, a.tid, a.corr))
@@ -339,7 +344,7 @@ def _names_by_device(k: SimpleNamespace) -> dict[int, set[str]]:
     return out
 
 
-def _base_ns(path: Path, top: _Top, warnings: list[str]) -> int:
+def _base_ns(path: Path, top: Top, warnings: list[str]) -> int:
     """baseTimeNanoseconds as int; a base that is negative or past 2^62 ns (it would
     overflow int64 once ts is added) is ignored with a warning."""
     base = top.baseTimeNanoseconds
@@ -357,7 +362,7 @@ def _base_ns(path: Path, top: _Top, warnings: list[str]) -> int:
     return base
 
 
-def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
+def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
           progress, cancelled) -> Trace:
     """The trace of a decoded Kineto file."""
     base = _base_ns(path, top, warnings)
@@ -368,7 +373,7 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     props = top.deviceProperties if isinstance(top.deviceProperties, list) else []
     props = [p for p in props if isinstance(p, dict)]
     a_sub = ev.select(("cuda_runtime", "cuda_driver"))
-    vendor = _vendor(top, props, a_sub)
+    vendor = vendor_of(top, props, a_sub)
     a = _api_side(a_sub, base, vendor)
     check_cancel(cancelled)
     k_sub = ev.select(("kernel",))
@@ -383,15 +388,15 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     _correlate(ev, base, k, c, a, ctx.provenance)
     # ---- devices
     used = np.unique(np.concatenate([
-        k.dev_raw[k.dev_raw != _NULL], c.dev_raw[c.dev_raw != _NULL],
-        ga.dev_raw[ga.dev_raw != _NULL], s.dev_raw[s.dev_raw != _NULL]]).astype(np.int64))
+        k.dev_raw[k.dev_raw != NULL], c.dev_raw[c.dev_raw != NULL],
+        ga.dev_raw[ga.dev_raw != NULL], s.dev_raw[s.dev_raw != NULL]]).astype(np.int64))
     used = used[(used >= 0) & (used < 32768)]
-    dev_map, devices, idle = _devices(top, props, used, vendor, ctx.provenance, warnings,
+    dev_map, devices, idle = device_table(top, props, used, vendor, ctx.provenance, warnings,
                                       lambda: _names_by_device(k))
     map_dev = _device_mapper(dev_map)
     k.dev, c.dev, ga.dev, s.dev = (map_dev(k.dev_raw), map_dev(c.dev_raw), map_dev(ga.dev_raw),
                                    map_dev(s.dev_raw))
-    a.dev = np.full(a.n, _NULL, np.int64)
+    a.dev = np.full(a.n, NULL, np.int64)
     # ---- links
     link = _linker(a)
     k.api, c.api = link(k.corr), link(c.corr)
@@ -408,10 +413,10 @@ def build(path: Path, top: _Top, warnings: list[str], dropped: dict[str, int],
     check_cancel(cancelled)
     markers = marker_table(ev.select(HOST_MARKER_CATS), base, ga, s, ctx.provenance)
     progress(0.9)
-    streams = _streams(np.concatenate([k.dev, c.dev]), np.concatenate([k.stream, c.stream]),
+    streams = stream_table(np.concatenate([k.dev, c.dev]), np.concatenate([k.stream, c.stream]),
                        np.concatenate([k.dev_raw, c.dev_raw]), thread_names)
     _diagnose(path, ev, len(k.sub), a.n, props, proc_labels, ctx)
-    meta = _meta(path, top, base, vendor, a.pid, proc_labels, warnings, dropped,
+    meta = trace_meta(path, top, base, vendor, a.pid, proc_labels, warnings, dropped,
                  ctx.provenance, len(ev.evs))
     if idle:
         meta["devices_without_events"] = idle

@@ -13,8 +13,11 @@ writes (the same conventions plus a few hipscope annotations).
 
 The ``Trace`` proto is ``repeated TracePacket packet = 1``; the file is walked record
 by record (tag 0x0a, varint length), so a file cut short keeps its whole packets.
-Packets are decoded with the protobuf classes shipped in the ``perfetto`` package
-(``perfetto.protos.perfetto.trace.perfetto_trace_pb2``).
+Packets are decoded by the C wire-format walk (:mod:`.fast`, ``_pftscan.c``) when it
+is built and takes the file, else (``HIPSCOPE_PFTRACE_C=0``, or anything it declines)
+with the protobuf classes shipped in the ``perfetto`` package
+(``perfetto.protos.perfetto.trace.perfetto_trace_pb2``); both fill the same
+:class:`~.walk.Walk`, so the tables are built by the same code.
 """
 
 
@@ -24,6 +27,7 @@ from pathlib import Path
 
 from ...model import Trace
 from .._common import read_input
+from .._json import gc_paused
 from ..base import (
     Cancelled,
     check_cancel,
@@ -33,6 +37,7 @@ from ..base import (
     register,
 )
 from .proto import EXTENSIONS, _pb2, _varint, scan_packets
+from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
 
@@ -91,7 +96,8 @@ class PftraceReader:
     def read(self, path, progress, cancelled) -> Trace:
         path = Path(path)
         try:
-            return self._read(path, progress, cancelled)
+            with gc_paused():  # millions of small lists and dicts: no collector passes
+                return self._read(path, progress, cancelled)
         except (TraceFormatError, Cancelled):
             raise
         except Exception as exc:  # noqa: BLE001 - the contract: nothing else escapes
@@ -106,25 +112,33 @@ class PftraceReader:
         if not data:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
-        ranges, used, problem = scan_packets(data)
+        check_cancel(cancelled)
+        fast = walk_fast(data, progress, cancelled)
+        if fast is None:
+            ranges, used, problem = scan_packets(data)
+            n_packets = len(ranges)
+        else:
+            walk, n_packets, used, problem = fast
         if problem == "truncated":
-            if not ranges:
+            if not n_packets:
                 raise TraceFormatError(path, "packet 0 at byte 0", "a whole TracePacket",
                                        f"a record cut short ({len(data)} bytes in the file)")
             lost = len(data) - used
-            warnings.append(f"{path}: the file ends inside packet {len(ranges)} at byte "
-                            f"{used:,} (truncated); read {len(ranges):,} whole packets and "
+            warnings.append(f"{path}: the file ends inside packet {n_packets} at byte "
+                            f"{used:,} (truncated); read {n_packets:,} whole packets and "
                             f"dropped the last {lost:,} bytes")
             dropped["packets"] = dropped.get("packets", 0) + 1
             dropped["bytes"] = lost
         elif problem is not None:
             raise TraceFormatError(
-                path, f"packet {len(ranges)} at byte {used}",
+                path, f"packet {n_packets} at byte {used}",
                 "a TracePacket record (Trace field 1, tag 0x0a)", problem)
-        walk = Walk()
-        walk.run(path, data, ranges, progress, cancelled)
+        if fast is None:
+            walk = Walk()
+            walk.run(path, data, ranges, progress, cancelled)
+        del data, fast  # the packets are walked: the file's bytes are not needed now
         slices, clock_name = walk.finish(warnings, dropped)
         check_cancel(cancelled)
         progress(0.85)
         return build(self.name, path, slices, walk.tracks, walk.counters_seen, clock_name,
-                     warnings, dropped, len(ranges), progress, walk.hipscope_made)
+                     warnings, dropped, n_packets, progress, walk.hipscope_made)

@@ -3,7 +3,6 @@ devices, queues and streams, linked by flow ids (else correlation ids)."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,15 @@ from .._common import dense_codes, devices_table, finish_meta, nesting_depth, ne
 from .._intervals import int64_sat as _i64
 from .proto import (
     _KERNEL_KNOWN,
-    _RE_COMPUTE,
-    _RE_COPY,
-    _RE_STREAM,
-    _RE_THREAD,
     API_CATEGORIES,
     IGNORED_CATEGORIES,
     _agent_key,
-    _api_domain,
     _as_int,
     _direction,
     _int_column,
 )
+from .columns import _ann_ints, _api_domains, _i64_list, _pid_tid
+from .tracks import PROVENANCE, _Tracks
 
 # kernel columns from annotations, in column order (None: grid_x/block_x, whose
 # product annotations stand in when the x one is missing)
@@ -39,108 +35,9 @@ _KERNEL_ANNS = (("correlation_id", "corr_id"), ("dispatch_id", "dispatch_id"),
                 ("registers", "registers"), ("lds_bytes", "LDS_Block_Size"),
                 ("dyn_lds_bytes", "dyn_lds_bytes"), ("scratch_bytes", "Scratch_Size"))
 _PRODUCT_ANNS = {"grid_x": "grid_size", "block_x": "workgroup_size"}
-
-PROVENANCE = {
-    "kernels.start/end": (
-        "begin_ns/end_ns debug annotations where present, else the slice times. "
-        "rocprofv3 rewrites overlapping kernels on one queue to meet at their "
-        "midpoint before writing (firmware-timestamp work-around in "
-        "generatePerfetto.cpp) and its begin_ns/end_ns annotations carry the same "
-        "rewritten values, so such kernels can differ from CSV/JSON/rocpd"),
-    "kernels.grid_x": "grid_size annotation = product x*y*z of the grid in "
-                      "work-items (grid_y/z left null) unless grid_x/y/z annotations",
-    "kernels.block_x": "workgroup_size annotation = product x*y*z of the workgroup "
-                       "(block_y/z left null) unless block_x/y/z annotations",
-    "kernels.device": "agent annotation ('Agent-N'/'GPU-N') or the "
-                      "'COMPUTE <Agent|GPU> [N] QUEUE [q]' track name",
-    "kernels.queue": "queue annotation (handle - 1) or the COMPUTE track name",
-    "kernels.stream": "stream_ID annotation or the 'STREAM [\" N \"]' track name",
-    "kernels.lds_bytes": "LDS_Block_Size annotation (dispatch group segment size)",
-    "kernels.scratch_bytes": "Scratch_Size annotation (private segment size)",
-    "kernels.api_index": "shared flow id (Flow::ProcessScoped(correlation id)), "
-                         "else equal corr_id annotations within a pid",
-    "copies.direction": "direction annotation or the copy slice name "
-                        "(MEMORY_COPY_HOST_TO_DEVICE ...)",
-    "copies.bytes": "copy_bytes annotation",
-    "api.domain": "slice category (hip_api -> HIP_RUNTIME_API, __hip* names -> "
-                  "HIP_COMPILER_API; hsa_api -> HSA_CORE_API, hsa_amd_* -> "
-                  "HSA_AMD_EXT_API ...)",
-    "markers.depth": "computed from the nesting of ranges per pid/tid/device/stream; "
-                     "instant marks get 0",
-    "counters": "kernel slice annotations other than the writer's known fields "
-                "(one per PMC)",
-}
-
-
-def _pid_tid(cols: dict, ann: dict, ti: dict) -> None:
-    cols["pid"].append(_as_int(ann.get("pid")) if "pid" in ann else ti.get("pid"))
-    tid = _as_int(ann.get("tid"))
-    cols["tid"].append(tid if tid is not None else ti.get("tid"))
-
-
-class _Tracks:
-    """Per-track facts (pid, tid, COMPUTE/STREAM/COPY names...) through the parent chain."""
-
-    def __init__(self, tracks: dict):
-        self.tracks = tracks
-        self.cache: dict[int, dict] = {}
-
-    def __call__(self, uuid: int) -> dict:
-        got = self.cache.get(uuid)
-        if got is None:
-            got = self.cache[uuid] = self._resolve(uuid)
-        return got
-
-    def _chain(self, uuid: int) -> list[dict]:
-        chain, cur, seen = [], uuid, set()
-        while cur is not None and cur not in seen:
-            seen.add(cur)
-            t = self.tracks.get(cur)
-            if t is None:
-                break
-            chain.append(t)
-            cur = t.get("parent")
-        return chain
-
-    def _resolve(self, uuid: int) -> dict:
-        chain = self._chain(uuid)
-        out: dict[str, Any] = {"name": (chain[0] if chain else {}).get("name")}
-        for t in chain:
-            out.setdefault("pid", t.get("pid"))
-            if out["pid"] is None:
-                out["pid"] = t.get("pid")
-            if "tid" in t and out.get("tid") is None:
-                out["tid"] = t["tid"]
-            self._from_name(out, t.get("name") or "")
-            desc = t.get("description")
-            if desc and out.get("hs_device") is None and desc.startswith("{"):
-                try:
-                    d = json.loads(desc)
-                except ValueError:
-                    d = None
-                if isinstance(d, dict) and isinstance(d.get("hipscope_device"), dict):
-                    out["hs_device"] = d["hipscope_device"]
-        return out
-
-    @staticmethod
-    def _from_name(out: dict, nm: str) -> None:
-        if out.get("compute") is None:
-            m = _RE_COMPUTE.match(nm)
-            if m:
-                out["compute"] = (m.group(1), int(m.group(2)), int(m.group(3)))
-        if out.get("stream") is None:
-            m = _RE_STREAM.match(nm)
-            if m:
-                out["stream"] = int(m.group(1))
-        if out.get("copy_agent") is None:
-            m = _RE_COPY.match(nm)
-            if m:
-                out["copy_agent"] = int(m.group(1))
-        if out.get("tid") is None:
-            m = _RE_THREAD.match(nm)
-            if m:
-                out["tid"] = int(m.group(1))
-
+# every integer annotation the kernel columns read, fetched in one pass
+_KERNEL_INT_KEYS = ("begin_ns", "end_ns", "queue", "stream_ID", "pid", "tid", "grid_x",
+                    "block_x", *_PRODUCT_ANNS.values(), *(k for _, k in _KERNEL_ANNS if k))
 
 class Builder:
     """Tables and meta of one trace from its sorted slices."""
@@ -215,7 +112,7 @@ class Builder:
 
     def devices(self) -> None:
         """Device keys of every slice, then their indices and the devices rows."""
-        self.k_dev = [self.dev_of(s[5].get("agent"), self.tinfo(s[0])) for s in self.kern]
+        self.k_dev = self._devs(self.kern, True)
         n_nodev = sum(k is None for k in self.k_dev)
         if n_nodev:
             unknown = ("UNKNOWN", 0)
@@ -229,16 +126,34 @@ class Builder:
             self.c_dir.append(d)
             self.c_src.append(src)
             self.c_dst.append(dst)
-        self.a_dev = [self.dev_of(s[5].get("agent"), {}, False) if "agent" in s[5] else None
-                      for s in self.api]
-        self.m_dev = [self.dev_of(s[5].get("agent"), {}, False) if "agent" in s[5] else None
-                      for s in self.marks]
+        self.a_dev = self._devs(self.api, False)
+        self.m_dev = self._devs(self.marks, False)
         keys = sorted(self.dev_keys)
         if keys and all(k[0] == "GPU" for k in keys):
             self.dev_index = {k: k[1] for k in keys}
         else:
             self.dev_index = {k: i for i, k in enumerate(keys)}
         self.dev_rows = [self._device_row(k) for k in keys]
+
+    def _devs(self, rows: list, gpu_work: bool) -> list:
+        """``dev_of`` of each slice's agent annotation (GPU work: and its track), once
+        per distinct (value, track): the first call of each registers the device."""
+        memo: dict[tuple, Any] = {}
+        out = []
+        for s in rows:
+            ann = s[5]
+            if not gpu_work and "agent" not in ann:
+                out.append(None)
+                continue
+            v = ann.get("agent")
+            key = (type(v), v, s[0] if gpu_work else None)
+            got = memo.get(key, memo)
+            if got is memo:
+                got = self.dev_of(v, self.tinfo(s[0])) if gpu_work else \
+                    self.dev_of(v, {}, False)
+                memo[key] = got
+            out.append(got)
+        return out
 
     def _device_row(self, k: tuple) -> dict[str, Any]:
         hs = self.dev_keys[k]["hs"] or {}
@@ -259,24 +174,23 @@ class Builder:
     # ------------------------------------------------------------------ api and links
     def api_cols(self) -> None:
         self.api_flow: dict[int, int] = {}
-        a_cols: dict[str, list] = {c: [] for c in ("name", "domain", "start", "end", "pid",
-                                                   "tid", "correlation_id", "stream",
-                                                   "device")}
-        for j, s in enumerate(self.api):
-            ann = s[5]
-            dom = next((c[4:] for c in s[4][1:] if c.startswith("api:")), None)
-            if dom is None:
-                dom = _api_domain(s[4][0], s[3])
-            a_cols["name"].append(s[3])
-            a_cols["domain"].append(dom)
-            a_cols["start"].append(_i64(s[1]))
-            a_cols["end"].append(_i64(s[2]))
-            _pid_tid(a_cols, ann, self.tinfo(s[0]))
-            a_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
-            a_cols["stream"].append(_as_int(ann.get("stream_ID")))
-            a_cols["device"].append(self.di(self.a_dev[j]))
+        api = self.api
+        anns = [s[5] for s in api]
+        a_cols: dict[str, list] = {
+            "name": [s[3] for s in api],
+            "domain": _api_domains(api),
+            "start": _i64_list([s[1] for s in api]),
+            "end": _i64_list([s[2] for s in api]),
+        }
+        ints = _ann_ints(anns, ("pid", "tid", "corr_id", "stream_ID"))
+        a_cols["pid"], a_cols["tid"] = _pid_tid(ints, self._track_infos(api))
+        a_cols["correlation_id"] = ints["corr_id"]
+        a_cols["stream"] = ints["stream_ID"]
+        a_cols["device"] = [self.di(k) for k in self.a_dev]
+        setdefault = self.api_flow.setdefault
+        for j, s in enumerate(api):
             for f in s[6]:
-                self.api_flow.setdefault(f, j)
+                setdefault(f, j)
         self.a_cols = a_cols
 
     def link(self, rows: list) -> tuple[list, int]:
@@ -318,47 +232,67 @@ class Builder:
 
     # ------------------------------------------------------------------ GPU work
     def kernel_cols(self) -> None:
+        """Kernel columns, one list comprehension per column (millions of kernels)."""
         k_cols: dict[str, list] = defaultdict(list)
         self.pmc_rows: list[tuple[int, str, float]] = []
         self.ann_times = 0
-        for j, s in enumerate(self.kern):
-            ann = s[5]
-            ti = self.tinfo(s[0])
-            start, end = s[1], s[2]
-            b_ns, e_ns = _as_int(ann.get("begin_ns")), _as_int(ann.get("end_ns"))
-            if b_ns is not None and e_ns is not None and e_ns >= b_ns:
-                if (b_ns, e_ns) != (start, end):
-                    self.ann_times += 1
-                start, end = b_ns, e_ns
-            k_cols["name"].append(s[3])
-            k_cols["device"].append(self.di(self.k_dev[j]))
-            k_cols["start"].append(_i64(start))
-            k_cols["end"].append(_i64(end))
-            q = _as_int(ann.get("queue"))
-            if q is None and ti.get("compute") is not None:
-                q = ti["compute"][2]
-            k_cols["queue"].append(q)
-            st = _as_int(ann.get("stream_ID"))
-            k_cols["stream"].append(st if st is not None else ti.get("stream"))
-            _pid_tid(k_cols, ann, ti)
-            self._kernel_anns(k_cols, ann)
+        kern = self.kern
+        if not kern:
+            self.k_cols = k_cols
+            return
+        anns = [s[5] for s in kern]
+        tis = self._track_infos(kern)
+        ints = _ann_ints(anns, _KERNEL_INT_KEYS)
+        k_cols["name"] = [s[3] for s in kern]
+        k_cols["device"] = [self.di(k) for k in self.k_dev]
+        k_cols["start"], k_cols["end"] = self._kernel_times(kern, ints)
+        k_cols["queue"] = [q if q is not None else
+                           (ti["compute"][2] if ti.get("compute") is not None else None)
+                           for q, ti in zip(ints["queue"], tis)]
+        k_cols["stream"] = [st if st is not None else ti.get("stream")
+                            for st, ti in zip(ints["stream_ID"], tis)]
+        k_cols["pid"], k_cols["tid"] = _pid_tid(ints, tis)
+        for col, key in _KERNEL_ANNS:
+            if key is None:
+                k_cols[col] = [v if v is not None else p for v, p in
+                               zip(ints[col], ints[_PRODUCT_ANNS[col]])]
+            else:
+                k_cols[col] = ints[key]
+        known = _KERNEL_KNOWN
+        for j, ann in enumerate(anns):
+            if ann.keys() <= known:
+                continue
             for an, v in ann.items():
-                if an not in _KERNEL_KNOWN and isinstance(v, (int, float)) and \
+                if an not in known and isinstance(v, (int, float)) and \
                         not isinstance(v, bool):
                     self.pmc_rows.append((j, an, float(v)))
         self.k_cols = k_cols
 
-    @staticmethod
-    def _kernel_anns(k_cols: dict, ann: dict) -> None:
-        for col, key in _KERNEL_ANNS:
-            if key is None:
-                v = _as_int(ann.get(col))
-                k_cols[col].append(v if v is not None else _as_int(ann.get(_PRODUCT_ANNS[col])))
-            else:
-                k_cols[col].append(_as_int(ann.get(key)))
+    def _track_infos(self, rows: list) -> list[dict]:
+        tinfo = self.tinfo
+        for t in {s[0] for s in rows}:
+            tinfo(t)  # resolved once per track
+        get = tinfo.cache.__getitem__
+        return [get(s[0]) for s in rows]
+
+    def _kernel_times(self, kern: list, ints: dict) -> tuple[list, list]:
+        """begin_ns/end_ns annotations where both are there and in order, else the
+        slice times; counts the kernels whose annotations differ from the slice."""
+        starts, ends = [], []
+        for s, b_ns, e_ns in zip(kern, ints["begin_ns"], ints["end_ns"]):
+            start, end = s[1], s[2]
+            if b_ns is not None and e_ns is not None and e_ns >= b_ns:
+                if b_ns != start or e_ns != end:
+                    self.ann_times += 1
+                start, end = b_ns, e_ns
+            starts.append(start)
+            ends.append(end)
+        return _i64_list(starts), _i64_list(ends)
 
     def copy_cols(self) -> None:
         c_cols: dict[str, list] = defaultdict(list)
+        pids, tids = _pid_tid(_ann_ints([s[5] for s in self.copies], ("pid", "tid")),
+                              self._track_infos(self.copies))
         for j, s in enumerate(self.copies):
             ann = s[5]
             ti = self.tinfo(s[0])
@@ -378,12 +312,15 @@ class Builder:
             c_cols["queue"].append(_as_int(ann.get("queue")))
             st = _as_int(ann.get("stream_ID"))
             c_cols["stream"].append(st if st is not None else ti.get("stream"))
-            _pid_tid(c_cols, ann, ti)
+            c_cols["pid"].append(pids[j])
+            c_cols["tid"].append(tids[j])
             c_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
         self.c_cols = c_cols
 
     def marker_cols(self) -> None:
         m_cols: dict[str, list] = defaultdict(list)
+        pids, tids = _pid_tid(_ann_ints([s[5] for s in self.marks], ("pid", "tid")),
+                              self._track_infos(self.marks))
         for j, s in enumerate(self.marks):
             ann = s[5]
             dom = None
@@ -394,7 +331,8 @@ class Builder:
             m_cols["domain"].append(dom or "roctx")
             m_cols["start"].append(_i64(s[1]))
             m_cols["end"].append(_i64(s[2]))
-            _pid_tid(m_cols, ann, self.tinfo(s[0]))
+            m_cols["pid"].append(pids[j])
+            m_cols["tid"].append(tids[j])
             m_cols["device"].append(self.di(self.m_dev[j]))
             m_cols["stream"].append(_as_int(ann.get("stream_ID")))
         if m_cols["start"]:

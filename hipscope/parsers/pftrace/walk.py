@@ -4,6 +4,7 @@ clocks, track descriptors, and track events paired into slices."""
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -281,11 +282,16 @@ class Walk:
         def tconv(t):
             return None if t[0] is None else t[0] + conv.get(t[1], 0)
 
-        for s in slices:
-            s[1] = tconv(s[1])
-            s[2] = tconv(s[2])
+        if conv:
+            for s in slices:
+                s[1] = tconv(s[1])
+                s[2] = tconv(s[2])
+        else:  # every event on the primary clock: no offsets
+            for s in slices:
+                s[1] = s[1][0]
+                s[2] = s[2][0]
         slices = [s for s in slices if s[1] is not None and s[2] is not None]
-        slices.sort(key=lambda s: (s[1], s[7]))
+        slices.sort(key=itemgetter(1, 7))
         target = self.primary_clock[0]
         clock_name = _CLOCK_NAMES.get(target, f"clock {target}")
         if self.hipscope_made and self.source_clock:

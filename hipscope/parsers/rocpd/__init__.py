@@ -4,7 +4,11 @@
 Schema: rocprofiler-sdk ``source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql`` (physical
 tables carry a per-run ``{{uuid}}`` suffix), ``rocpd_views.sql`` (unsuffixed views over
 them) and ``data_views.sql`` (``kernels``, ``regions``, ``samples``, ``memory_copies``,
-``processes``, ``counters_collection``...). This reader only queries the unsuffixed views.
+``processes``, ``counters_collection``...). The two big views, ``kernels`` and
+``regions``, are rebuilt from the physical tables when those are laid out as expected
+(``physical.py``: 2-3x less work than SQLite evaluating the views); everything else,
+and any database that is not so, is read through the unsuffixed views
+(``HIPSCOPE_ROCPD_PHYSICAL=0`` forces the views). Both give the same trace.
 Those data views inner-join their ids: kernels they drop are read from
 ``rocpd_kernel_dispatch`` and kept, and lost regions/copies are warned about
 (``dangling.py``). Every file must pass ``PRAGMA quick_check`` (``parsers/_sqlite.py``):
@@ -30,9 +34,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...model import Trace, merge_traces
-from ..base import TraceFormatError, check_cancel, register
 from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
-from .db import _db_files, _Db, _table_names, is_rocpd
+from ..base import TraceFormatError, check_cancel, register
+from .db import Db, db_files, is_rocpd, table_names
 from .tables import read_db
 
 __all__ = ["RocpdReader", "is_rocpd"]
@@ -49,13 +53,13 @@ class RocpdReader:
         path = Path(path)
         if path.is_dir():
             try:
-                return 0.9 if _db_files(path) else 0.0
+                return 0.9 if db_files(path) else 0.0
             except OSError:
                 return 0.0
         if not is_sqlite(path):
             return 0.0
         try:
-            names = _table_names(path)
+            names = table_names(path)
         except SQL_ERRORS:
             return 0.0
         if "rocpd_metadata" in names:
@@ -67,7 +71,7 @@ class RocpdReader:
     def read(self, path, progress, cancelled) -> Trace:
         path = Path(path)
         if path.is_dir():
-            files = _db_files(path)
+            files = db_files(path)
             if not files:
                 raise TraceFormatError(path, None, "a folder holding rocpd *_results.db files",
                                        "no rocpd database in it")
@@ -90,5 +94,5 @@ class RocpdReader:
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
         # quick_check runs while the views are read
-        return read_sqlite_input(path, "rocpd", "database", _Db,
+        return read_sqlite_input(path, "rocpd", "database", Db,
                                  lambda db: read_db(self.name, db, progress, cancelled))

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from .db import _Db, _int, _str
+from .db import Db, as_int, as_str
+
+__all__ = ["kept_dispatches", "kernels_kept", "unknown_agents", "warn_lost"]
 
 # kernels view column -> (table alias, column of that table), as in data_views.sql
 _DISPATCH_COLS = {
@@ -36,7 +38,7 @@ _JOINS = {"A": ("rocpd_info_agent", "agent_id"), "E": ("rocpd_event", "event_id"
           "T": ("rocpd_info_thread", "tid")}
 
 
-def _dispatch_sql(db: _Db, wanted: list[str]) -> tuple[str, list[str]] | None:
+def _dispatch_sql(db: Db, wanted: list[str]) -> tuple[str, list[str]] | None:
     """SELECT over rocpd_kernel_dispatch LEFT JOINed like the kernels view; None
     without that table or its start/end."""
     k_cols = set(db.columns("rocpd_kernel_dispatch")) if db.has("rocpd_kernel_dispatch") \
@@ -61,7 +63,7 @@ def _dispatch_sql(db: _Db, wanted: list[str]) -> tuple[str, list[str]] | None:
     return sql, cols
 
 
-def kernels_kept(db: _Db, kn: dict, wanted: list[str], warnings: list[str]) -> dict:
+def kernels_kept(db: Db, kn: dict, wanted: list[str], warnings: list[str]) -> dict:
     """The kernels view's columns, or, when it has fewer rows than
     rocpd_kernel_dispatch, every dispatch read with LEFT JOINs (and a warning)."""
     nk = len(kn["start"])
@@ -74,14 +76,20 @@ def kernels_kept(db: _Db, kn: dict, wanted: list[str], warnings: list[str]) -> d
                         "rocpd_kernel_dispatch; the other "
                         f"{total - nk} could not be read and are left out")
         return kn
-    out = db.fetch_sql(*plan, "table rocpd_kernel_dispatch")
+    return kept_dispatches(db, db.fetch_sql(*plan, "table rocpd_kernel_dispatch"), nk,
+                           total, warnings)
+
+
+def kept_dispatches(db: Db, out: dict, nk: int, total: int, warnings: list[str]) -> dict:
+    """Every dispatch's LEFT JOIN columns ``out`` (the view kept ``nk`` of ``total``):
+    a missing symbol named 'unknown kernel <kernel_id>', and the warning."""
     n = len(out["start"])
-    no_sym = pc.is_null(_str(out.get("name"), n))
+    no_sym = pc.is_null(as_str(out.get("name"), n))
     n_sym = int(pc.sum(no_sym).as_py() or 0)
-    kid = _str(out.get("kernel_id"), n)
+    kid = as_str(out.get("kernel_id"), n)
     out["name"] = pc.if_else(no_sym, pc.binary_join_element_wise(
-        "unknown kernel ", pc.fill_null(kid, "?"), ""), _str(out.get("name"), n))
-    n_agent = int((_int(out.get("agent_abs_index"), n) < 0).sum())
+        "unknown kernel ", pc.fill_null(kid, "?"), ""), as_str(out.get("name"), n))
+    n_agent = int((as_int(out.get("agent_abs_index"), n) < 0).sum())
     how = [f"{c} {what}" for c, what in ((n_sym, "with no kernel symbol (named "
                                           "'unknown kernel <kernel_id>')"),
                                          (n_agent, "with no agent (on a device "
@@ -99,10 +107,10 @@ def unknown_agents(kn: dict, dev: np.ndarray, dev_rows: list[dict]) -> np.ndarra
     n = len(dev)
     if "agent_id" not in kn:
         return dev
-    lost = (_int(kn.get("agent_abs_index"), n) < 0) & (dev < 0)
+    lost = (as_int(kn.get("agent_abs_index"), n) < 0) & (dev < 0)
     if not lost.any():
         return dev
-    aid = _int(kn["agent_id"], n)
+    aid = as_int(kn["agent_id"], n)
     dev = dev.copy()
     for a in np.unique(aid[lost]).tolist():
         label = str(a) if a >= 0 else "null"
@@ -113,7 +121,7 @@ def unknown_agents(kn: dict, dev: np.ndarray, dev_rows: list[dict]) -> np.ndarra
     return dev
 
 
-def warn_lost(db: _Db, view: str, table: str, n: int, what: str,
+def warn_lost(db: Db, view: str, table: str, n: int, what: str,
               warnings: list[str]) -> None:
     """A warning when ``view`` has fewer rows than the physical ``table`` under it."""
     total = db.count(table)

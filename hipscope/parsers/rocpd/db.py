@@ -19,14 +19,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._sqlite import SQL_ERRORS, connect_ro, error_text, is_sqlite, ro_uri, schema_names
+from .._sqlite import (
+    SQL_ERRORS,
+    connect_ro,
+    error_text,
+    is_sqlite,
+    ro_uri,
+    schema_names,
+)
 from ..base import TraceFormatError
 
-_MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
-_LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
+__all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "is_rocpd", "masked",
+           "table_names"]
+
+LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
 
 
-def _table_names(path: Path) -> set[str]:
+def table_names(path: Path) -> set[str]:
     conn = connect_ro(path)
     try:
         return set(schema_names(conn))
@@ -39,13 +48,13 @@ def is_rocpd(path: Path) -> bool:
     if not path.is_file() or not is_sqlite(path):
         return False
     try:
-        names = _table_names(path)
+        names = table_names(path)
     except SQL_ERRORS:
         return False
     return "rocpd_metadata" in names or any(n.startswith("rocpd_") for n in names)
 
 
-def _db_files(folder: Path) -> list[Path]:
+def db_files(folder: Path) -> list[Path]:
     """The rocpd databases of a folder, each once (a link to one already listed, or a
     second name of it, would double every count)."""
     out, seen = [], set()
@@ -63,19 +72,47 @@ def _adbc_enabled() -> bool:
 
 
 def _adbc_dbapi():
-    """``adbc_driver_sqlite.dbapi`` or None when it is not installed (imported lazily:
-    loading the driver costs ~0.3 s)."""
+    """The ADBC driver modules, or None when they are not installed (imported lazily)."""
     try:
-        import adbc_driver_sqlite.dbapi as dbapi
+        import adbc_driver_manager
+        import adbc_driver_sqlite
     except Exception:  # noqa: BLE001 - missing or broken install: use sqlite3
         return None
-    return dbapi
+    return adbc_driver_manager, adbc_driver_sqlite
+
+
+class _Adbc:
+    """A read-only ADBC SQLite connection through the driver manager's low-level API
+    (its DB-API module imports pyarrow.dataset and pandas: ~1 s of every read)."""
+
+    def __init__(self, uri: str):
+        self._dm, sqlite_driver = _adbc_dbapi()
+        self._db = sqlite_driver.connect(uri)
+        try:
+            self._conn = self._dm.AdbcConnection(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def table(self, sql: str) -> pa.Table:
+        st = self._dm.AdbcStatement(self._conn)
+        try:
+            st.set_options(**{"adbc.sqlite.query.batch_rows": str(_ADBC_BATCH_ROWS)})
+            st.set_sql_query(sql)
+            stream, _ = st.execute_query()
+            return pa.RecordBatchReader._import_from_c(stream.address).read_all()
+        finally:
+            st.close()
+
+    def close(self) -> None:
+        self._conn.close()
+        self._db.close()
 
 
 _ADBC_BATCH_ROWS = 65536  # rows per Arrow batch (driver default 1024: slower)
 
 
-class _Db:
+class Db:
     """A read-only connection with error translation and column-wise fetches.
 
     ``use_adbc``: fetch through the ADBC SQLite driver (None: when installed and not
@@ -88,6 +125,7 @@ class _Db:
         self.use_adbc = _adbc_enabled() if use_adbc is None else use_adbc
         self._aconn = None
         self.adbc_fetches = 0
+        self.read_path = ""  # "physical" or "views", once read (for tests)
         self.adbc_fallbacks = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[str, Future] = {}
@@ -114,12 +152,11 @@ class _Db:
 
     def _arrow_conn(self):
         if self._aconn is None and self.use_adbc:
-            dbapi = _adbc_dbapi()
-            if dbapi is None:
+            if _adbc_dbapi() is None:
                 self.use_adbc = False
                 return None
             try:
-                self._aconn = dbapi.connect(ro_uri(self.path))
+                self._aconn = _Adbc(ro_uri(self.path))
             except Exception:  # noqa: BLE001 - the driver cannot open it: use sqlite3
                 self.use_adbc = False
         return self._aconn
@@ -133,15 +170,10 @@ class _Db:
             return None
         try:
             if own_conn:  # connections are not shared between threads
-                conn = _adbc_dbapi().connect(ro_uri(self.path))
-            cur = conn.cursor()
+                conn = _Adbc(ro_uri(self.path))
             try:
-                cur.adbc_statement.set_options(
-                    **{"adbc.sqlite.query.batch_rows": str(_ADBC_BATCH_ROWS)})
-                cur.execute(sql)
-                table = cur.fetch_arrow_table()
+                table = conn.table(sql)
             finally:
-                cur.close()
                 if own_conn:
                     conn.close()
         except Exception:  # noqa: BLE001 - type mismatch, damaged file...: use sqlite3
@@ -152,7 +184,9 @@ class _Db:
         if n == 0:
             return {c: pa.array([], type=pa.null()) for c in cols}
         out = {}
-        for c, col in zip(cols, table.columns):
+        for c in cols:  # each column's batches freed once combined: peak +1 column, not 2x
+            col = table.column(0)
+            table = table.remove_column(0)
             t = col.type
             if col.null_count == n:
                 out[c] = pa.nulls(n)  # sqlite3: all None -> null type
@@ -210,7 +244,11 @@ class _Db:
             sql, cols = self._plan(view, wanted, where, required, extra)
         except TraceFormatError:
             return  # the fetch itself reports it
-        if sql in self._pending:
+        self.prefetch_sql(sql, cols)
+
+    def prefetch_sql(self, sql: str, cols: list[str]) -> None:
+        """Start the ADBC fetch a later ``fetch_sql(sql, cols, ...)`` will make."""
+        if not self.use_adbc or self._arrow_conn() is None or sql in self._pending:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocpd-adbc")
@@ -267,7 +305,7 @@ class _Db:
         return out
 
 
-def _int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
+def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
     """An integer column as int64 numpy with nulls as ``fill``."""
     if arr is None or len(arr) == 0 or pa.types.is_null(arr.type):
         return np.full(n, fill, dtype=np.int64)
@@ -276,17 +314,25 @@ def _int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
             arr = arr.cast(pa.int64())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             arr = pc.cast(pc.cast(arr, pa.string()), pa.int64(), safe=False)
-    return pc.fill_null(arr.cast(pa.int64()), fill).to_numpy(zero_copy_only=False)
+    arr = arr.cast(pa.int64())
+    if arr.null_count == 0:  # no copy through fill_null
+        return arr.to_numpy(zero_copy_only=False)
+    return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
 
 
-def _str(arr: pa.Array | None, n: int) -> pa.Array:
+def as_str(arr: pa.Array | None, n: int) -> pa.Array:
     if arr is None or len(arr) == 0 or pa.types.is_null(arr.type):
         return pa.nulls(n, pa.string())
     return arr if pa.types.is_string(arr.type) else pc.cast(arr, pa.string())
 
 
-def _masked(vals: np.ndarray, invalid: np.ndarray | None = None) -> pa.Array | None:
+def masked(vals: np.ndarray, invalid: np.ndarray | None = None) -> pa.Array | None:
     mask = vals < 0 if invalid is None else invalid
     if len(vals) == 0 or mask.all():
         return None
     return pa.array(vals, mask=mask if mask.any() else None)
+
+
+# the former private spellings (kept for callers outside this package)
+_Db, _int, _str, _masked = Db, as_int, as_str, masked
+_db_files, _table_names, _LEGACY_TABLES = db_files, table_names, LEGACY_TABLES

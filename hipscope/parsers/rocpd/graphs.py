@@ -8,10 +8,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..base import TraceFormatError
-from .db import _Db, _int, _str
+from .db import Db, as_int, as_str
+
+__all__ = ["graph_launches"]
 
 
-def _recorded(db: _Db) -> dict[tuple[str, int], int]:
+def _recorded(db: Db) -> dict[tuple[str, int], int]:
     """(guid, graph_exec_id) -> dispatches that carry it."""
     if "graph_exec_id" not in db.columns("rocpd_kernel_dispatch"):
         return {}
@@ -19,11 +21,11 @@ def _recorded(db: _Db) -> dict[tuple[str, int], int]:
                         "WHERE graph_exec_id != 0 GROUP BY guid, graph_exec_id",
                         ["guid", "exec", "n"], "table rocpd_kernel_dispatch")
     n = len(rows["n"])
-    return dict(zip(zip(_str(rows["guid"], n).to_pylist(), _int(rows["exec"], n).tolist()),
-                    _int(rows["n"], n, 0).tolist()))
+    return dict(zip(zip(as_str(rows["guid"], n).to_pylist(), as_int(rows["exec"], n).tolist()),
+                    as_int(rows["n"], n, 0).tolist()))
 
 
-def graph_launches(db: _Db, warnings: list[str]) -> list[dict] | None:
+def graph_launches(db: Db, warnings: list[str]) -> list[dict] | None:
     """One entry per graph exec (ordered by first launch); None before schema 3.0.2 or
     when the table cannot be read (then with a warning: the rest of the trace stands)."""
     if not (db.has("rocpd_graph_launch") and db.has("rocpd_kernel_dispatch")):
@@ -40,7 +42,7 @@ def graph_launches(db: _Db, warnings: list[str]) -> list[dict] | None:
         return None
 
 
-def _summary(db: _Db) -> list[dict]:
+def _summary(db: Db) -> list[dict]:
     # bare names: SQLite reads a double-quoted unknown column as a string literal
     rows = db.fetch_sql("SELECT guid, graph_exec_id, count(*), sum(kernel_dispatch_count), "
                         "min([start]) FROM rocpd_graph_launch "
@@ -50,10 +52,10 @@ def _summary(db: _Db) -> list[dict]:
     n = len(rows["exec"])
     recorded = _recorded(db)
     out = []
-    for guid, gexec, launches, expected in zip(_str(rows["guid"], n).to_pylist(),
-                                               _int(rows["exec"], n).tolist(),
-                                               _int(rows["launches"], n, 0).tolist(),
-                                               _int(rows["expected"], n, 0).tolist()):
+    for guid, gexec, launches, expected in zip(as_str(rows["guid"], n).to_pylist(),
+                                               as_int(rows["exec"], n).tolist(),
+                                               as_int(rows["launches"], n, 0).tolist(),
+                                               as_int(rows["expected"], n, 0).tolist()):
         out.append({"graph_exec_id": gexec, "launches": launches,
                     "kernels_launched": expected,
                     "kernels_recorded": recorded.get((guid, gexec), 0)})

@@ -20,10 +20,21 @@ from .._common import (
     number_per_device,
 )
 from ..base import TraceFormatError, check_cancel
-from .dangling import kernels_kept, unknown_agents, warn_lost
-from .db import _LEGACY_TABLES, _Db, _int, _masked, _str
+from .counters import COUNTER_QUERY, counters_table
+from .dangling import kept_dispatches, kernels_kept, unknown_agents, warn_lost
+from .db import LEGACY_TABLES, Db, as_int, as_str, masked
 from .graphs import graph_launches
+from .physical import (
+    Physical,
+    encoded_names,
+    is_in_strings,
+    open_physical,
+    take_names,
+    take_strings,
+)
 from .version import check_schema_version
+
+__all__ = ["read_db"]
 
 _MARKER_CATEGORIES = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 
@@ -35,44 +46,45 @@ class _Guids:
         self.codes: dict[str, int] = {}
 
     def __call__(self, arr: pa.Array | None, n: int) -> np.ndarray:
-        enc = pc.dictionary_encode(_str(arr, n))
+        dict_type = arr is not None and pa.types.is_dictionary(arr.type)
+        enc = arr if dict_type else pc.dictionary_encode(as_str(arr, n))
         lut = np.array([self.codes.setdefault(v, len(self.codes))
                         for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int64)
         idx = pc.fill_null(enc.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
         return lut[idx]
 
 
-def _processes(db: _Db, meta: dict[str, Any]) -> dict[int, str]:
+def _processes(db: Db, meta: dict[str, Any]) -> dict[int, str]:
     """Metadata, pids, command, hosts (node id -> hostname) into meta."""
     if db.has("rocpd_metadata"):
         md = db.fetch("rocpd_metadata", ["tag", "value"])
         if len(md.get("tag", [])):
-            meta["rocpd_metadata"] = dict(zip(_str(md["tag"], 0).to_pylist(),
-                                              _str(md["value"], 0).to_pylist()))
+            meta["rocpd_metadata"] = dict(zip(as_str(md["tag"], 0).to_pylist(),
+                                              as_str(md["value"], 0).to_pylist()))
     host_of_nid: dict[int, str] = {}
     if db.has("processes"):
         pr = db.fetch("processes", ["guid", "nid", "pid", "init", "fini", "start", "end",
                                     "command", "hostname"])
         n = len(next(iter(pr.values()))) if pr else 0
-        pids = [int(p) for p in _int(pr.get("pid"), n).tolist() if p >= 0]
+        pids = [int(p) for p in as_int(pr.get("pid"), n).tolist() if p >= 0]
         meta["pids"] = sorted(set(pids))
-        cmds = [c for c in _str(pr.get("command"), n).to_pylist() if c]
+        cmds = [c for c in as_str(pr.get("command"), n).to_pylist() if c]
         if cmds:
             meta["command"] = cmds[0] if len(set(cmds)) == 1 else sorted(set(cmds))
-        hosts = _str(pr.get("hostname"), n).to_pylist()
-        for nid, h in zip(_int(pr.get("nid"), n).tolist(), hosts):
+        hosts = as_str(pr.get("hostname"), n).to_pylist()
+        for nid, h in zip(as_int(pr.get("nid"), n).tolist(), hosts):
             if h:
                 host_of_nid[nid] = h
         if len(set(h for h in hosts if h)) == 1:
             meta["host"] = next(h for h in hosts if h)
         for key in ("init", "fini"):
-            v = [x for x in _int(pr.get(key), n).tolist() if x >= 0]
+            v = [x for x in as_int(pr.get(key), n).tolist() if x >= 0]
             if v:
                 meta[f"{key}_time"] = min(v) if key == "init" else max(v)
     if db.has("rocpd_info_node") and not host_of_nid:
         nd = db.fetch("rocpd_info_node", ["id", "hostname"])
         n = len(next(iter(nd.values())))
-        for nid, h in zip(_int(nd.get("id"), n).tolist(), _str(nd.get("hostname"), n)
+        for nid, h in zip(as_int(nd.get("id"), n).tolist(), as_str(nd.get("hostname"), n)
                           .to_pylist()):
             if h:
                 host_of_nid[nid] = h
@@ -104,20 +116,20 @@ def _agent_row(i: int, key: tuple[int, int], index: int, a: dict, host_of_nid: d
     }
 
 
-def _devices(db: _Db, host_of_nid: dict[int, str]):
+def _devices(db: Db, host_of_nid: dict[int, str]):
     """GPU agents -> devices; and a mapper (node id, absolute index) -> device."""
     ag = db.fetch("rocpd_info_agent",
                   ["guid", "nid", "id", "type", "absolute_index", "logical_index",
                    "type_index", "name", "product_name", "extdata"],
                   where="WHERE \"type\" = 'GPU'", required=["type"])
     na = len(next(iter(ag.values())))
-    a_nid = _int(ag.get("nid"), na, 0)
-    a_abs = _int(ag.get("absolute_index"), na)
-    a_abs = np.where(a_abs < 0, _int(ag.get("id"), na), a_abs)
-    a = {"log": _int(ag.get("logical_index"), na),
-         "names": _str(ag.get("name"), na).to_pylist(),
-         "prod": _str(ag.get("product_name"), na).to_pylist(),
-         "ext": _str(ag.get("extdata"), na).to_pylist()}
+    a_nid = as_int(ag.get("nid"), na, 0)
+    a_abs = as_int(ag.get("absolute_index"), na)
+    a_abs = np.where(a_abs < 0, as_int(ag.get("id"), na), a_abs)
+    a = {"log": as_int(ag.get("logical_index"), na),
+         "names": as_str(ag.get("name"), na).to_pylist(),
+         "prod": as_str(ag.get("product_name"), na).to_pylist(),
+         "ext": as_str(ag.get("extdata"), na).to_pylist()}
     dev_key: dict[tuple[int, int], int] = {}
     dev_rows: list[dict[str, Any]] = []
     for i in sorted(range(na), key=lambda i: (a_nid[i], a_abs[i])):
@@ -140,13 +152,13 @@ def _with_message(names: pa.Array, cols: dict, n: int, rows=None) -> pa.Array:
     """roctx text (extdata.message) where there is one, else the name."""
     if "message" not in cols:
         return names
-    msg = _str(cols["message"], n)
+    msg = as_str(cols["message"], n)
     if rows is not None:
         msg = msg.take(rows)
     return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), 0), False), msg, names)
 
 
-def _regions_query(db: _Db) -> tuple:
+def _regions_query(db: Db) -> tuple:
     """fetch() arguments for the regions view."""
     return (["guid", "category", "name", "pid", "tid", "start", "end", "stack_id"], "",
             ["category", "name", "start", "end"],
@@ -155,45 +167,46 @@ def _regions_query(db: _Db) -> tuple:
             if db.has("regions") and "extdata" in db.columns("regions") else None)
 
 
-def _regions(db: _Db, guids: _Guids, warnings: list[str]):
+def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
     """API calls and roctx ranges (regions), plus instant marks (samples)."""
-    rg = db.fetch("regions", *_regions_query(db))
+    rg = phys.regions() if phys is not None else db.fetch("regions", *_regions_query(db))
     nr = len(rg["start"])
     warn_lost(db, "regions", "rocpd_region", nr, "regions (API calls, roctx ranges)",
               warnings)
-    r_cat = _str(rg["category"], nr)
+    r_cat = rg["category"]
+    r_cat = r_cat if pa.types.is_dictionary(r_cat.type) else as_str(r_cat, nr)
     no_cat = int(r_cat.null_count)
     if no_cat:  # category_id points nowhere (the view's subquery gives NULL)
         warnings.append(f"{db.path}: {no_cat} regions have no category (their "
                         "category_id is not in rocpd_string); they are API calls of "
                         "domain 'unknown'")
-        r_cat = pc.fill_null(r_cat, "unknown")
-    is_marker = np.asarray(pc.fill_null(pc.is_in(r_cat, pa.array(_MARKER_CATEGORIES)),
-                                        False).to_numpy(zero_copy_only=False), dtype=bool)
+    r_cat = (encoded_names(r_cat, "unknown") if pa.types.is_dictionary(r_cat.type)
+             else pc.fill_null(r_cat, "unknown") if no_cat else r_cat)
+    is_marker = is_in_strings(r_cat, _MARKER_CATEGORIES)
     r_guid = guids(rg.get("guid"), nr)
-    r_start, r_end = _int(rg["start"], nr, 0), _int(rg["end"], nr, 0)
-    r_stack = _int(rg.get("stack_id"), nr)
-    r_pid, r_tid = _int(rg.get("pid"), nr), _int(rg.get("tid"), nr)
+    r_start, r_end = as_int(rg["start"], nr, 0), as_int(rg["end"], nr, 0)
+    r_stack = as_int(rg.get("stack_id"), nr)
+    r_pid, r_tid = as_int(rg.get("pid"), nr), as_int(rg.get("tid"), nr)
     api_rows = np.nonzero(~is_marker)[0]
     a_take = pa.array(api_rows, type=pa.int64())
     api_stack = r_stack[api_rows]
     api = build_table("api", {
-        "name": _str(rg["name"], nr).take(a_take),
-        "domain": r_cat.take(a_take),
+        "name": take_names(rg["name"], a_take, nr),
+        "domain": take_names(r_cat, a_take, nr),
         "start": r_start[api_rows], "end": r_end[api_rows],
-        "pid": _masked(r_pid[api_rows]), "tid": _masked(r_tid[api_rows]),
-        "correlation_id": _masked(api_stack),
+        "pid": masked(r_pid[api_rows]), "tid": masked(r_tid[api_rows]),
+        "correlation_id": masked(api_stack),
     }, n=len(api_rows))
     mk_rows = np.nonzero(is_marker)[0]
     m_take = pa.array(mk_rows, type=pa.int64())
-    m = {"name": _with_message(_str(rg["name"], nr).take(m_take), rg, nr, m_take),
+    m = {"name": _with_message(take_strings(rg["name"], m_take, nr), rg, nr, m_take),
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
     m["end"] = r_end[mk_rows]
     _add_samples(db, m)
     return api, _marker_table(m), api_stack, r_guid[api_rows]
 
 
-def _add_samples(db: _Db, m: dict) -> None:
+def _add_samples(db: Db, m: dict) -> None:
     """Instant roctx marks are samples (start == end)."""
     if not db.has("samples"):
         return
@@ -205,13 +218,13 @@ def _add_samples(db: _Db, m: dict) -> None:
     ns = len(sm.get("timestamp", []))
     if not ns:
         return
-    s_names = _with_message(_str(sm.get("name"), ns), sm, ns)
-    ts = _int(sm["timestamp"], ns, 0)
+    s_names = _with_message(as_str(sm.get("name"), ns), sm, ns)
+    ts = as_int(sm["timestamp"], ns, 0)
     m["name"] = pa.concat_arrays([m["name"].cast(pa.string()), s_names.cast(pa.string())])
     m["start"] = np.concatenate([m["start"], ts])
     m["end"] = np.concatenate([m["end"], ts])
-    m["pid"] = np.concatenate([m["pid"], _int(sm.get("pid"), ns)])
-    m["tid"] = np.concatenate([m["tid"], _int(sm.get("tid"), ns)])
+    m["pid"] = np.concatenate([m["pid"], as_int(sm.get("pid"), ns)])
+    m["tid"] = np.concatenate([m["tid"], as_int(sm.get("tid"), ns)])
 
 
 def _marker_table(m: dict):
@@ -219,25 +232,25 @@ def _marker_table(m: dict):
     return build_table("markers", {
         "name": m["name"], "domain": ["roctx"] * nm, "start": m["start"], "end": m["end"],
         "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
-        "pid": _masked(m["pid"]), "tid": _masked(m["tid"]),
+        "pid": masked(m["pid"]), "tid": masked(m["tid"]),
     }, n=nm)
 
 
-def _queue_names(db: _Db, guids: _Guids, view: str) -> dict[tuple[int, int], str]:
+def _queue_names(db: Db, guids: _Guids, view: str) -> dict[tuple[int, int], str]:
     """(guid, id) -> name from rocpd_info_queue / rocpd_info_stream."""
     names: dict[tuple[int, int], str] = {}
     if db.has(view):
         qi = db.fetch(view, ["guid", "id", "name"])
         nq = len(qi.get("id", []))
-        for g, qid, qn in zip(guids(qi.get("guid"), nq).tolist(), _int(qi.get("id"), nq).tolist(),
-                              _str(qi.get("name"), nq).to_pylist()):
+        for g, qid, qn in zip(guids(qi.get("guid"), nq).tolist(), as_int(qi.get("id"), nq).tolist(),
+                              as_str(qi.get("name"), nq).to_pylist()):
             names[(g, qid)] = qn
     return names
 
 
-def _queues(db: _Db, guids: _Guids, kn: dict, k_dev, k_guid, nk: int):
+def _queues(db: Db, guids: _Guids, kn: dict, k_dev, k_guid, nk: int):
     """Small queue ids per device, in (guid, handle) order, and the queues table."""
-    k_qh = _int(kn.get("queue_id"), nk)
+    k_qh = as_int(kn.get("queue_id"), nk)
     queue_names = _queue_names(db, guids, "rocpd_info_queue")
     k_queue = np.full(nk, -1, np.int64)
     q_rows: dict[str, list] = {"device": [], "queue": [], "raw_id": [], "name": []}
@@ -263,36 +276,50 @@ _KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z")
                 ("lds_bytes", "lds_size"), ("scratch_bytes", "scratch_size"))
 
 
-def _kernels(db: _Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, warnings):
+def _kernel_columns(db: Db, phys: Physical | None, warnings: list[str]) -> dict:
+    """The kernels view's columns, plus the dispatches it drops (``dangling.py``)."""
+    if phys is None:
+        kn = db.fetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
+        return kernels_kept(db, kn, _KERNEL_COLUMNS, warnings)
+    every, in_view = phys.kernels()
+    if in_view.all():
+        return {c: a for c, a in every.items() if c in _KERNEL_COLUMNS}
+    return kept_dispatches(db, every, int(in_view.sum()), len(in_view), warnings)
+
+
+def _kernels(db: Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, warnings,
+             phys: Physical | None):
     path = db.path
-    kn = db.fetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
-    kn = kernels_kept(db, kn, _KERNEL_COLUMNS, warnings)
+    kn = _kernel_columns(db, phys, warnings)
     nk = len(kn["start"])
-    k = {"guid": guids(kn.get("guid"), nk), "pid": _int(kn.get("pid"), nk),
-         "stream": _int(kn.get("stream_id"), nk), "disp": _int(kn.get("dispatch_id"), nk)}
-    k["dev"] = unknown_agents(kn, to_device(_int(kn.get("nid"), nk),
-                                            _int(kn.get("agent_abs_index"), nk)), dev_rows)
+    k = {"guid": guids(kn.get("guid"), nk), "pid": as_int(kn.get("pid"), nk),
+         "stream": as_int(kn.get("stream_id"), nk), "disp": as_int(kn.get("dispatch_id"), nk)}
+    k["dev"] = unknown_agents(kn, to_device(as_int(kn.get("nid"), nk),
+                                            as_int(kn.get("agent_abs_index"), nk)), dev_rows)
     if (k["dev"] < 0).any():
         j = int(np.nonzero(k["dev"] < 0)[0][0])
         raise TraceFormatError(path, "table kernels",
                                "agent_abs_index of a GPU agent in rocpd_info_agent",
-                               f"{int(_int(kn.get('agent_abs_index'), nk)[j])} in row {j}")
-    k_start, k_end = _int(kn["start"], nk, 0), _int(kn["end"], nk, 0)
-    k_stack = _int(kn.get("stack_id"), nk)
+                               f"{int(as_int(kn.get('agent_abs_index'), nk)[j])} in row {j}")
+    k_start, k_end = as_int(kn["start"], nk, 0), as_int(kn["end"], nk, 0)
+    k_stack = as_int(kn.get("stack_id"), nk)
     k_api = link_by_correlation(k_stack, k["guid"], api_stack, api_guid)
     k_api[k_stack < 0] = -1
     k["queue"], queues = _queues(db, guids, kn, k["dev"], k["guid"], nk)
+    name = kn.get("name")
     cols = {
-        "name": pc.fill_null(_str(kn.get("name"), nk), "(unknown kernel)"),
+        "name": encoded_names(name, "(unknown kernel)")
+        if name is not None and pa.types.is_dictionary(name.type)
+        else pc.fill_null(as_str(name, nk), "(unknown kernel)"),
         "device": k["dev"], "start": k_start, "end": k_end,
-        "queue": _masked(k["queue"]), "stream": _masked(k["stream"]),
-        "pid": _masked(k["pid"]), "tid": _masked(_int(kn.get("tid"), nk)),
-        "correlation_id": _masked(k_stack),
-        "dispatch_id": _masked(k["disp"]),
-        "api_index": _masked(k_api),
+        "queue": masked(k["queue"]), "stream": masked(k["stream"]),
+        "pid": masked(k["pid"]), "tid": masked(as_int(kn.get("tid"), nk)),
+        "correlation_id": masked(k_stack),
+        "dispatch_id": masked(k["disp"]),
+        "api_index": masked(k_api),
     }
     for col, view_col in _KERNEL_INTS:
-        cols[col] = _masked(_int(kn.get(view_col), nk))
+        cols[col] = masked(as_int(kn.get(view_col), nk))
     return build_table("kernels", cols, n=nk), queues, k
 
 
@@ -306,10 +333,26 @@ _PROVENANCE = {
 }
 
 
-def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
+def read_db(name: str, db: Db, progress, cancelled) -> Trace:
+    """The trace of one database: from its physical tables where they are as expected
+    (``physical.py``), else, or when that read fails, from its views."""
+    phys = open_physical(db)
+    if phys is not None:
+        try:
+            trace = _read_db(name, db, progress, cancelled, phys)
+            db.read_path = "physical"
+            return trace
+        except (TraceFormatError, ValueError, TypeError, KeyError, IndexError,
+                pa.ArrowException):
+            pass  # the views read it, or say what is wrong with it
+    db.read_path = "views"
+    return _read_db(name, db, progress, cancelled, None)
+
+
+def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> Trace:
     path = db.path
     if not any(n.startswith("rocpd_") for n in db.names):
-        legacy = _LEGACY_TABLES & db.names
+        legacy = LEGACY_TABLES & db.names
         found = (f"a legacy rocprof results.db (tables {', '.join(sorted(legacy))})"
                  if legacy else "no rocpd_ tables")
         raise TraceFormatError(path, "sqlite_master",
@@ -321,29 +364,31 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
     check_schema_version(path, meta.get("rocpd_metadata"), meta, warnings)
     progress(0.05)
     # the big views: run their queries side by side (ADBC path)
-    if db.has("regions"):
+    if phys is not None:
+        phys.prefetch()
+    if db.has("regions") and phys is None:
         db.prefetch("regions", *_regions_query(db))
-    if db.has("kernels"):
+    if db.has("kernels") and phys is None:
         db.prefetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
     if db.has("memory_copies"):
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
-        db.prefetch("counters_collection", *_COUNTER_QUERY)
+        db.prefetch("counters_collection", *COUNTER_QUERY)
     to_device, dev_rows = _devices(db, host_of_nid)
     check_cancel(cancelled)
     progress(0.1)
-    api, markers, api_stack, api_guid = _regions(db, guids, warnings)
+    api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys)
     check_cancel(cancelled)
     progress(0.4)
     kernels, queues, k = _kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
-                                  warnings)
+                                  warnings, phys)
     devices = devices_table(dev_rows)
     check_cancel(cancelled)
     progress(0.75)
     streams = _streams(db, guids, k["stream"], k["dev"], k["queue"], k["pid"], k["guid"])
     copies = _copies(db, guids, to_device, api_stack, api_guid, warnings)
     progress(0.85)
-    counters = _counters(db, guids, k["guid"], k["disp"])
+    counters = counters_table(db, guids, k["guid"], k["disp"])
     progress(1.0)
     launches = graph_launches(db, warnings)
     if launches is not None:
@@ -356,7 +401,7 @@ def read_db(name: str, db: _Db, progress, cancelled) -> Trace:
                  meta=meta)
 
 
-def _streams(db: _Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
+def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
     ok = k_stream >= 0
     if not ok.any():
         return build_table("streams", {}, n=0)
@@ -365,8 +410,8 @@ def _streams(db: _Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
         si = db.fetch("rocpd_info_stream", ["guid", "id", "name"])
         ns = len(si.get("id", []))
         for g, sid, sn in zip(gcode(si.get("guid"), ns).tolist(),
-                              _int(si.get("id"), ns).tolist(),
-                              _str(si.get("name"), ns).to_pylist()):
+                              as_int(si.get("id"), ns).tolist(),
+                              as_str(si.get("name"), ns).to_pylist()):
             names[(g, sid)] = sn
     rows: dict[str, list] = {c: [] for c in ("stream", "device", "queue", "pid",
                                              "raw_id", "name")}
@@ -393,7 +438,7 @@ _COPY_COLUMNS = ["guid", "nid", "pid", "tid", "start", "end", "name", "size", "s
                  "dst_agent_type", "stack_id"]
 
 
-def _copies(db: _Db, gcode, to_device, api_stack, api_guid, warnings):
+def _copies(db: Db, gcode, to_device, api_stack, api_guid, warnings):
     if not db.has("memory_copies"):
         return build_table("copies", {}, n=0)
     mc = db.fetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
@@ -401,15 +446,15 @@ def _copies(db: _Db, gcode, to_device, api_stack, api_guid, warnings):
     warn_lost(db, "memory_copies", "rocpd_memory_copy", n, "memory copies", warnings)
     if n == 0:
         return build_table("copies", {}, n=0)
-    names = _str(mc.get("name"), n)
+    names = as_str(mc.get("name"), n)
     direction = copy_directions(names.to_pylist())
-    nid = _int(mc.get("nid"), n)
+    nid = as_int(mc.get("nid"), n)
 
     def side(prefix: str) -> np.ndarray:
-        dev = to_device(nid, _int(mc.get(f"{prefix}_agent_abs_index"), n))
+        dev = to_device(nid, as_int(mc.get(f"{prefix}_agent_abs_index"), n))
         if f"{prefix}_agent_type" in mc:
             is_gpu = np.array([t == "GPU" for t in
-                               _str(mc[f"{prefix}_agent_type"], n).to_pylist()])
+                               as_str(mc[f"{prefix}_agent_type"], n).to_pylist()])
             dev = np.where(is_gpu, dev, -1)
         return dev
 
@@ -417,44 +462,16 @@ def _copies(db: _Db, gcode, to_device, api_stack, api_guid, warnings):
     dev = np.where(src >= 0, src, dst)
     is_htod = np.array([d == "HtoD" for d in direction])
     dev = np.where(is_htod & (dst >= 0), dst, dev)
-    stack = _int(mc.get("stack_id"), n)
+    stack = as_int(mc.get("stack_id"), n)
     guid = gcode(mc.get("guid"), n)
     api_idx = link_by_correlation(stack, guid, api_stack, api_guid)
     api_idx[stack < 0] = -1
-    start, end = _int(mc["start"], n, 0), _int(mc["end"], n, 0)
+    start, end = as_int(mc["start"], n, 0), as_int(mc["end"], n, 0)
     return build_table("copies", {
         "direction": direction, "start": start, "end": end,
-        "name": names, "bytes": _masked(_int(mc.get("size"), n)),
-        "device": _masked(dev), "src_device": _masked(src), "dst_device": _masked(dst),
-        "stream": _masked(_int(mc.get("stream_id"), n)),
-        "pid": _masked(_int(mc.get("pid"), n)), "tid": _masked(_int(mc.get("tid"), n)),
-        "correlation_id": _masked(stack), "api_index": _masked(api_idx),
-    }, n=n)
-
-_COUNTER_QUERY = (["guid", "dispatch_id", "counter_name", "value"], "",
-                  ["dispatch_id", "counter_name", "value"])
-
-
-def _counters(db: _Db, gcode, k_guid, k_disp):
-    if db.has("counters_collection"):
-        cc = db.fetch("counters_collection", *_COUNTER_QUERY)
-        val_col = "value"
-    elif db.has("pmc_events"):
-        cc = db.fetch("pmc_events", ["guid", "dispatch_id", "counter_name",
-                                     "counter_value"],
-                      required=["dispatch_id", "counter_name", "counter_value"])
-        val_col = "counter_value"
-    else:
-        return build_table("counters", {}, n=0)
-    n = len(cc["dispatch_id"])
-    if n == 0:
-        return build_table("counters", {}, n=0)
-    disp = _int(cc["dispatch_id"], n)
-    guid = gcode(cc.get("guid"), n)
-    kidx = link_by_correlation(disp, guid, k_disp, k_guid)
-    vals = cc[val_col]
-    vals = pc.fill_null(vals.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
-    return build_table("counters", {
-        "counter": pc.fill_null(_str(cc["counter_name"], n), "(unnamed)"), "value": vals,
-        "kernel_index": _masked(kidx), "dispatch_id": _masked(disp),
+        "name": names, "bytes": masked(as_int(mc.get("size"), n)),
+        "device": masked(dev), "src_device": masked(src), "dst_device": masked(dst),
+        "stream": masked(as_int(mc.get("stream_id"), n)),
+        "pid": masked(as_int(mc.get("pid"), n)), "tid": masked(as_int(mc.get("tid"), n)),
+        "correlation_id": masked(stack), "api_index": masked(api_idx),
     }, n=n)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["KNOWN_VERSIONS", "NEWEST_KNOWN", "check_schema_version", "schema_version"]
+
 KNOWN_VERSIONS = ("3.0.0", "3.0.1", "3.0.2", "3.0.3")
 NEWEST_KNOWN = KNOWN_VERSIONS[-1]
 

@@ -216,7 +216,7 @@ class ColumnarModel(QAbstractTableModel):
         """Compute the rows in a worker; the latest request wins. ``reset``: the
         filter changed, so the result is applied as a model reset (else as a layout
         change that keeps the selection)."""
-        from ...app.tasks import TaskRunner
+        from ...qt.tasks import TaskRunner
 
         if self._tasks is None:
             self._tasks = TaskRunner(self, max_threads=2)

@@ -10,13 +10,14 @@ worker (see :class:`~.columnar.ColumnarModel`), over a snapshot of the trace's c
 from __future__ import annotations
 
 import logging
-import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...analysis.queue_delay import is_graph_launch, queue_delays
+from ...analysis.context import analyses_of
+from ...model.api_names import is_graph_launch
+from ...model.names import match_mask
 from ...model.trace import Trace
 from ...model.view_state import Filters
 from .columnar import Col, ColumnarModel
@@ -45,18 +46,11 @@ _OPTIONAL = (
 
 
 def name_mask(categories: list[str], codes: np.ndarray, pattern: str) -> tuple[np.ndarray, str]:
-    """Rows whose name matches ``pattern`` (case-insensitive regex search).
+    """Rows whose name matches ``pattern`` (the one rule: :mod:`hipscope.model.names`).
 
     An invalid regex is searched for as plain text; the second value then says why.
     """
-    error = ""
-    try:
-        rx = re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        error = f"not a valid regular expression ({exc}); matching it as plain text"
-        rx = re.compile(re.escape(pattern), re.IGNORECASE)
-    ok = np.fromiter((rx.search(c) is not None for c in categories), dtype=bool,
-                     count=len(categories))
+    ok, error = match_mask(categories, pattern)
     ok = np.append(ok, False)            # code -1 (no name) -> index -1 -> False
     return ok[codes], error
 
@@ -90,7 +84,7 @@ class _Snapshot:
 
     def _queue_delay(self) -> np.ndarray:
         out = np.full(len(self.trace.kernels), np.nan)
-        qd = queue_delays(self.trace)
+        qd = analyses_of(self.trace).queue_delays()
         if qd.from_dispatch is not None:
             out[self.trace.kernels.valid("dispatch_ns")] = qd.from_dispatch
         if qd.from_api_start is not None:

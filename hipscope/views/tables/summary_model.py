@@ -7,7 +7,8 @@ import numpy as np
 import pyarrow as pa
 from PySide6.QtCore import Qt
 
-from ...analysis.stats import GroupStats, kernel_stats
+from ...analysis.context import analyses_of
+from ...analysis.stats import GroupStats
 from ...model.trace import Trace
 from .columnar import Col, ColumnarModel
 from .format import fmt_duration, fmt_int, fmt_percent
@@ -43,7 +44,7 @@ class KernelSummaryModel(ColumnarModel):
         self.beginResetModel()
         st = stats
         if st is None and trace is not None and len(trace.kernels):
-            st = kernel_stats(trace)
+            st = analyses_of(trace).kernel_stats()
         self.stats = st
         if st is None:
             self._values = []

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...model.view_state import Selection
+from ...qt.document import Document
 from .format import fmt_duration, parse_duration
 from .kernels_model import KernelsTableModel
 from .summary_model import KernelSummaryModel
@@ -34,7 +35,7 @@ ASYNC_STATS_ROWS = 200_000     # kernel_stats over more rows runs in a worker
 class KernelsTableView(QWidget):
     """Filter bar + table of every kernel. Selecting a row selects that kernel."""
 
-    def __init__(self, document, parent=None):
+    def __init__(self, document: Document, parent=None):
         super().__init__(parent)
         self.document = document
         self.model = KernelsTableModel(self)
@@ -220,7 +221,7 @@ class KernelSummaryView(QWidget):
 
     stats_ready = Signal()
 
-    def __init__(self, document, parent=None):
+    def __init__(self, document: Document, parent=None):
         super().__init__(parent)
         self.document = document
         self.model = KernelSummaryModel(self)
@@ -251,15 +252,16 @@ class KernelSummaryView(QWidget):
         if len(trace.kernels) < ASYNC_STATS_ROWS:
             self._show_stats(trace, None)
             return
-        from ...analysis.stats import kernel_stats
-        from ...app.tasks import TaskRunner
+        from ...analysis.context import analyses_of
+        from ...qt.tasks import TaskRunner
 
         if self._tasks is None:
             self._tasks = TaskRunner(self, max_threads=1)
         self.model.set_trace(None)
         self.status.setText(f"Computing statistics of {len(trace.kernels):,} kernels…")
         self.status.show()
-        h = self._tasks.submit("stats", lambda progress, cancelled: kernel_stats(trace))
+        h = self._tasks.submit("stats", lambda progress, cancelled: analyses_of(
+            trace).kernel_stats(cancelled))
         h.succeeded.connect(lambda st, trace=trace: self._show_stats(trace, st))
         h.failed.connect(self.status.setText)
 

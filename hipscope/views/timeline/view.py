@@ -2,7 +2,7 @@
 
 It follows the document's signals and changes state only through
 ``document.view_state`` (window, selection). Row preparation, colour keys, find
-and big ruler measurements run in workers (``app.tasks.TaskRunner``); results are
+and big ruler measurements run in workers (``qt.tasks.TaskRunner``); results are
 applied on the GUI thread. ``paintEvent`` replays prepared numpy geometry
 (see ``render.py``).
 """
@@ -17,9 +17,10 @@ from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QScrollBar, QWidget
 
 from ...analysis import lod
-from ...app.document import Document
-from ...app.tasks import TaskRunner
 from ...model.view_state import Selection
+from ...qt.document import Document
+from ...qt.tasks import TaskRunner
+from ...qt.timeline_api import RangeStats
 from . import palette as pal
 from . import render as rd
 from .frame_state import Fonts, FrameState, PaintCache
@@ -38,7 +39,7 @@ class TimelineView(QWidget):
     """Timeline of one document's trace (see module docstring).
 
     Public API: :meth:`fit`, :meth:`reveal`, :meth:`find_next`, :meth:`find_prev`,
-    :meth:`export_png`, :meth:`export_svg`; signals ``range_measured(dict)`` (ruler
+    :meth:`export_png`, :meth:`export_svg`; signals ``range_measured(RangeStats | None)`` (ruler
     statistics) and ``prepared()`` (rows ready after a load or a regrouping).
     """
 
@@ -402,7 +403,7 @@ class TimelineView(QWidget):
         trace = self.document.trace
 
         def job(progress=None, cancelled=None):
-            return lod.ruler_figures(trace, model, t0, t1)
+            return lod.ruler_figures(trace, model, t0, t1, cancelled)
 
         if model.n_kernels < RULER_SYNC:
             self._on_measure_succeeded(job())
@@ -414,7 +415,7 @@ class TimelineView(QWidget):
         if self.ruler is None or (stats["t0"], stats["t1"]) != tuple(sorted(self.ruler)):
             return
         self.ruler_stats = stats
-        self.range_measured.emit(stats)
+        self.range_measured.emit(RangeStats.from_ruler(stats))
         self.update()
 
     # ------------------------------------------------------------------ input

@@ -7,8 +7,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from ..analysis.context import TraceAnalyses, analyses_of
 from ..model.trace import Trace
 from ..model.view_state import ViewState
+from .bridge import ObservableBridge
 
 
 class Document(QObject):
@@ -30,8 +32,10 @@ class Document(QObject):
         super().__init__(parent)
         self.paths = list(paths or [])
         self.trace: Trace | None = None
+        self.analyses: TraceAnalyses | None = None   # the trace's one analysis service
         self.view_state = ViewState()
-        self.view_state.subscribe(self._on_view_state_changed)
+        self._bridge = ObservableBridge(self.view_state, self)
+        self._bridge.changed.connect(self._on_view_state_changed)
 
     @property
     def title(self) -> str:
@@ -42,6 +46,7 @@ class Document(QObject):
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
+        self.analyses = analyses_of(trace)
         tr = trace.time_range()
         if tr is not None:
             self.view_state.set_window(tr[0], tr[1])

@@ -9,7 +9,9 @@
 * :class:`CompareController` owns the runs' documents, the plain
   :class:`~hipscope.analysis.compare_state.CompareState` and a TaskRunner: state
   changes that need work (rules -> a new result, alignment choice -> new origins) run
-  in workers; results are applied to the state on the GUI thread.
+  in workers; results are applied to the state on the GUI thread. Its ``bridge``
+  (an :class:`~hipscope.qt.bridge.ObservableBridge`) is how the comparison's widgets
+  follow the state: ``controller.bridge.changed(what, value)``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from PySide6.QtCore import QObject
 
 from ..analysis import compare_state as cs
 from ..analysis.diff import Alignment, RulesError
-from ..app.document import Document
-from ..app.tasks import TaskRunner
 from ..model.view_state import Selection
+from .bridge import ObservableBridge
+from .document import Document
+from .tasks import TaskRunner
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +106,8 @@ class CompareController(QObject):
             d.set_trace(t)
             self.documents.append(d)
         self.sync = TimelineSync(self.documents, self)
-        self.state.subscribe(self._on_state_changed)
+        self.bridge = ObservableBridge(self.state, self)
+        self.bridge.changed.connect(self._on_state_changed)
         for d in self.documents[:1]:
             d.selection_changed.connect(self._on_a_selection_changed)
 
@@ -185,7 +189,7 @@ class CompareController(QObject):
         self.state.set_align(cs.AlignChoice("kernel", name, int(n)))
 
     def shutdown(self) -> None:
-        self.state.unsubscribe(self._on_state_changed)
+        self.bridge.detach()
         self.runner.shutdown()
 
 

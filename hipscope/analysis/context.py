@@ -1,0 +1,261 @@
+"""One analysis service per trace: every analysis of an open trace, computed once.
+
+:class:`TraceAnalyses` computes each result lazily, the first time someone asks, and
+keeps it; the report, the tuner and every panel read from the same service (one per
+trace: :func:`analyses_of`), so ``queue_delays`` runs once however many readers it
+has. Results are lock-guarded (two threads asking for one result compute it once),
+cancellable (``cancelled`` from :mod:`hipscope.model.progress`; a cancelled result is
+not kept) and, when the trace came from the on-disk cache, kept beside it
+(:mod:`.persist`), so a reopened trace computes nothing. Shared intermediates (per-device
+kernel rows in start order, busy unions) are results too. Qt-free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+from ..model import Trace, intervals
+from ..model.progress import CancelledFn, check_cancel
+
+# name -> (function(service, *params, cancelled) -> value, kept on disk)
+_RESULTS: dict[str, tuple[Callable[..., Any], bool]] = {}
+
+
+def result(name: str, persist: bool = True):
+    """Register a result of the service (``persist``: kept in the on-disk cache)."""
+    def deco(fn):
+        _RESULTS[name] = (fn, persist)
+        return fn
+    return deco
+
+
+class TraceAnalyses:
+    """The analyses of one trace. ``get(name, *params)`` computes or returns a result;
+    the named methods below are the public spellings. ``computed`` counts what this
+    service computed (not what it served from memory or disk)."""
+
+    def __init__(self, trace: Trace, store: Any = None):
+        from . import persist
+
+        self.trace = trace
+        self.store = store if store is not None else persist.store_for(trace)
+        self.computed: Counter[str] = Counter()
+        self._values: dict[Hashable, Any] = {}
+        self._locks: dict[Hashable, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    def get(self, name: str, *params: Hashable, cancelled: CancelledFn | None = None) -> Any:
+        key = (name, *params)
+        if key in self._values:
+            return self._values[key]
+        fn, persist = _RESULTS[name]
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.RLock())
+        with lock:
+            if key in self._values:
+                return self._values[key]
+            found = self.store.load(key) if persist and self.store is not None else None
+            if found is not None:
+                self._values[key] = found[0]
+                return found[0]
+            check_cancel(cancelled)
+            value = fn(self, *params, cancelled=cancelled)
+            check_cancel(cancelled)
+            self.computed[name] += 1
+            self._values[key] = value
+            if persist and self.store is not None:
+                self.store.save(key, value)
+            return value
+
+    def peek(self, name: str, *params: Hashable) -> Any:
+        """The result when already in memory, else None (never computes: GUI thread)."""
+        return self._values.get((name, *params))
+
+    # public spellings ---------------------------------------------------------------
+    def queue_delays(self, cancelled: CancelledFn | None = None):
+        return self.get("queue_delays", cancelled=cancelled)
+
+    def idle(self, cancelled: CancelledFn | None = None):
+        return self.get("idle", cancelled=cancelled)
+
+    def idle_json(self, cancelled: CancelledFn | None = None) -> dict:
+        """The idle breakdown's report figures (its wall-clock unions, computed once)."""
+        return self.get("idle_json", cancelled=cancelled)
+
+    def concurrency(self, cancelled: CancelledFn | None = None) -> dict:
+        return self.get("concurrency", cancelled=cancelled)
+
+    def launch_stats(self, cancelled: CancelledFn | None = None) -> dict:
+        return self.get("launch_stats", cancelled=cancelled)
+
+    def kernel_stats(self, cancelled: CancelledFn | None = None):
+        return self.get("kernel_stats", cancelled=cancelled)
+
+    def device_rows(self, cancelled: CancelledFn | None = None) -> dict[int, np.ndarray]:
+        return self.get("device_rows", cancelled=cancelled)
+
+    def busy_unions(self, cancelled: CancelledFn | None = None
+                    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        return self.get("busy_unions", cancelled=cancelled)
+
+    def busy_fraction(self, cancelled: CancelledFn | None = None) -> dict[int, float]:
+        return self.get("busy_fraction", cancelled=cancelled)
+
+    def busy_between(self, t0: int, t1: int, cancelled: CancelledFn | None = None
+                     ) -> dict[int, float]:
+        """Per device: share of ``[t0, t1)`` its kernels cover (the ruler's busy %)."""
+        return {d: intervals.busy_fraction(us, ue, int(t0), int(t1))
+                for d, (us, ue) in self.busy_unions(cancelled).items()}
+
+    def steps(self, cancelled: CancelledFn | None = None):
+        return self.get("steps", cancelled=cancelled)
+
+    def graph_gaps(self, cancelled: CancelledFn | None = None):
+        return self.get("graph_gaps", cancelled=cancelled)
+
+    def sanity(self, cancelled: CancelledFn | None = None) -> list[str]:
+        return self.get("sanity", cancelled=cancelled)
+
+    def counter_matrix(self, per: str = "dispatch", derived: bool = True,
+                       cancelled: CancelledFn | None = None):
+        return self.get("counter_matrix", per, derived, cancelled=cancelled)
+
+    def timeline_model(self, grouping: str = "queue", cancelled: CancelledFn | None = None):
+        return self.get("timeline_model", grouping, cancelled=cancelled)
+
+
+# --------------------------------------------------------------------------- one per trace
+_ATTR = "_hipscope_analyses"
+_OF_LOCK = threading.Lock()
+
+
+def analyses_of(trace: Trace) -> TraceAnalyses:
+    """The one service of ``trace``, created on first use and kept on the trace itself
+    (so it lives exactly as long as the trace; a registry would keep every trace)."""
+    svc = trace.__dict__.get(_ATTR)
+    if svc is None:
+        with _OF_LOCK:
+            svc = trace.__dict__.get(_ATTR)
+            if svc is None:
+                svc = TraceAnalyses(trace)
+                object.__setattr__(trace, _ATTR, svc)     # Trace is frozen: its own slot
+    return svc
+
+
+# --------------------------------------------------------------------------- the results
+@result("queue_delays")
+def _queue_delays(svc: TraceAnalyses, cancelled=None):
+    from . import queue_delay as qd
+
+    return qd.queue_delays(svc.trace)
+
+
+@result("idle", persist=False)        # ~50 bytes a gap: cheaper to compute than to keep
+def _idle(svc: TraceAnalyses, cancelled=None):
+    from . import idle
+
+    return idle.idle_breakdown(svc.trace)
+
+
+@result("idle_json")
+def _idle_json(svc: TraceAnalyses, cancelled=None) -> dict:
+    return svc.idle(cancelled).to_json()
+
+
+@result("concurrency")
+def _concurrency(svc: TraceAnalyses, cancelled=None) -> dict:
+    from . import concurrency
+
+    return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled))
+
+
+@result("launch_stats")
+def _launch_stats(svc: TraceAnalyses, cancelled=None) -> dict:
+    from . import concurrency
+
+    return concurrency.launch_stats(svc.trace)
+
+
+@result("kernel_stats")
+def _kernel_stats(svc: TraceAnalyses, cancelled=None):
+    from . import stats
+
+    return stats.kernel_stats(svc.trace, cancelled=cancelled)
+
+
+@result("device_rows", persist=False)
+def _device_rows(svc: TraceAnalyses, cancelled=None) -> dict[int, np.ndarray]:
+    """Per device: its kernel rows in start order (the sort every union needs)."""
+    k = svc.trace.kernels
+    if len(k) == 0:
+        return {}
+    dev, start = k.numpy("device"), k.numpy("start")
+    order = np.lexsort((start, dev))
+    bounds = np.flatnonzero(np.diff(dev[order])) + 1
+    return {int(dev[part[0]]): part for part in np.split(order, bounds)}
+
+
+@result("busy_unions", persist=False)   # an intermediate: a sort per device
+def _busy_unions(svc: TraceAnalyses, cancelled=None) -> dict[int, tuple]:
+    k = svc.trace.kernels
+    out = {}
+    for d, rows in svc.device_rows(cancelled).items():
+        check_cancel(cancelled)
+        out[d] = intervals.union(k.numpy("start")[rows], k.numpy("end")[rows])
+    return out
+
+
+def _busy_ns(svc: TraceAnalyses, cancelled=None) -> dict[int, int]:
+    return {d: int((ue - us).sum()) for d, (us, ue) in svc.busy_unions(cancelled).items()}
+
+
+@result("busy_fraction")
+def _busy_fraction(svc: TraceAnalyses, cancelled=None) -> dict[int, float]:
+    """Per device: union of its kernels over its own window (first start, last end)."""
+    k = svc.trace.kernels
+    out = {}
+    for d, rows in svc.device_rows(cancelled).items():
+        us, ue = svc.busy_unions(cancelled)[d]
+        t0, t1 = int(k.numpy("start")[rows].min()), int(k.numpy("end")[rows].max())
+        out[d] = intervals.busy_fraction(us, ue, t0, t1)
+    return out
+
+
+@result("steps")
+def _steps(svc: TraceAnalyses, cancelled=None):
+    from .steps import find_steps
+
+    return find_steps(svc.trace)
+
+
+@result("graph_gaps")
+def _graph_gaps(svc: TraceAnalyses, cancelled=None):
+    from .graphs import graph_replay_gaps
+
+    return graph_replay_gaps(svc.trace)
+
+
+@result("sanity")
+def _sanity(svc: TraceAnalyses, cancelled=None) -> list[str]:
+    from .sanity import sanity_warnings
+
+    return sanity_warnings(svc.trace)
+
+
+@result("counter_matrix", persist=False)
+def _counter_matrix(svc: TraceAnalyses, per: str, derived: bool, cancelled=None):
+    from . import counters
+
+    return counters.counter_matrix(svc.trace, per=per, derived=derived, cancelled=cancelled)
+
+
+@result("timeline_model", persist=False)
+def _timeline_model(svc: TraceAnalyses, grouping: str, cancelled=None):
+    from . import lod
+
+    return lod.build_model(svc.trace, grouping, cancelled)

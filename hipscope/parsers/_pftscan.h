@@ -1,0 +1,62 @@
+/*
+ * Shared by _pftscan.c (the walk, with the GIL) and _pftdecode.c (the decoding of a
+ * chunk of packets into flat records, without it): the records and the growable
+ * arrays that hold them. See _pftscan.c for what the scanner does and declines.
+ */
+#ifndef HIPSCOPE_PFTSCAN_H
+#define HIPSCOPE_PFTSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 65536
+
+typedef struct { uint32_t off, len; } Span;
+
+enum { D_NONE = 0, D_EVENT = 1, D_SNAP = 2, D_DESC = 3, D_OTHER = 4 };
+enum { V_NONE = 0, V_BOOL, V_UINT, V_INT, V_DOUBLE, V_STR, V_PTR, V_NULL, V_STRIID };
+
+typedef struct {
+    uint64_t ts, def_track, track, name_iid;
+    int64_t abs_us;
+    uint32_t clock, seq, flags, def_clock, primary;
+    Span name, desc;
+    uint32_t intern_lo, intern_hi, cat_lo, cat_hi, cs_lo, cs_hi, ann_lo, ann_hi;
+    uint32_t flow_lo, nflow[4], clk_lo, clk_hi;
+    uint8_t has_ts, has_clock, cleared, dropped, kind, has_def_clock, has_def_track;
+    uint8_t etype, has_track, name_kind, has_abs, has_primary;
+} Pkt;
+
+typedef struct { uint64_t iid; Span s; uint8_t kind; } Intern;
+typedef struct { uint64_t name, v; Span s; uint8_t nkind, vkind; } Ann;
+typedef struct { uint64_t ts, mult; uint32_t id; uint8_t incr, has_mult; } Clk;
+
+#define VEC(T, name) T *name; size_t name##_n, name##_cap;
+typedef struct {
+    const uint8_t *base;
+    VEC(Pkt, pk) VEC(Intern, in) VEC(uint64_t, cat) VEC(Span, cs) VEC(Ann, an)
+    VEC(uint64_t, fl) VEC(Clk, ck)
+    uint64_t *tmpfl[4]; size_t tmpn[4], tmpcap[4]; /* one event's flows, per kind */
+    const uint8_t *data_oneof; /* bitmap of TracePacket data-oneof field numbers */
+} Ctx;
+
+static inline int grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap) return 1;
+    size_t nc = *cap ? *cap * 2 : 1024;
+    void *q = realloc(*p, nc * sz);
+    if (!q) return 0;
+    *p = q; *cap = nc;
+    return 1;
+}
+#define PUSH(c, name) (grow((void **)&(c)->name, &(c)->name##_cap, (c)->name##_n, \
+                            sizeof(*(c)->name)) ? &(c)->name[(c)->name##_n++] : NULL)
+
+typedef struct { size_t pos, n, used; int problem; uint8_t bad; } Frame;
+
+/* decode packets from f->pos until CHUNK packets or the end: 0 = decline */
+int pft_decode_chunk(Ctx *c, size_t size, Frame *f);
+
+#endif

@@ -1,0 +1,321 @@
+"""The two big rocpd data views, ``kernels`` and ``regions``, rebuilt from the physical
+(``{{uuid}}``-suffixed) tables: each big table is read once with only the columns the
+trace uses, the small info tables (agents, kernel symbols, strings, processes, threads)
+are read whole and joined in numpy, as data_views.sql joins them (inner joins drop a
+row, LEFT JOINs give NULL).
+
+Why: the views' per-row joins, correlated ``rocpd_string`` sub-query and
+``json_extract`` cost 2-3x the read itself. The one join left to SQLite is the event
+link (``rocpd_event`` by its INTEGER PRIMARY KEY, a b-tree lookup per row): fetching the
+event table through ADBC would move two values per row more than the lookup costs.
+
+Used only when the database looks as expected: every needed unsuffixed view is
+``SELECT * FROM "<name><suffix>"`` with one common suffix, the physical tables have the
+columns read, and every row of the big tables carries one guid. Otherwise (or with
+``HIPSCOPE_ROCPD_PHYSICAL=0``) :func:`open_physical` gives None and the views are read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .db import Db, as_int, as_str
+
+__all__ = ["Physical", "encoded_names", "is_in_strings", "open_physical", "physical_enabled",
+           "take_names", "take_strings"]
+
+_VIEW = re.compile(r'\s*CREATE\s+VIEW\s+"?(\w+)"?\s+AS\s+SELECT\s+\*\s+FROM\s+"?(\w+)"?'
+                   r"\s*;?\s*", re.IGNORECASE)
+_NEEDED = ("rocpd_kernel_dispatch", "rocpd_region", "rocpd_event", "rocpd_string",
+           "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_info_process",
+           "rocpd_info_thread")
+_NO_ID, _NO_KEY = np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1
+# kernels view column -> rocpd_kernel_dispatch column (data_views.sql)
+_K_DIRECT = {"nid": "nid", "kernel_id": "kernel_id", "dispatch_id": "dispatch_id",
+             "queue_id": "queue_id", "stream_id": "stream_id", "start": "start",
+             "end": "end", "grid_x": "grid_size_x", "grid_y": "grid_size_y",
+             "grid_z": "grid_size_z", "workgroup_x": "workgroup_size_x",
+             "workgroup_y": "workgroup_size_y", "workgroup_z": "workgroup_size_z",
+             "lds_size": "group_segment_size", "scratch_size": "private_segment_size"}
+_K_KEYS = ("agent_id", "pid", "tid", "region_name_id")
+_SYMBOL_COLS = {"name": "display_name", "vgpr_count": "arch_vgpr_count",
+                "accum_vgpr_count": "accum_vgpr_count", "sgpr_count": "sgpr_count"}
+
+
+def physical_enabled() -> bool:
+    return os.environ.get("HIPSCOPE_ROCPD_PHYSICAL", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
+def _tables(db: Db) -> dict[str, str] | None:
+    """Unsuffixed name -> physical table for every needed table; None unless each view
+    is a plain ``SELECT *`` over a table of one common suffix."""
+    try:
+        rows = db.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'"
+                               ).fetchall()
+    except Exception:  # noqa: BLE001 - unreadable schema: the view path reports it
+        return None
+    found = {}
+    for name, sql in rows:
+        m = _VIEW.fullmatch(sql or "")
+        if name in _NEEDED and m and m.group(1) == name and m.group(2).startswith(name):
+            found[name] = m.group(2)
+    if set(found) != set(_NEEDED) or len({t[len(b):] for b, t in found.items()}) != 1:
+        return None
+    return found if all(db.has(t) for t in found.values()) else None
+
+
+def open_physical(db: Db) -> Physical | None:
+    """A reader of the physical tables, or None when the views must be read."""
+    if not (physical_enabled() and db.has("kernels") and db.has("regions")):
+        return None
+    tables = _tables(db)
+    if tables is None:
+        return None
+    k_cols = set(db.columns(tables["rocpd_kernel_dispatch"]))
+    r_cols = set(db.columns(tables["rocpd_region"]))
+    e_cols = set(db.columns(tables["rocpd_event"]))
+    if not ({"guid", "event_id", *_K_KEYS, *_K_DIRECT.values()} <= k_cols
+            and {"guid", "event_id", "name_id", "pid", "tid", "start", "end"} <= r_cols
+            and {"id", "guid", "stack_id", "category_id"} <= e_cols):
+        return None
+    try:
+        row = db.conn.execute(f'SELECT guid FROM "{tables["rocpd_kernel_dispatch"]}" '
+                              "LIMIT 1").fetchone()
+        if row is None:
+            row = db.conn.execute(f'SELECT guid FROM "{tables["rocpd_region"]}" LIMIT 1'
+                                  ).fetchone()
+    except Exception:  # noqa: BLE001 - the view path reports it
+        return None
+    if row is not None and not isinstance(row[0], str):
+        return None
+    return Physical(db, tables, row[0] if row else "", "extdata" in e_cols)
+
+
+def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
+    """``pc.dictionary_encode(pc.fill_null(arr.cast(pa.string()), fill))`` without
+    making each row's string: the dictionary's distinct values in first-use order."""
+    values = pa.concat_arrays([arr.dictionary.cast(pa.string()), pa.array([fill])])
+    enc = pc.dictionary_encode(pc.fill_null(values, fill))
+    vid = enc.indices.to_numpy(zero_copy_only=False)
+    rows = vid[pc.fill_null(arr.indices, len(values) - 1).to_numpy(zero_copy_only=False)]
+    if len(rows) == 0:
+        return pc.dictionary_encode(pa.array([], pa.string()))
+    uniq, first = np.unique(rows, return_index=True)
+    order = uniq[np.argsort(first, kind="stable")]
+    remap = np.zeros(len(enc.dictionary), np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(remap[rows]), enc.dictionary.take(order))
+
+
+def _is_dict(arr: pa.Array | None) -> bool:
+    return arr is not None and pa.types.is_dictionary(arr.type)
+
+
+def take_names(arr: pa.Array, rows: pa.Array, n: int) -> pa.Array:
+    """The rows of a name column, dictionary-encoded as build_table would encode them
+    (a dictionary from this module stays one)."""
+    if _is_dict(arr):
+        return encoded_names(arr.take(rows), "")
+    return as_str(arr, n).take(rows)
+
+
+def take_strings(arr: pa.Array, rows: pa.Array, n: int) -> pa.Array:
+    """The rows of a name column as plain strings."""
+    return arr.take(rows).cast(pa.string()) if _is_dict(arr) else as_str(arr, n).take(rows)
+
+
+def is_in_strings(arr: pa.Array, values: tuple[str, ...]) -> np.ndarray:
+    """Which rows' text is one of ``values`` (NULL: no)."""
+    if _is_dict(arr):
+        hit = np.append(pc.fill_null(pc.is_in(arr.dictionary, pa.array(values)), False)
+                        .to_numpy(zero_copy_only=False), False)
+        at = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
+        return hit[at]
+    return np.asarray(pc.fill_null(pc.is_in(arr, pa.array(values)), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _dict(strings: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``strings[rows]`` (NULL where -1) as a dictionary over ``strings``, no copies."""
+    if not pa.types.is_string(strings.type) or strings.null_count:
+        return _take(strings, rows)
+    return pa.DictionaryArray.from_arrays(pa.array(rows.astype(np.int32), mask=rows < 0),
+                                          strings)
+
+
+def _index(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Row of each key in ``ids`` (unique), -1 where it is absent."""
+    if len(ids) == 0:
+        return np.full(len(keys), -1, np.int64)
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo >= 0 and hi < 4 * len(ids) + (1 << 20):  # ids 1..m as SQLite gives: a table
+        lut = np.full(hi + 2, -1, np.int64)
+        lut[ids] = np.arange(len(ids))
+        inside = (keys >= 0) & (keys <= hi)
+        return np.where(inside, lut[np.where(inside, keys, hi + 1)], -1)
+    order = np.argsort(ids, kind="stable")
+    s = ids[order]
+    pos = np.minimum(np.searchsorted(s, keys), len(s) - 1)
+    return np.where(s[pos] == keys, order[pos], -1)
+
+
+def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``arr[rows]`` with NULL where ``rows`` is -1 (a LEFT JOIN's miss)."""
+    if len(arr) == 0 or pa.types.is_null(arr.type):
+        return pa.nulls(len(rows), arr.type)
+    miss = rows < 0
+    if pa.types.is_int64(arr.type):  # numpy gather: several times faster than take
+        at = np.where(miss, 0, rows)
+        vals = pc.fill_null(arr, 0).to_numpy()[at]
+        bad = miss if arr.null_count == 0 else (
+            miss | ~pc.is_valid(arr).to_numpy(zero_copy_only=False)[at])
+        return pa.array(vals, mask=bad if bad.any() else None)
+    return arr.take(pa.array(rows, mask=miss if miss.any() else None))
+
+
+class Physical:
+    """Column dicts equal to what ``db.fetch("kernels" | "regions", ...)`` returns."""
+
+    def __init__(self, db: Db, tables: dict[str, str], guid: str, has_extdata: bool):
+        self.db, self.t, self.guid = db, tables, guid
+        self.has_extdata = has_extdata
+        self._small: dict[str, tuple[np.ndarray, dict[str, pa.Array]]] = {}
+        self._lit = "'" + guid.replace("'", "''") + "'"
+
+    # ------------------------------------------------------------------ small tables
+    def small(self, base: str, cols: list[str]) -> tuple[np.ndarray, dict[str, pa.Array]]:
+        """(ids, columns) of an info table's rows of this guid."""
+        if base not in self._small:
+            t = self.t[base]
+            have = [c for c in cols if c in self.db.columns(t)]
+            out = self.db.fetch_sql(
+                f'SELECT id, {", ".join(chr(34) + c + chr(34) for c in have) or "NULL"} '
+                f'FROM "{t}" WHERE guid = {self._lit}', ["id", *(have or ["_"])],
+                f"table {t}")
+            n = len(out["id"])
+            self._small[base] = (as_int(out.pop("id"), n, _NO_ID), out)
+        return self._small[base]
+
+    def _join(self, base: str, cols: list[str], keys: np.ndarray):
+        ids, out = self.small(base, cols)
+        return _index(ids, keys), out
+
+    def _big(self, table: str, exprs: dict[str, str]) -> dict[str, pa.Array]:
+        """One big table LEFT JOINed to its event, rows of this guid in rowid order;
+        a table holding another guid too is a ValueError (the caller reads the views)."""
+        t, ev = self.t[table], self.t["rocpd_event"]
+        sql = (f'SELECT {", ".join(exprs.values())} FROM "{t}" X LEFT JOIN "{ev}" E '
+               f"ON E.id = X.event_id AND E.guid = X.guid WHERE X.guid = {self._lit} "
+               "ORDER BY X.rowid")
+        out = self.db.fetch_sql(sql, list(exprs), f"table {t}")
+        n = len(next(iter(out.values())))
+        if self.db.count(t) != n:
+            raise ValueError(f"{t} holds more than one guid")
+        return out
+
+    def prefetch(self) -> None:
+        """Start both big reads on threads (SQLite runs them side by side)."""
+        for table, exprs in (("rocpd_kernel_dispatch", self._kernel_exprs()),
+                             ("rocpd_region", self._region_exprs())):
+            t, ev = self.t[table], self.t["rocpd_event"]
+            self.db.prefetch_sql(
+                f'SELECT {", ".join(exprs.values())} FROM "{t}" X LEFT JOIN "{ev}" E '
+                f"ON E.id = X.event_id AND E.guid = X.guid WHERE X.guid = {self._lit} "
+                "ORDER BY X.rowid", list(exprs))
+
+    # ------------------------------------------------------------------ kernels
+    @staticmethod
+    def _kernel_exprs() -> dict[str, str]:
+        ex = {c: f'X."{p}"' for c, p in _K_DIRECT.items()}
+        ex.update({f"_{c}": f'X."{c}"' for c in _K_KEYS})
+        ex["stack_id"], ex["_event"] = "E.stack_id", "E.id"
+        return ex
+
+    def kernels(self) -> tuple[dict[str, pa.Array], np.ndarray]:
+        """The kernels view's columns for every dispatch (LEFT JOIN values: NULL where
+        an id points nowhere, and ``agent_id``), and which rows the view keeps."""
+        raw = self._big("rocpd_kernel_dispatch", self._kernel_exprs())
+        n = len(raw["start"])
+        key = {c: as_int(raw.pop(f"_{c}"), n, _NO_KEY) for c in _K_KEYS}
+        keep = as_int(raw.pop("_event"), n, _NO_KEY) != _NO_KEY
+        out = dict(raw)
+        out["guid"] = pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, np.int32)), pa.array([self.guid]))
+        a_row, ag = self._join("rocpd_info_agent", ["absolute_index"], key["agent_id"])
+        out["agent_abs_index"] = _take(ag["absolute_index"], a_row)
+        out["agent_id"] = pa.array(np.where(key["agent_id"] == _NO_KEY, 0, key["agent_id"]),
+                                   mask=key["agent_id"] == _NO_KEY)
+        p_row, pr = self._join("rocpd_info_process", ["pid"], key["pid"])
+        t_row, th = self._join("rocpd_info_thread", ["tid"], key["tid"])
+        out["pid"], out["tid"] = _take(pr["pid"], p_row), _take(th["tid"], t_row)
+        s_row, sy = self._join("rocpd_info_kernel_symbol", list(_SYMBOL_COLS.values()),
+                               as_int(out["kernel_id"], n, _NO_KEY))
+        for c, sc in _SYMBOL_COLS.items():
+            out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
+        if "display_name" in sy:
+            out["name"] = _dict(sy["display_name"], s_row)  # no copy of each name
+        r_row, _ = self._join("rocpd_string", ["string"], key["region_name_id"])
+        keep &= (a_row >= 0) & (p_row >= 0) & (t_row >= 0) & (s_row >= 0) & (r_row >= 0)
+        return out, keep
+
+    # ------------------------------------------------------------------ regions
+    def _marker_ids(self) -> list[int]:
+        ids, st = self.small("rocpd_string", ["string"])
+        texts = as_str(st["string"], len(ids)).to_pylist()
+        return [int(i) for i, s in zip(ids.tolist(), texts)
+                if s is not None and s.encode()[:6].upper() == b"MARKER"]
+
+    @staticmethod
+    def _region_exprs() -> dict[str, str]:
+        return {"start": 'X."start"', "end": 'X."end"', "_name": 'X."name_id"',
+                "_pid": 'X."pid"', "_tid": 'X."tid"', "stack_id": "E.stack_id",
+                "_event": "E.id", "_cat": "E.category_id"}
+
+    def _messages(self, event: np.ndarray, cat: np.ndarray) -> pa.Array:
+        """``json_extract(extdata, '$.message')`` of the MARKER% regions' events (the
+        view's CASE), NULL elsewhere: one range scan over the marker events' ids."""
+        n = len(event)
+        ids = self._marker_ids()
+        rows = np.flatnonzero(np.isin(cat, ids)) if ids else np.zeros(0, np.int64)
+        if len(rows) == 0:
+            return pa.nulls(n, pa.string())
+        ev = self.t["rocpd_event"]
+        lo, hi = int(event[rows].min()), int(event[rows].max())
+        got = self.db.fetch_sql(
+            f"SELECT id, json_extract(extdata, '$.message') FROM \"{ev}\" WHERE id BETWEEN "
+            f"{lo} AND {hi} AND guid = {self._lit} AND category_id IN "
+            f"({', '.join(map(str, ids))})", ["id", "message"], f"table {ev}")
+        m = len(got["id"])
+        hit = _index(as_int(got["id"], m, _NO_ID), event[rows])
+        msg = np.full(n, -1, np.int64)
+        msg[rows] = hit
+        return _take(as_str(got["message"], m), msg)
+
+    def regions(self) -> dict[str, pa.Array]:
+        """The regions view's columns (its inner joins applied)."""
+        raw = self._big("rocpd_region", self._region_exprs())
+        n = len(raw["start"])
+        key = {c: as_int(raw.pop(f"_{c}"), n, _NO_KEY) for c in ("name", "pid", "tid",
+                                                                  "event", "cat")}
+        s_row, st = self._join("rocpd_string", ["string"], key["name"])
+        p_row, pr = self._join("rocpd_info_process", ["pid"], key["pid"])
+        t_row, th = self._join("rocpd_info_thread", ["tid"], key["tid"])
+        c_row, _ = self._join("rocpd_string", ["string"], key["cat"])
+        keep = (key["event"] != _NO_KEY) & (s_row >= 0) & (p_row >= 0) & (t_row >= 0)
+        out = dict(raw)
+        if self.has_extdata:
+            out["message"] = self._messages(key["event"], key["cat"])
+        out.update({"guid": pa.DictionaryArray.from_arrays(
+                        pa.array(np.zeros(n, np.int32)), pa.array([self.guid])),
+                    "category": _dict(st["string"], c_row), "name": _dict(st["string"], s_row),
+                    "pid": _take(pr["pid"], p_row), "tid": _take(th["tid"], t_row)})
+        if keep.all():
+            return out
+        rows = pa.array(np.flatnonzero(keep))
+        return {c: a.take(rows) for c, a in out.items()}
