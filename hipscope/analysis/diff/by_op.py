@@ -98,11 +98,12 @@ def _matched_keys(a: _Side, b: _Side) -> set[int]:
     return set(np.intersect1d(ka, kb).tolist())
 
 
-def _rekey_launchers(s: _Side, matched: np.ndarray, intern: dict[tuple, int],
-                     shapes: bool) -> np.ndarray:
+def _rekey_launchers(s: _Side, matched: np.ndarray, intern: dict[tuple, int]
+                     ) -> np.ndarray:
     """Second chance for launching ops left unmatched because a wrapper around them
     exists in one run only (``Torch-Compiled Region``, ``aten::linear`` around an
-    ``aten::addmm`` that compiled code calls directly): key = (nearest matched
+    ``aten::addmm`` that compiled code calls directly), or because their input
+    shapes differ (compiled code adds an ``out=`` tensor): key = (nearest matched
     ancestor, name, rank among such ops of that name under it, by start)."""
     f = s.att.forest
     out = np.full(len(f), -1, np.int64)
@@ -117,18 +118,18 @@ def _rekey_launchers(s: _Side, matched: np.ndarray, intern: dict[tuple, int],
     for i in todo[np.argsort(f.start[todo], kind="stable")].tolist():
         p = int(f.parent[i])
         up = int(s.key[anc[p]]) if p >= 0 and anc[p] >= 0 else -2
-        name = f.name_of(i) + ("\0" + f.shape_of(i) if shapes else "")
+        name = f.name_of(i)     # by name alone: compiled code passes an out= tensor
         r = rank.get((up, name), 0)
         rank[(up, name)] = r + 1
         out[i] = intern.setdefault(("launcher", up, name, r), len(intern))
     return out
 
 
-def _match(sa: _Side, sb: _Side, intern: dict[tuple, int], shapes: bool) -> set[int]:
+def _match(sa: _Side, sb: _Side, intern: dict[tuple, int]) -> set[int]:
     """Keys of the ops both runs have (their ``key`` arrays updated in place)."""
     matched = _matched_keys(sa, sb)
     m_arr = np.fromiter(matched, np.int64, len(matched))
-    ka, kb = (_rekey_launchers(s, m_arr, intern, shapes) for s in (sa, sb))
+    ka, kb = (_rekey_launchers(s, m_arr, intern) for s in (sa, sb))
     both = np.intersect1d(ka[ka >= 0], kb[kb >= 0])
     for s, k in ((sa, ka), (sb, kb)):
         hit = np.isin(k, both) & (k >= 0)
@@ -222,7 +223,7 @@ def compare_ops(a: Trace | OpAttribution, b: Trace | OpAttribution) -> dict[str,
     att_a, att_b = (t if isinstance(t, OpAttribution) else attribute(t) for t in (a, b))
     shapes = att_a.forest.shape is not None and att_b.forest.shape is not None
     sa, sb = _side(att_a, intern, shapes), _side(att_b, intern, shapes)
-    matched = _match(sa, sb, intern, shapes)
+    matched = _match(sa, sb, intern)
     m_arr = np.fromiter(matched, np.int64, len(matched))
     cov = {lv: {"a": _coverage(sa, lv, m_arr), "b": _coverage(sb, lv, m_arr)}
            for lv in LEVELS}
