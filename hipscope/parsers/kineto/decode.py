@@ -55,14 +55,19 @@ class _Args(msgspec.Struct, gc=False):
 RAW_ARGS = ("Input Dims", "Input type")
 
 
-def own_raw(evs: list) -> None:
+def own_raw(evs: list, seen: dict) -> None:
     """Raw args point into the buffer they were decoded from (a reused piece, a memory
-    map): give the ops that have them bytes of their own, before that buffer changes."""
+    map): give the ops that have them values of their own, one object per distinct
+    text (``seen``: an op's shapes and types repeat across the trace)."""
     for e in evs:
         a = e.args
         if a is not None and a.input_dims:
-            a.input_dims = msgspec.Raw(bytes(a.input_dims))
-            a.input_type = msgspec.Raw(bytes(a.input_type))
+            for f in ("input_dims", "input_type"):
+                b = bytes(getattr(a, f))
+                r = seen.get(b)
+                if r is None:
+                    r = seen[b] = msgspec.Raw(b)
+                setattr(a, f, r)
 
 
 EMPTY_ARGS = _Args()
@@ -257,7 +262,7 @@ def decode_chunked(buf) -> Top | None:
                 out[1:1 + k] = view[pos:sep + 1]
                 out[1 + k] = 0x5D  # "]"
                 evs = msgspec.json.decode(out[:k + 2], type=list[_Ev])
-                own_raw(evs)    # the piece's buffer is reused
+                own_raw(evs, seen)    # the piece's buffer is reused
                 _intern(evs, seen)
                 events.extend(evs)
                 pos = sep + 2
@@ -341,5 +346,5 @@ def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> Top
         dropped["records that are not objects"] = bad
         warnings.append(f"{path}: {bad:,} elements of traceEvents are not objects "
                         "and were skipped")
-    own_raw(top.traceEvents)
+    own_raw(top.traceEvents, {})
     return top
