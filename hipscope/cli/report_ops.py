@@ -36,9 +36,10 @@ def extend(rep: dict[str, Any], trace, args: argparse.Namespace) -> None:
     """Add the ops keys to the report (all rows with --json, --top rows in text)."""
     if not args.ops:
         return
+    from ..analysis.context import analyses_of
     from ..analysis.ops import ops_report
 
-    rep.update(ops_report(trace, top=None if args.json else args.top,
+    rep.update(ops_report(trace, analyses_of(trace).ops(), top=None if args.json else args.top,
                           by_shapes=args.ops == "shapes"))
 
 

@@ -185,3 +185,14 @@ def test_enclosing_parent_of_nested_and_crossing_ranges():
     end = np.array([10, 5, 3, 12, 4])
     assert enclosing_parent(thread, end).tolist() == [-1, 0, 1, -1, -1]
     assert NO_CALL != NO_OP
+
+
+def test_the_analysis_service_computes_the_attribution_once_per_trace(small):
+    """report --ops and compare read the trace's one TraceAnalyses result."""
+    from hipscope.analysis.context import analyses_of
+
+    trace = open_trace(small, use_cache=False)
+    svc = analyses_of(trace)
+    first = svc.ops()
+    assert svc.ops() is first and svc.computed["ops"] == 1
+    assert ops_report(trace, first) == ops_report(trace)

@@ -253,9 +253,11 @@ def attach_ops(a: Trace, bs: Sequence[Trace], comparisons: Sequence[Any], by: st
     name, become facts among the warnings, not a refusal."""
     if by == "kernel":
         return
-    att_a = attribute(a)
+    from ..context import analyses_of
+
+    att_a = analyses_of(a).ops()
     for b, c in zip(bs, comparisons):
-        att_b = att_a if b is a else attribute(b)
+        att_b = analyses_of(b).ops()
         if by == "auto" and not (has_ops(att_a) and has_ops(att_b)):
             continue
         c.ops = compare_ops(att_a, att_b)
