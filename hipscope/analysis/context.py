@@ -128,6 +128,10 @@ class TraceAnalyses:
     def timeline_model(self, grouping: str = "queue", cancelled: CancelledFn | None = None):
         return self.get("timeline_model", grouping, cancelled=cancelled)
 
+    def ops(self, cancelled: CancelledFn | None = None):
+        """Op forest and launching op of every kernel/copy (analysis/ops)."""
+        return self.get("ops", cancelled=cancelled)
+
 
 # --------------------------------------------------------------------------- one per trace
 _ATTR = "_hipscope_analyses"
@@ -259,3 +263,10 @@ def _timeline_model(svc: TraceAnalyses, grouping: str, cancelled=None):
     from . import lod
 
     return lod.build_model(svc.trace, grouping, cancelled)
+
+
+@result("ops", persist=False)         # arrays over the op forest: quick to recompute
+def _ops(svc: TraceAnalyses, cancelled=None):
+    from .ops import attribute
+
+    return attribute(svc.trace, cancelled=cancelled)

@@ -27,6 +27,17 @@ ratio, a/b_mean_ns, a/b_p95_ns, merged_names}] by |delta_ns|, added, removed, he
 warnings, and with --align: aligned {label, offset_ns {a, b}, a, b, ratio}. With
 several B: {"a": path, "comparisons": [{"b": path, ...one object each}]}.
 
+--by op (default auto: op when both runs have ops, e.g. PyTorch profiler traces)
+also matches the runs through their op trees (ProfilerStep#N, then ops by name and
+order within the parent; plain Python frames are transparent) and compares the GPU
+time each matched op launched, whatever its kernels are called, so two GPUs or two
+vendors compare; different GPUs are then a fact among the warnings, and "not
+comparable" means no op, module or step matched. JSON key ops: {level (op, module or
+step), coverage {a, b} (share of each run's attributed GPU time inside matched ops),
+levels {level: {a, b}}, matched_ops, by_name [{name, a_count, b_count, a_gpu_ns,
+b_gpu_ns, delta_ns, ratio}], rows [{path, name, shapes, ...the same}] (matched ops by module
+path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns, ratio}], not_comparable, shapes}.
+
 Rules file (--normalize): one regex substitution a line, "PATTERN" (delete matches)
 or "PATTERN => REPLACEMENT"; "@defaults" inserts the default rules (hashes, clone and
 .kd suffixes, Triton signature suffixes), "@templates" the template-argument rule;
@@ -55,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also match kernels whose names differ only in template arguments")
     p.add_argument("--top", type=int, help="kernels to list (default: 15 in text, all in "
                    "--json)")
+    p.add_argument("--by", choices=("op", "kernel", "auto"), default="auto",
+                   help="match by op tree, by kernel name only, or op when both runs "
+                        "have ops (default)")
     p.add_argument("--reader", help="force a reader by name (see hipscope --list-readers)")
     p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
     return p
@@ -75,6 +89,9 @@ def run(argv: list[str]) -> int:
         marker = diff.MarkerRef.parse(args.align, args.align_domain) if args.align else None
         at = (diff.KernelRef.parse(args.align_kernel) if args.align_kernel else marker)
         comps = diff.compare_many(traces[0], traces[1:], norm, marker, at)
+        from ..analysis.diff.by_op import attach_ops
+
+        attach_ops(traces[0], traces[1:], comps, args.by)
     except (TraceFormatError, diff.RulesError, LookupError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, LookupError) and exc.args else exc
         print(f"hipscope: {msg}", file=sys.stderr)
@@ -147,8 +164,41 @@ def _kernel_lines(kernels: list[dict[str, Any]], name_width: int) -> list[str]:
     return lines
 
 
+def _op_lines(ops: dict[str, Any], name_width: int, top: int = 15) -> list[str]:
+    """The by-op part: level and coverage, ops by |delta|, kernel classes."""
+    if ops["level"] is None:
+        return ["", "By op: no op, module or step of A matches one of B"]
+    cv = ops["coverage"]
+    lines = ["", f"By {ops['level']} ({ops['matched_ops']:,} ops matched; they hold "
+             f"{cv['a']:.0%} of A's and {cv['b']:.0%} of B's attributed GPU time)",
+             f"{'A GPU':>12} {'B GPU':>12} {'B - A':>12} {'B / A':>8} {'A n':>7} {'B n':>7}"
+             "  Op (by impact on GPU time)"]
+    for r in ops["by_name"][:top]:
+        name = r["name"] if len(r["name"]) <= name_width else r["name"][:name_width - 3] + "..."
+        lines.append(f"{fmt_duration(r['a_gpu_ns']):>12} {fmt_duration(r['b_gpu_ns']):>12} "
+                     f"{fmt_duration(r['delta_ns']):>12} {_ratio(r['ratio']):>8} "
+                     f"{r['a_count']:>7,} {r['b_count']:>7,}  {name}")
+    lines.append("Kernel classes: " + ", ".join(
+        f"{c['class']} {fmt_duration(c['a_gpu_ns'])} -> {fmt_duration(c['b_gpu_ns'])}"
+        for c in sorted(ops["classes"], key=lambda c: -max(c["a_gpu_ns"], c["b_gpu_ns"]))))
+    return lines
+
+
+def _facts(obj: dict[str, Any]) -> list[str]:
+    """What the by-op verdict rests on, above the figures: level, coverage, GPUs."""
+    ops = obj.get("ops")
+    if ops is None or ops["level"] is None:
+        return []
+    cv, gpu = ops["coverage"], obj["provenance"].get("gpu") or {}
+    line = (f"Compared by {ops['level']}: matched ops hold {cv['a']:.0%} of A's and "
+            f"{cv['b']:.0%} of B's attributed GPU time")
+    if gpu.get("differs"):
+        line += f"; different GPUs (A: {gpu.get('a')}, B: {gpu.get('b')})"
+    return [line]
+
+
 def format_text(obj: dict[str, Any], a: str, b: str, name_width: int = 90) -> str:
-    lines = [f"A: {a}", f"B: {b}", ""]
+    lines = [f"A: {a}", f"B: {b}", *_facts(obj), ""]
     lines.append(f"{'':<24} {'A':>14} {'B':>14} {'B - A':>14} {'B / A':>9}")
     rows = dict(obj["headline"])
     al = obj.get("aligned")
@@ -168,6 +218,8 @@ def format_text(obj: dict[str, Any], a: str, b: str, name_width: int = 90) -> st
         lines.append(f"{_label(key, obj):<24} {_val(r['a'], u):>14} {_val(r['b'], u):>14} "
                      f"{delta:>14} {_ratio(r['ratio']):>9}")
     lines += _kernel_lines(obj["kernels"], name_width)
+    if obj.get("ops") is not None:
+        lines += _op_lines(obj["ops"], name_width)
     lines.append("")
     lines.append(f"Added kernels: {len(obj['added'])}   removed kernels: {len(obj['removed'])}")
     diffs = {k: v for k, v in obj["provenance"].items() if v["differs"]}

@@ -33,7 +33,10 @@ def _report(argv: list[str]) -> int:
     p.add_argument("--no-cache", action="store_true", help="do not use the parsed-trace cache")
     p.add_argument("--counters", action="store_true",
                    help="per hardware counter, the kernels furthest from the rest")
-    args = p.parse_args(argv)
+    from . import report_ops  # --ops: cli/report_ops.py
+
+    report_ops.add_arguments(p)
+    args = p.parse_args(report_ops.normalize_argv(argv))
     from ..analysis.report import build_report, format_text
     from ..parsers import Cancelled, TraceFormatError, open_trace
     from ..parsers.base import UnknownReader
@@ -50,6 +53,7 @@ def _report(argv: list[str]) -> int:
         from ..analysis.counters import counter_outliers
 
         rep["counter_outliers"] = counter_outliers(trace)
+    report_ops.extend(rep, trace, args)
     if args.json:
         json.dump(rep, sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
@@ -59,6 +63,8 @@ def _report(argv: list[str]) -> int:
             from ..analysis.counters import format_outliers
 
             print("\n" + format_outliers(rep["counter_outliers"]))
+        if args.ops:
+            print("\n" + report_ops.text(rep, args))
     return 0
 
 

@@ -139,6 +139,14 @@ MARKERS = TableSpec(
         _c("stream", pa.int32()),
         _c("correlation_id", pa.int64(), doc="the runtime call a GPU-side range belongs to "
            "(Kineto cuda_sync: stream/event/context sync on the GPU)"),
+        # PyTorch op fields (Kineto cpu_op args), for ops by shape (analysis/ops)
+        _c("input_dims", NAME, doc="op input shapes (Kineto 'Input Dims'), compact JSON text"),
+        _c("input_types", NAME, doc="op input dtypes (Kineto 'Input type'), compact JSON text"),
+        _c("external_id", pa.int64(), doc="Kineto 'External id' of the op"),
+        _c("sequence_number", pa.int64(), doc="autograd 'Sequence number' (forward/backward "
+           "ops of one node share it)"),
+        _c("fwd_thread_id", pa.int64(), doc="'Fwd thread id': the thread of the forward op "
+           "a backward op belongs to"),
     ),
     "Markers and ranges (roctx, NVTX, PyTorch annotations, GPU-side syncs).",
 )

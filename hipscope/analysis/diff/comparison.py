@@ -27,6 +27,7 @@ class Comparison:
     warnings: list[str]
     not_comparable: bool
     alignment: Alignment | None = None
+    ops: dict[str, Any] | None = None      # by-op comparison (by_op.py), when asked for
 
 
 def _delta(a: Any, b: Any, unit: str) -> dict[str, Any]:

@@ -45,6 +45,8 @@ def to_json(c: Comparison, top: int | None = None) -> dict[str, Any]:
         "not_comparable": c.not_comparable,
         "warnings": list(c.warnings),
     }
+    if c.ops is not None:          # by_op.compare_ops: JSON-ready already
+        out["ops"] = c.ops
     if c.alignment is not None:
         al = c.alignment
         ra, rb = al.ranges

@@ -43,6 +43,31 @@ class _Args(msgspec.Struct, gc=False):
     kind: Any = None
     name: Any = None      # ph M process_name / thread_name
     labels: Any = None    # ph M process_labels
+    # PyTorch op fields (ops by shape: analysis/ops); shapes and types stay raw JSON
+    # text (msgspec.Raw: as cheap as skipping them), the ids are small ints
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+    external_id: Any = msgspec.field(default=None, name="External id")
+    sequence_number: Any = msgspec.field(default=None, name="Sequence number")
+    fwd_thread_id: Any = msgspec.field(default=None, name="Fwd thread id")
+
+
+RAW_ARGS = ("Input Dims", "Input type")
+
+
+def own_raw(evs: list, seen: dict) -> None:
+    """Raw args point into the buffer they were decoded from (a reused piece, a memory
+    map): give the ops that have them values of their own, one object per distinct
+    text (``seen``: an op's shapes and types repeat across the trace)."""
+    for e in evs:
+        a = e.args
+        if a is not None and a.input_dims:
+            for f in ("input_dims", "input_type"):
+                b = bytes(getattr(a, f))
+                r = seen.get(b)
+                if r is None:
+                    r = seen[b] = msgspec.Raw(b)
+                setattr(a, f, r)
 
 
 EMPTY_ARGS = _Args()
@@ -108,6 +133,9 @@ def _loose_event(obj: Any) -> _Ev | None:
         return None
     args = obj.get("args")
     try:
+        if isinstance(args, dict):   # the raw-JSON fields take Raw, not lists
+            args = {k: msgspec.Raw(msgspec.json.encode(v)) if k in RAW_ARGS else v
+                    for k, v in args.items()}
         a = msgspec.convert(args, _Args) if isinstance(args, dict) else None
     except msgspec.ValidationError:
         a = None
@@ -234,6 +262,7 @@ def decode_chunked(buf) -> Top | None:
                 out[1:1 + k] = view[pos:sep + 1]
                 out[1 + k] = 0x5D  # "]"
                 evs = msgspec.json.decode(out[:k + 2], type=list[_Ev])
+                own_raw(evs, seen)    # the piece's buffer is reused
                 _intern(evs, seen)
                 events.extend(evs)
                 pos = sep + 2
@@ -317,4 +346,5 @@ def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> Top
         dropped["records that are not objects"] = bad
         warnings.append(f"{path}: {bad:,} elements of traceEvents are not objects "
                         "and were skipped")
+    own_raw(top.traceEvents, {})
     return top

@@ -8,8 +8,10 @@ from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 import numpy as np
 
+from ...model.table import categorical
 from .._common import group_key, nesting_depth
 from .columns import (
     NULL,
@@ -22,7 +24,7 @@ from .columns import (
     to_int,
 )
 
-__all__ = ["gpu_annotation_side", "marker_table"]
+__all__ = ["gpu_annotation_side", "marker_table", "op_fields"]
 
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
 
@@ -89,6 +91,7 @@ def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespa
         "stream": opt_array(np.concatenate([np.full(nh, NULL, np.int64), ga.tid, sync.stream]),
                        -(1 << 31), _I31),
     }
+    cols.update(op_fields(host, ng + ns, provenance))
     if ns:
         cols["correlation_id"] = opt_array(corr, -(1 << 63) + 1, _I63)
         provenance["markers.correlation_id"] = (
@@ -98,3 +101,46 @@ def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespa
                                    "and per GPU (device, stream); GPU-side syncs among "
                                    "themselves")
     return filtered_table("markers", cols, ok, nh + ng + ns)
+
+
+def _compact(raw: bytes) -> str | None:
+    """Raw JSON (Kineto pretty-prints it over several lines) as compact JSON text."""
+    try:
+        v = msgspec.json.decode(raw) if raw else None
+    except msgspec.DecodeError:
+        return None
+    return None if v is None else msgspec.json.encode(v).decode()
+
+
+def _json_column(raws: list[bytes], n_other: int) -> Any:
+    """Categorical column of compact JSON texts: each distinct raw text decoded once."""
+    cats: dict[str, int] = {}
+    lut = {}
+    for raw in dict.fromkeys(raws):
+        text = _compact(raw)
+        lut[raw] = -1 if text is None else cats.setdefault(text, len(cats))
+    codes = np.fromiter(map(lut.__getitem__, raws), np.int32, len(raws))
+    return categorical(np.concatenate([codes, np.full(n_other, -1, np.int32)]), list(cats))
+
+
+def op_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
+    """PyTorch op columns of the host ranges (input shapes and types as compact JSON
+    text, External id, Sequence number, Fwd thread id); none when no op has them."""
+    args = [e.args for e in host]
+    dims = [bytes(a.input_dims) if a is not None else b"" for a in args]
+    if not any(dims):
+        return {}
+    out: dict[str, Any] = {
+        "input_dims": _json_column(dims, n_other),
+        "input_types": _json_column([bytes(a.input_type) if a is not None else b""
+                                     for a in args], n_other),
+    }
+    for col in ("external_id", "sequence_number", "fwd_thread_id"):
+        vals = np.array([to_int(getattr(a, col)) if a is not None else NULL for a in args]
+                        + [NULL] * n_other, dtype=np.int64)
+        arr = opt_array(vals, -(1 << 62), _I62)
+        if arr is not None:
+            out[col] = arr
+    provenance["markers.input_dims"] = ("Kineto cpu_op args 'Input Dims' (and 'Input type'), "
+                                        "as compact JSON text")
+    return out
