@@ -63,8 +63,9 @@ def _report(argv: list[str]) -> int:
             from ..analysis.counters import format_outliers
 
             print("\n" + format_outliers(rep["counter_outliers"]))
-        if args.ops:
-            print("\n" + report_ops.text(rep, args))
+        ops_text = report_ops.text(rep, args)
+        if ops_text is not None:
+            print("\n" + ops_text)
     return 0
 
 
