@@ -20,7 +20,7 @@ from typing import Any
 
 from ..model import Trace
 from ._common import warn_no_kernels
-from ._ncu_tables import _devices, _num
+from ._ncu_tables import ncu_devices, to_number
 from .base import TraceFormatError
 
 SUMMARY_IDENT = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size",
@@ -37,15 +37,15 @@ def is_summary_header(header: list[str]) -> bool:
 def read_summary(path: Path, rows: list[list[str]], where: list[int],
                  meta: dict[str, Any]) -> Trace:
     """The summary trace of a ``--print-summary`` file (rows[0] is the header)."""
-    from .ncu_csv import _UNIT_NS, DURATION_METRICS
+    from .ncu_csv import DURATION_METRICS, UNIT_NS
 
     groups, dropped = _groups(path, rows, where)
     if not groups:              # well-formed, no kernels: an empty trace (issue 13 item 10)
         warn_no_kernels(meta["warnings"], path, "only the summary header")
         return Trace(meta=meta)
-    devices, dmap = _devices([{**g, "sms": None} for g in groups])
+    devices, dmap = ncu_devices([{**g, "sms": None} for g in groups])
     for g in groups:
-        g["duration_ns"] = _duration(g, DURATION_METRICS, _UNIT_NS)
+        g["duration_ns"] = _duration(g, DURATION_METRICS, UNIT_NS)
         g["device"] = dmap[(g["device"], g["host"])]
         g.pop("cc")
     total = sum(g["invocations"] for g in groups)
@@ -82,7 +82,7 @@ def _groups(path: Path, rows: list[list[str]], where: list[int]
             raise TraceFormatError(path, f"line {line}", f"{len(header)} fields like the "
                                    "header", f"{len(r)}")
         get = {c: r[col[c]].strip() for c in SUMMARY_IDENT + SUMMARY_METRIC}
-        inv = _num(get["Invocations"])
+        inv = to_number(get["Invocations"])
         if inv is None or inv < 0 or inv != int(inv):
             raise TraceFormatError(path, f"line {line}", "a launch count in column "
                                    "Invocations", repr(get["Invocations"][:40]))
@@ -91,7 +91,7 @@ def _groups(path: Path, rows: list[list[str]], where: list[int]
             get["Process Name"], "host": get["Host Name"], "device": get["Device"],
             "cc": get["CC"], "block": get["Block Size"], "grid": get["Grid Size"],
             "invocations": int(inv), "metrics": []})
-        vals = [_num(get[c]) for c in ("Minimum", "Maximum", "Average")]
+        vals = [to_number(get[c]) for c in ("Minimum", "Maximum", "Average")]
         if any(v is not None and not math.isfinite(v) for v in vals):
             dropped += 1
         elif any(v is not None for v in vals):     # a text value has no min/max/avg

@@ -11,7 +11,7 @@ from ..model import build_table
 I64_MAX = 2**63 - 1
 
 
-def _num(text: str | None) -> float | None:
+def to_number(text: str | None) -> float | None:
     if text is None:
         return None
     s = text.strip().replace(",", "")
@@ -43,10 +43,10 @@ def _id_text(text: str, hi: int = 2**31 - 1) -> int | None:
     return int(text) if re.fullmatch(r"\d{1,19}", text, re.ASCII) and int(text) <= hi else None
 
 
-def _devices(ks: list[dict[str, Any]]):
+def ncu_devices(ks: list[dict[str, Any]]):
     """The devices table and (Device, Host Name) -> device index."""
     dev_keys = sorted({(k["device"], k["host"]) for k in ks},
-                      key=lambda x: (_num(x[0]) or 0, x[0], x[1]))
+                      key=lambda x: (to_number(x[0]) or 0, x[0], x[1]))
     dmap = {key: i for i, key in enumerate(dev_keys)}
     drow: dict[str, list[Any]] = {c: [] for c in ("index", "name", "vendor", "arch",
                                                   "compute_units", "raw_id", "host",
@@ -66,7 +66,7 @@ def _devices(ks: list[dict[str, Any]]):
     return build_table("devices", drow, n=len(dev_keys)), dmap
 
 
-def _kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list[Any]]:
+def kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list[Any]]:
     kcols: dict[str, list[Any]] = {c: [] for c in (
         "name", "device", "pid", "stream", "dispatch_id", "grid_x", "grid_y", "grid_z",
         "block_x", "block_y", "block_z", "registers", "lds_bytes", "dyn_lds_bytes")}
@@ -93,7 +93,7 @@ def _kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list
     return kcols
 
 
-def _process_meta(meta: dict[str, Any], ks: list[dict[str, Any]], kcols) -> None:
+def process_meta(meta: dict[str, Any], ks: list[dict[str, Any]], kcols) -> None:
     pids = sorted({p for p in kcols["pid"] if p is not None})
     if pids:
         meta["pids"] = pids

@@ -57,7 +57,7 @@ from ..model import Trace, build_table, categorical
 from ..model.diagnostics import coded
 from ._common import read_input, warn_no_kernels
 from ._ncu_summary import is_summary_header, read_summary
-from ._ncu_tables import I64_MAX, _devices, _kernel_columns, _num, _process_meta
+from ._ncu_tables import I64_MAX, kernel_columns, ncu_devices, process_meta, to_number
 from .base import (
     CancelledFn,
     ProgressFn,
@@ -81,7 +81,7 @@ _SUMMARY_RE = re.compile(r'^\s*"?Process ID"?\s*,\s*"?Process Name"?\s*,[^\n]*'
                          r'"?Invocations"?\s*,', re.M)
 _NOTHING_PROFILED = "No kernels were profiled."   # ncu's ==WARNING== when none matched
 _NOISE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
-_UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
+UNIT_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3,
             "microsecond": 1e3, "ms": 1e6, "msecond": 1e6, "millisecond": 1e6,
             "s": 1e9, "second": 1e9}
 
@@ -143,7 +143,7 @@ class _Parsed:
     def value(self, metric: str, raw: str, unit: str, line: int) -> None:
         """Record one metric of the last kernel (the first value of a metric wins);
         text is counted as non-numeric, inf/2**1024 are refused (kept for a warning)."""
-        v = _num(raw)
+        v = to_number(raw)
         if v is None:
             if raw.strip():
                 self.non_numeric[metric] = self.non_numeric.get(metric, 0) + 1
@@ -344,8 +344,8 @@ class NcuCsvReader:
                                    "end": "start + " + (" / ".join(parsed.dur_src)
                                                         or "no duration metric"),
                                    "grid_x": "Grid Size (blocks) x Block Size"})
-        devices, dmap = _devices(ks)
-        kcols = _kernel_columns(ks, dmap, warnings, path)
+        devices, dmap = ncu_devices(ks)
+        kcols = kernel_columns(ks, dmap, warnings, path)
         kernels_t = build_table("kernels", {**kcols, "start": start, "end": end}, n=n)
         ctab = _counters(parsed, order, ids)
         at = {src: j for j, src in enumerate(order)}
@@ -358,7 +358,7 @@ class NcuCsvReader:
             "stream": [s for s, _, _ in skeys], "device": [d for _, d, _ in skeys],
             "pid": [p for _, _, p in skeys], "raw_id": [str(s) for s, _, _ in skeys]},
             n=len(skeys))
-        _process_meta(meta, ks, kcols)
+        process_meta(meta, ks, kcols)
         if parsed.non_numeric:
             meta["non_numeric_metrics"] = parsed.non_numeric
         if dropped:
@@ -442,7 +442,7 @@ def _durations(path: Path, ks: list[dict[str, Any]], warnings: list[str]) -> np.
     total = 0
     for j, k in enumerate(ks):
         d = k.get("duration")
-        scale = None if d is None else _UNIT_NS.get(d[1].strip().lower()) if d[1] else 1.0
+        scale = None if d is None else UNIT_NS.get(d[1].strip().lower()) if d[1] else 1.0
         if d is None or scale is None:
             no_dur.append(k["id"])
             continue

@@ -26,7 +26,7 @@ from hipscope.parsers.rocprofv3_csv.columns import (
     COPY_COLUMNS,
     KERNEL_COLUMNS,
     CsvFile,
-    _Load,
+    Load,
     _Retry,
     column_types,
 )
@@ -330,7 +330,7 @@ def test_last_line_cut_after_a_separator_is_dropped_on_both_paths(tmp_path, monk
     tables = []
     for fast in ("1", "0"):
         monkeypatch.setenv("HIPSCOPE_FASTCSV", fast)
-        load = _Load()
+        load = Load()
         with forced(256):
             tables.append(CsvFile(p, "kernels", fields).read(types, load))
         assert tables[-1].num_rows == whole

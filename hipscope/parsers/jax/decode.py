@@ -22,7 +22,7 @@ from .._json import error_byte, error_place
 from ..base import TraceFormatError
 
 
-class _Args(msgspec.Struct, gc=False):
+class Args(msgspec.Struct, gc=False):
     """The args the tables use (values untyped: coerced later, nothing fails)."""
 
     name: Any = None            # ph M process_name / thread_name
@@ -43,7 +43,7 @@ class Ev(msgspec.Struct, gc=False):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: _Args | None = None
+    args: Args | None = None
 
 
 class Top(msgspec.Struct, gc=False):

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base import TraceFormatError
-from .decode import Ev, Top, _Args
+from .decode import Args, Ev, Top
 
 HOST_PID = 701
-_ARG_KEYS = set(_Args.__struct_fields__)
+_ARG_KEYS = set(Args.__struct_fields__)
 
 
 class _Bad(Exception):
@@ -146,7 +146,7 @@ def _line_events(line: bytes, pid: int, stat_names, event_meta, out: list) -> tu
         start_ps = (ts_ns or 0) * 1000 + off
         out.append(Ev(ph="X", name=args.get("step_name", ename), pid=pid, tid=tid,
                       ts=start_ps / 1e6, dur=max(dur, 1) / 1e6,
-                      args=_Args(**{k: v for k, v in args.items() if k in _ARG_KEYS})))
+                      args=Args(**{k: v for k, v in args.items() if k in _ARG_KEYS})))
     return tid, disp_name or name
 
 
@@ -180,13 +180,13 @@ def load_xspace(path: Path, warnings: list[str]) -> Top:
     evs: list[Ev] = []
     try:
         for pid, pname, plane in _chosen(_planes(buf)):
-            evs.append(Ev(ph="M", name="process_name", pid=pid, args=_Args(name=pname)))
+            evs.append(Ev(ph="M", name="process_name", pid=pid, args=Args(name=pname)))
             stat_names, event_meta = _metadata(plane)
             for f, v in fields(plane):
                 if f == 3 and isinstance(v, bytes):
                     tid, tname = _line_events(v, pid, stat_names, event_meta, evs)
                     evs.append(Ev(ph="M", name="thread_name", pid=pid, tid=tid,
-                                  args=_Args(name=tname)))
+                                  args=Args(name=tname)))
     except (_Bad, struct.error, RecursionError) as exc:
         raise TraceFormatError(path, f"byte {exc.args[0] if exc.args else '?'}",
                                "an XLA XSpace protobuf", "a damaged protobuf message") from None

@@ -64,7 +64,7 @@ from pathlib import Path
 
 from ...model import Trace
 from ..base import CancelledFn, ProgressFn, TraceFormatError, head_bytes, register
-from .folder import _sniff_folder, read_folder
+from .folder import read_folder, sniff_folder
 from .results_csv import LegacyRocprofCsvReader
 from .results_db import LegacyRocprofDbReader
 from .results_json import LegacyRocprofJsonReader
@@ -87,7 +87,7 @@ class LegacyRocprofReader:
 
     def sniff(self, path: Path) -> float:
         if path.is_dir():
-            return _sniff_folder(path)
+            return sniff_folder(path)
         return max(LegacyRocprofCsvReader().sniff(path), LegacyRocprofJsonReader().sniff(path),
                    LegacyRocprofDbReader().sniff(path))
 

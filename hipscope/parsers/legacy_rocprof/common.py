@@ -154,7 +154,7 @@ def strip_quotes(names: list[Any]) -> list[str]:
 
 # --------------------------------------------------------------------------- side files
 
-def _side_info(path: Path, meta: dict[str, Any]) -> dict[str, Any] | None:
+def side_info(path: Path, meta: dict[str, Any]) -> dict[str, Any] | None:
     """results.sysinfo.txt and input.txt beside a results.* file."""
     folder = path.parent
     info = None
@@ -183,9 +183,9 @@ def _side_info(path: Path, meta: dict[str, Any]) -> dict[str, Any] | None:
     return info
 
 
-def _new_meta(path: Path, fmt: str) -> dict[str, Any]:
+def legacy_meta(path: Path, fmt: str) -> dict[str, Any]:
     return new_meta(fmt, [path], CLOCK, tool=TOOL, warnings=[], provenance={})
 
 
-def _finish_meta(meta: dict[str, Any], dropped: dict[str, int]) -> dict[str, Any]:
+def finish_legacy_meta(meta: dict[str, Any], dropped: dict[str, int]) -> dict[str, Any]:
     return finish_meta(meta, None, dropped, keep_empty_warnings=False)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from ...model import Trace
 from ..base import CancelledFn, ProgressFn
-from .results_csv import LegacyRocprofCsvReader, _stats_only_error
+from .results_csv import LegacyRocprofCsvReader, stats_only_error
 from .results_db import LegacyRocprofDbReader
 from .results_json import LegacyRocprofJsonReader
 
-def _sniff_folder(path: Path) -> float:
+def sniff_folder(path: Path) -> float:
     names = {p.name for p in path.iterdir() if p.is_file()}
     if names & {"results.db", "results.json", "results.csv"}:
         return 0.9
@@ -31,4 +31,4 @@ def read_folder(path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Tra
             if others:
                 tr = tr.with_meta(folder=str(path), also_in_folder=others)
             return tr
-    raise _stats_only_error(path)
+    raise stats_only_error(path)

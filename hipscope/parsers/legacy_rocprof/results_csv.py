@@ -32,12 +32,12 @@ from ..base import (
 )
 from .common import (
     NO_CLOCK,
-    _finish_meta,
-    _new_meta,
-    _side_info,
     build_devices,
+    finish_legacy_meta,
+    legacy_meta,
     map_ids,
     queues_for,
+    side_info,
     strip_quotes,
 )
 
@@ -236,7 +236,7 @@ def _sniff_csv_header(text: str) -> set[str]:
 STATS_HEADER = {"name", "calls", "totaldurationns", "averagens", "percentage"}
 
 
-def _stats_only_error(path: Path) -> TraceFormatError:
+def stats_only_error(path: Path) -> TraceFormatError:
     return TraceFormatError(
         path, None,
         "a per-event trace (results.csv with timestamps, results.json or results.db)",
@@ -253,9 +253,9 @@ class LegacyRocprofCsvReader:
 
     def sniff(self, path: Path) -> float:
         if path.is_dir():
-            from .folder import _sniff_folder
+            from .folder import sniff_folder
 
-            return _sniff_folder(path)
+            return sniff_folder(path)
         if path.suffix.lower() != ".csv":
             return 0.0
         fields = _sniff_csv_header(head_text(path, 8192))
@@ -271,13 +271,13 @@ class LegacyRocprofCsvReader:
             from .folder import read_folder
 
             return read_folder(path, progress, cancelled)
-        meta = _new_meta(path, self.name)
+        meta = legacy_meta(path, self.name)
         meta["file_kind"] = "results.csv"
         dropped: dict[str, int] = {}
         data = read_input(path, meta["warnings"])
         fields = _sniff_csv_header(data[:8192].decode("utf-8", errors="replace"))
         if fields == STATS_HEADER:
-            raise _stats_only_error(path)
+            raise stats_only_error(path)
         data = drop_torn_tail(path, data, 1, meta["warnings"], dropped, "kernels")
         check_cancel(cancelled)
         header, table = read_csv_strings(path, data, 1)
@@ -296,7 +296,7 @@ class LegacyRocprofCsvReader:
         meta["_original_names"] = originals
         row_line = RowPlaces(data, 1)
 
-        info = _side_info(path, meta)
+        info = side_info(path, meta)
         k = kernels_from_columns(path, cols, lower, row_line, meta, dropped, "results.csv")
         check_cancel(cancelled)
         tables = assemble_kernels(path, k, info, meta)
@@ -305,4 +305,4 @@ class LegacyRocprofCsvReader:
         if "pid" in tables["kernels"].present:
             meta["pids"] = sorted(set(tables["kernels"].column("pid").drop_null().to_pylist()))
         progress(1.0)
-        return Trace(**tables, meta=_finish_meta(meta, dropped))
+        return Trace(**tables, meta=finish_legacy_meta(meta, dropped))

@@ -26,9 +26,9 @@ from ..base import (
     head_bytes,
 )
 from .common import (
-    _finish_meta,
-    _new_meta,
-    _side_info,
+    finish_legacy_meta,
+    legacy_meta,
+    side_info,
     build_devices,
     map_ids,
     queues_for,
@@ -72,7 +72,7 @@ class LegacyRocprofDbReader:
 
     def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
         path = Path(path)
-        meta = _new_meta(path, self.name)
+        meta = legacy_meta(path, self.name)
         meta["file_kind"] = "results.db"
         dropped: dict[str, int] = {}
         if not path.is_file() or head_bytes(path, 16) != b"SQLite format 3\x00":
@@ -118,7 +118,7 @@ class LegacyRocprofDbReader:
         if not legacy:
             raise TraceFormatError(path, "sqlite_master", "legacy rocprof tables (KERN, HIP, "
                                    "OPS, COPY, HSA, rocTX)", f"tables {sorted(tables)[:8]}")
-        r = _DbRead(self, path, con, tables, meta, _side_info(path, meta))
+        r = _DbRead(self, path, con, tables, meta, side_info(path, meta))
         r.api()
         check_cancel(cancelled)
         progress(0.3)
@@ -146,7 +146,7 @@ class LegacyRocprofDbReader:
             meta["pids"] = sorted(pids)
         meta.pop("_original_names", None)
         progress(1.0)
-        return Trace(**out, meta=_finish_meta(meta, dropped))
+        return Trace(**out, meta=finish_legacy_meta(meta, dropped))
 
 
 _OP_COLUMNS = ["BeginNs", "EndNs", "dev-id", "queue-id", "Name", "pid", "tid", "stream-id",

@@ -23,13 +23,13 @@ from ..base import (
     head_text,
 )
 from .common import (
-    _finish_meta,
-    _new_meta,
-    _side_info,
     build_devices,
+    finish_legacy_meta,
+    legacy_meta,
     map_ids,
     queues_for,
     rocminfo_from_otherdata,
+    side_info,
     size_from_args,
     strip_quotes,
 )
@@ -137,7 +137,7 @@ class LegacyRocprofJsonReader:
 
     def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
         path = Path(path)
-        meta = _new_meta(path, self.name)
+        meta = legacy_meta(path, self.name)
         meta["file_kind"] = "results.json"
         dropped: dict[str, int] = {}
         data = read_input(path, meta["warnings"])
@@ -153,7 +153,7 @@ class LegacyRocprofJsonReader:
                 other = json.loads(raw_other, object_pairs_hook=_pairs_hook)
             except ValueError:
                 other = None
-        info = _side_info(path, meta)
+        info = side_info(path, meta)
         if info is None and isinstance(other, dict):
             info = rocminfo_from_otherdata(other)
             if info.get("hsa_runtime_version"):
@@ -470,4 +470,4 @@ def _json_trace(path, events, info, meta, dropped, cancelled, progress) -> Trace
     if pids:
         meta["pids"] = pids
     progress(1.0)
-    return Trace(**tables, meta=_finish_meta(meta, dropped))
+    return Trace(**tables, meta=finish_legacy_meta(meta, dropped))

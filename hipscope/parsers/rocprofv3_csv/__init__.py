@@ -38,28 +38,28 @@ from ...model import Trace
 from .._common import warn_no_kernels
 from ..base import Cancelled, CancelledFn, ProgressFn, TraceFormatError, check_cancel, register
 from .assemble import assemble
-from .columns import CsvFile, _dict_parts, _Load
+from .columns import CsvFile, dict_parts, Load
 from .files import (
     TRACE_KINDS,
-    _discover,
-    _first_line,
-    _parse_header,
-    _Set,
-    _sniff_dir,
+    discover,
+    first_line,
+    parse_header,
+    CsvSet,
+    sniff_dir,
     header_kind,
     split_name,
 )
-from .links import _kernels_from_counters, _link_counters, _link_to_api
+from .links import kernels_from_counters, link_counters, link_to_api
 from .tables import (
-    _dedupe_api,
-    _Part,
-    _read_api_like,
-    _read_copies,
-    _read_counters,
-    _read_kernels,
-    _summarise_ops,
+    dedupe_api,
+    Part,
+    read_api_like,
+    read_copies,
+    read_counters,
+    read_kernels,
+    summarise_ops,
 )
-from .agents import _read_agent_info
+from .agents import read_agent_info
 
 @register
 class RocprofV3CsvReader:
@@ -73,11 +73,11 @@ class RocprofV3CsvReader:
     def sniff(self, path: Path) -> float:
         path = Path(path)
         if path.is_dir():
-            return _sniff_dir(path)
+            return sniff_dir(path)
         if not path.is_file():
             return 0.0
-        line, _ = _first_line(path, 8192)
-        fields = _parse_header(line) if line.strip() else None
+        line, _ = first_line(path, 8192)
+        fields = parse_header(line) if line.strip() else None
         if not fields:
             return 0.0
         kind = header_kind(fields)
@@ -99,12 +99,12 @@ class RocprofV3CsvReader:
                                    f"{type(exc).__name__}: {exc}") from exc
 
     def _read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
-        load = _Load()
+        load = Load()
         path = path.absolute()
         if path.is_dir():
-            sets, ignored, notes = _discover(path, None)
+            sets, ignored, notes = discover(path, None)
         elif path.is_file():
-            sets, ignored, notes = _discover(path.parent, path)
+            sets, ignored, notes = discover(path.parent, path)
         else:
             raise TraceFormatError(path, None, "an existing file or folder", "nothing there")
         if not any(k in TRACE_KINDS for s in sets for k in s.files):
@@ -123,7 +123,7 @@ class RocprofV3CsvReader:
 
         for note in notes:
             load.warn(note)
-        parts: list[_Part] = []
+        parts: list[Part] = []
         mem_summary: dict[str, Any] = {}
         for s in sets:
             check_cancel(cancelled)
@@ -138,10 +138,10 @@ class RocprofV3CsvReader:
             trace = trace.with_meta(warnings=warnings)
         return trace
 
-    def _read_set(self, s: _Set, load: _Load, step, mem_summary: dict) -> _Part:
-        part = _Part(s)
+    def _read_set(self, s: CsvSet, load: Load, step, mem_summary: dict) -> Part:
+        part = Part(s)
         for f in s.files.get("agents", []):
-            part.agents.extend(_read_agent_info(f, load))
+            part.agents.extend(read_agent_info(f, load))
             step(f)
         api_files = list(s.files.get("api", []))
         marker_files = list(s.files.get("markers", []))
@@ -153,36 +153,36 @@ class RocprofV3CsvReader:
                     api_files.remove(f)
                     marker_files.append(f)
         if api_files:
-            part.api = _read_api_like(api_files, s, load, step)
+            part.api = read_api_like(api_files, s, load, step)
             if part.api is not None:
-                part.api = _dedupe_api(part.api, s, load)
+                part.api = dedupe_api(part.api, s, load)
         if marker_files:
-            part.markers = _read_api_like(marker_files, s, load, step)
+            part.markers = read_api_like(marker_files, s, load, step)
         if s.files.get("kernels"):
-            part.kernels = _read_kernels(s.files["kernels"], s, load, step)
+            part.kernels = read_kernels(s.files["kernels"], s, load, step)
         if s.files.get("copies"):
-            part.copies = _read_copies(s.files["copies"], s, load, part, step)
+            part.copies = read_copies(s.files["copies"], s, load, part, step)
         if s.files.get("counters"):
-            part.counters = _read_counters(s.files["counters"], s, load, step)
+            part.counters = read_counters(s.files["counters"], s, load, step)
         if s.files.get("memalloc"):
-            _summarise_ops(s.files["memalloc"], "memory_allocation", load, mem_summary, step)
+            summarise_ops(s.files["memalloc"], "memory_allocation", load, mem_summary, step)
         if s.files.get("scratch"):
-            _summarise_ops(s.files["scratch"], "scratch_memory", load, mem_summary, step)
+            summarise_ops(s.files["scratch"], "scratch_memory", load, mem_summary, step)
         # counters <-> kernels
         if part.counters is not None:
             if part.kernels is not None:
-                _link_counters(part.counters, part.kernels, s, load)
+                link_counters(part.counters, part.kernels, s, load)
             else:
-                part.kernels = _kernels_from_counters(part.counters, s, load)
+                part.kernels = kernels_from_counters(part.counters, s, load)
         # kernels/copies -> api
         if part.kernels is not None:
-            _link_to_api(part.kernels, "kernels", s, part.api, load)
+            link_to_api(part.kernels, "kernels", s, part.api, load)
         if part.copies is not None:
-            _link_to_api(part.copies, "copies", s, part.api, load)
+            link_to_api(part.copies, "copies", s, part.api, load)
         # which agent texts are GPUs
         for tbl in (part.kernels, part.counters):
             if tbl is not None and tbl.get("agent") is not None:
-                _c, cats = _dict_parts(tbl["agent"])
+                _c, cats = dict_parts(tbl["agent"])
                 codes = np.unique(_c[_c >= 0])
                 part.gpu_texts.update(cats[i] for i in codes.tolist())
         return part

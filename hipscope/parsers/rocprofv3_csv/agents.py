@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import TraceFormatError
-from .columns import CsvFile, _Load
+from .columns import CsvFile, Load
 
 _AGENT_NUM = re.compile(r"^\s*(?:agent\s*)?(-?\d+)\s*$", re.I)
 _AGENT_TYPED = re.compile(r"^\s*(GPU|CPU)-(\d+)\s*$", re.I)
 
 
 @dataclass
-class _AgentInfo:
+class AgentInfo:
     node_id: int | None
     logical: int | None
     type: str
@@ -27,7 +27,7 @@ class _AgentInfo:
     vendor: str | None
 
 
-def _read_agent_info(f: CsvFile, load: _Load) -> list[_AgentInfo]:
+def read_agent_info(f: CsvFile, load: Load) -> list[AgentInfo]:
     try:
         with open(f.path, newline="", encoding="utf-8", errors="replace") as fh:
             rows = list(csv.DictReader(fh))
@@ -41,14 +41,14 @@ def _read_agent_info(f: CsvFile, load: _Load) -> list[_AgentInfo]:
         except ValueError:
             return None
 
-    out: list[_AgentInfo] = []
+    out: list[AgentInfo] = []
     for r in rows:
         if None in r:   # torn / extra fields
             r = {k: v for k, v in r.items() if k is not None}
         t = (r.get("Agent_Type") or "").strip().upper()
         if not t:
             continue
-        out.append(_AgentInfo(
+        out.append(AgentInfo(
             num(r, "Node_Id"), num(r, "Logical_Node_Id"), t,
             num(r, "Logical_Node_Type_Id"),
             (r.get("Name") or "").strip() or None,
@@ -65,7 +65,7 @@ def _read_agent_info(f: CsvFile, load: _Load) -> list[_AgentInfo]:
     return out
 
 
-def _resolve(text: str, infos: list[_AgentInfo]) -> _AgentInfo | None:
+def resolve(text: str, infos: list[AgentInfo]) -> AgentInfo | None:
     if not infos:
         return None
     m = _AGENT_TYPED.match(text)
@@ -93,13 +93,13 @@ def _agent_sort_key(text: str) -> tuple[int, str]:
     return (int(m.groups()[-1]) if m else 1 << 30, text)
 
 
-class _Devices:
+class Devices:
     """Registry of GPU devices over all sets: agent text -> device index."""
 
     def __init__(self) -> None:
         self.entries: dict[tuple, dict[str, Any]] = {}
 
-    def add_info(self, host: str | None, a: _AgentInfo, raw: str | None = None) -> tuple:
+    def add_info(self, host: str | None, a: AgentInfo, raw: str | None = None) -> tuple:
         key = (host or "", "node", a.node_id if a.node_id is not None else a.logical)
         e = self.entries.get(key)
         if e is None:

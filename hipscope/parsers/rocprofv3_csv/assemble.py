@@ -11,9 +11,9 @@ import pyarrow.compute as pc
 
 from ...model import Trace, build_table
 from .._common import finish_meta, group_key, nesting_depth, new_meta, number_per_device
-from .agents import _AgentInfo, _Devices, _resolve
-from .columns import I16, I32, _concat, _dict_parts, _Load, _np, _np_raw
-from .tables import _LAYOUT_RANK, _Part
+from .agents import AgentInfo, Devices, resolve
+from .columns import I16, I32, concat, dict_parts, Load, to_numpy, to_numpy_raw
+from .tables import LAYOUT_RANK, Part
 
 class _Numbering:
     """Global small ids for (process, device, raw id) queues or (process, raw) streams."""
@@ -98,11 +98,11 @@ class _Numbering:
 
 # --------------------------------------------------------------------------- devices
 
-def _agent_luts(parts: list[_Part], load: _Load
+def _agent_luts(parts: list[Part], load: Load
                 ) -> tuple[list[dict[str, int | None]], dict[str, list]]:
     """Per part: agent text -> device index (None: a CPU); and the devices columns."""
-    devs = _Devices()
-    host_infos: dict[str, list[_AgentInfo]] = {}
+    devs = Devices()
+    host_infos: dict[str, list[AgentInfo]] = {}
     for p in parts:
         host_infos.setdefault(p.s.host or "", []).extend(p.agents)
     text_keys: list[dict[str, tuple | None]] = []
@@ -124,11 +124,11 @@ def _agent_luts(parts: list[_Part], load: _Load
     return luts, dev_cols
 
 
-def _text_keys(p: _Part, infos: list[_AgentInfo], devs: _Devices, load: _Load
+def _text_keys(p: Part, infos: list[AgentInfo], devs: Devices, load: Load
                ) -> dict[str, tuple | None]:
     tk: dict[str, tuple | None] = {}
     for text in sorted(p.gpu_texts | p.cpu_texts):
-        a = _resolve(text, infos)
+        a = resolve(text, infos)
         if a is not None:
             tk[text] = devs.add_info(p.s.host, a, text) if a.type == "GPU" else None
             continue
@@ -139,13 +139,13 @@ def _text_keys(p: _Part, infos: list[_AgentInfo], devs: _Devices, load: _Load
 
 
 def _map_agents(arr: pa.Array, lut: dict[str, int | None]) -> np.ndarray:
-    codes, cats = _dict_parts(arr)
+    codes, cats = dict_parts(arr)
     table = np.array([(-1 if lut.get(c) is None else lut[c]) for c in cats] + [-1],
                      dtype=np.int16)
     return table[codes]
 
 
-def _kernel_devices(p: _Part, lut: dict, dev_cols: dict, load: _Load
+def _kernel_devices(p: Part, lut: dict, dev_cols: dict, load: Load
                     ) -> tuple[np.ndarray, dict]:
     d = _map_agents(p.kernels["agent"], lut)
     bad = d < 0
@@ -162,7 +162,7 @@ def _kernel_devices(p: _Part, lut: dict, dev_cols: dict, load: _Load
     return d, dev_cols
 
 
-def _copy_devices(p: _Part, lut: dict, load: _Load) -> dict[str, np.ndarray]:
+def _copy_devices(p: Part, lut: dict, load: Load) -> dict[str, np.ndarray]:
     src = _map_agents(p.copies["src_agent"], lut)
     dst = _map_agents(p.copies["dst_agent"], lut)
     dirs = p.copies["_dir"].copy()
@@ -182,13 +182,13 @@ def _copy_devices(p: _Part, lut: dict, load: _Load) -> dict[str, np.ndarray]:
 
 # --------------------------------------------------------------------------- queues/streams
 
-def _queues(parts: list[_Part], k_dev: list, load: _Load):
+def _queues(parts: list[Part], k_dev: list, load: Load):
     """Global queue ids of each part's kernels, the queues rows, and per part the
     (row pair code, pair device, pair queue id) used to place streams."""
     q_groups, q_codes = [], []
     for i, p in enumerate(parts):
         if p.kernels is not None and p.kernels.get("queue_raw") is not None:
-            u_dev, u_raw, code = _Numbering.local(k_dev[i], _np_raw(p.kernels["queue_raw"]))
+            u_dev, u_raw, code = _Numbering.local(k_dev[i], to_numpy_raw(p.kernels["queue_raw"]))
             q_groups.append((i, u_dev, u_raw))
             q_codes.append((i, code))
     q_ids, q_mode = _Numbering.assign(q_groups) if q_groups else ([], "printed")
@@ -209,14 +209,14 @@ def _queues(parts: list[_Part], k_dev: list, load: _Load):
     return queue_of, queue_rows, qpair_of
 
 
-def _stream_groups(parts: list[_Part]):
+def _stream_groups(parts: list[Part]):
     s_groups, s_codes = [], []
     for i, p in enumerate(parts):
         raws = []
         if p.kernels is not None and p.kernels.get("stream_raw") is not None:
-            raws.append(("k", _np_raw(p.kernels["stream_raw"])))
+            raws.append(("k", to_numpy_raw(p.kernels["stream_raw"])))
         if p.copies is not None and p.copies.get("stream_raw") is not None:
-            raws.append(("c", _np_raw(p.copies["stream_raw"])))
+            raws.append(("c", to_numpy_raw(p.copies["stream_raw"])))
         if not raws:
             continue
         allr = raws[0][1] if len(raws) == 1 else np.concatenate(
@@ -255,7 +255,7 @@ def _stream_places(kc: np.ndarray, qpair: tuple, n_streams: int
     return s_dev, s_queue
 
 
-def _streams(parts: list[_Part], qpair_of: dict, load: _Load):
+def _streams(parts: list[Part], qpair_of: dict, load: Load):
     s_groups, s_codes = _stream_groups(parts)
     s_ids, s_mode = _Numbering.assign(s_groups) if s_groups else ([], "printed")
     stream_of: dict[tuple[int, str], np.ndarray] = {}
@@ -300,7 +300,7 @@ class _Stores:
         for spec in ("kernels", "api", "copies", "markers", "counters"):
             if not self.lens.get(spec):
                 continue
-            cols = {c: _concat(arrays, self.lens[spec], SPECS[spec].by_name[c].type)
+            cols = {c: concat(arrays, self.lens[spec], SPECS[spec].by_name[c].type)
                     for c, arrays in self.cols[spec].items()
                     if not all(a is None for a in arrays)}
             out[spec] = build_table(spec, cols, n=sum(self.lens[spec]))
@@ -342,15 +342,15 @@ def _copy_cols(c: dict, cc: dict, stream: np.ndarray | None, api_off: int) -> di
 
 
 def _marker_cols(mk: dict) -> dict[str, Any]:
-    depth = nesting_depth(_np(mk["start"]), _np(mk["end"]),
-                          group_key(_np(mk["pid"], -1), _np(mk["tid"], -1)))
+    depth = nesting_depth(to_numpy(mk["start"]), to_numpy(mk["end"]),
+                          group_key(to_numpy(mk["pid"], -1), to_numpy(mk["tid"], -1)))
     n_m = len(mk["start"])
     return {"name": mk["name"], "domain": pa.array(["roctx"] * n_m).dictionary_encode(),
             "start": mk["start"], "end": mk["end"], "depth": pa.array(depth),
             "pid": mk["pid"], "tid": mk["tid"]}
 
 
-def _event_tables(parts: list[_Part], k_dev: list, c_cols: list, queue_of: dict,
+def _event_tables(parts: list[Part], k_dev: list, c_cols: list, queue_of: dict,
                   stream_of: dict) -> dict[str, Any]:
     stores = _Stores()
     api_off, kern_off = 0, 0
@@ -397,7 +397,7 @@ def _id_tables(dev_cols: dict, queue_rows: list, stream_rows: list) -> dict[str,
 
 # --------------------------------------------------------------------------- meta
 
-def _meta(name: str, parts: list[_Part], load: _Load, ignored: list[str],
+def _meta(name: str, parts: list[Part], load: Load, ignored: list[str],
           mem_summary: dict) -> dict[str, Any]:
     pids: set[int] = {p.s.pid for p in parts if p.s.pid is not None}
     for what in ("api", "markers", "counters"):
@@ -405,7 +405,7 @@ def _meta(name: str, parts: list[_Part], load: _Load, ignored: list[str],
             t = getattr(p, what)
             if t is not None and t.get("pid") is not None and len(t["pid"]):
                 pids.update(int(x) for x in pc.unique(t["pid"].drop_null()).to_pylist())
-    layout = max(load.layout, key=_LAYOUT_RANK.__getitem__) if load.layout else "<=6.4"
+    layout = max(load.layout, key=LAYOUT_RANK.__getitem__) if load.layout else "<=6.4"
     load.provenance.setdefault("kernels.pid", "the file prefix <pid>_kernel_trace.csv "
                                               "(kernel traces have no Process_Id column)")
     load.provenance.setdefault("correlation_id", "Correlation_Id; 0 (none) read as null")
@@ -426,7 +426,7 @@ def _meta(name: str, parts: list[_Part], load: _Load, ignored: list[str],
     return meta
 
 
-def assemble(name: str, parts: list[_Part], load: _Load, ignored: list[str],
+def assemble(name: str, parts: list[Part], load: Load, ignored: list[str],
              mem_summary: dict) -> Trace:
     """One trace from the sets' parts: device, queue and stream ids made global."""
     luts, dev_cols = _agent_luts(parts, load)

@@ -27,7 +27,7 @@ I16, I32, I64, F64 = pa.int16(), pa.int32(), pa.int64(), pa.float64()
 _BLOCK_SIZE = 4 << 20   # pyarrow.csv block: ~12k kernel rows; parsed 2 at a time
 
 
-def _show(raw: bytes, n: int = 80) -> str:
+def show_value(raw: bytes, n: int = 80) -> str:
     text = raw[:n].decode("utf-8", errors="replace")
     return repr(text + ("..." if len(raw) > n else ""))
 
@@ -113,7 +113,7 @@ class CsvFile:
         self.path, self.kind, self.fields = path, kind, fields
         self.rows = 0
 
-    def read(self, wanted: dict[str, pa.DataType], load: _Load) -> pa.Table:
+    def read(self, wanted: dict[str, pa.DataType], load: Load) -> pa.Table:
         present = {h: t for h, t in wanted.items() if h in self.fields}
         dup = {h for h in self.fields if self.fields.count(h) > 1}
         if dup:
@@ -139,7 +139,7 @@ class CsvFile:
             keep, text = torn
             line = table.num_rows + 2
             load.warn(coded("input.cut_short", f"{self.path.name}: the last line (line {line}) "
-                            f"is cut short ({_show(text, 60)}); read the {table.num_rows:,} "
+                            f"is cut short ({show_value(text, 60)}); read the {table.num_rows:,} "
                             "whole rows before it", f"{self.path}:{line}"))
             load.drop(f"{self.path.name}: torn last line", 1)
         return table
@@ -206,7 +206,7 @@ class CsvFile:
 # --------------------------------------------------------------------------- load state
 
 @dataclass
-class _Load:
+class Load:
     warnings: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
@@ -223,7 +223,7 @@ class _Load:
 
 # --------------------------------------------------------------------------- helpers
 
-def _fit(arr: pa.Array | None, type_: pa.DataType, what: str, load: _Load) -> pa.Array | None:
+def fit_dtype(arr: pa.Array | None, type_: pa.DataType, what: str, load: Load) -> pa.Array | None:
     """Cast to the schema type; values that do not fit become null (and are reported)."""
     if arr is None or arr.type == type_:
         return arr
@@ -240,7 +240,7 @@ def _fit(arr: pa.Array | None, type_: pa.DataType, what: str, load: _Load) -> pa
     return cleaned.cast(type_, safe=False)
 
 
-def _np(arr: pa.Array | None, fill: int = -1, dtype=np.int64) -> np.ndarray | None:
+def to_numpy(arr: pa.Array | None, fill: int = -1, dtype=np.int64) -> np.ndarray | None:
     if arr is None:
         return None
     if pa.types.is_dictionary(arr.type):
@@ -250,18 +250,18 @@ def _np(arr: pa.Array | None, fill: int = -1, dtype=np.int64) -> np.ndarray | No
     return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
 
-def _np_raw(arr: pa.Array) -> np.ndarray:
+def to_numpy_raw(arr: pa.Array) -> np.ndarray:
     """An id column as numpy in its own integer type (-1 for nulls)."""
     if arr.null_count:
         arr = pc.fill_null(arr, -1)
     return arr.to_numpy(zero_copy_only=False)
 
 
-def _has_values(arr: pa.Array | None) -> bool:
+def has_values(arr: pa.Array | None) -> bool:
     return arr is not None and arr.null_count < len(arr)
 
 
-def _null_zero(arr: pa.Array | None) -> pa.Array | None:
+def null_zero(arr: pa.Array | None) -> pa.Array | None:
     """Correlation id 0 means 'none' in rocprofv3: make it null."""
     if arr is None or len(arr) == 0:
         return arr
@@ -271,7 +271,7 @@ def _null_zero(arr: pa.Array | None) -> pa.Array | None:
     return pc.if_else(pc.equal(arr, 0), pa.scalar(None, arr.type), arr)
 
 
-def _dict_parts(arr: pa.Array) -> tuple[np.ndarray, list[str]]:
+def dict_parts(arr: pa.Array) -> tuple[np.ndarray, list[str]]:
     """Codes (-1 = null or empty text) and dictionary strings of a dictionary array."""
     idx = arr.indices
     codes = (pc.fill_null(idx, -1) if idx.null_count else idx).to_numpy(
@@ -284,14 +284,14 @@ def _dict_parts(arr: pa.Array) -> tuple[np.ndarray, list[str]]:
     return codes, [("" if c is None else str(c)) for c in cats]
 
 
-def _concat(arrays: list[pa.Array | None], lengths: list[int], type_: pa.DataType) -> pa.Array:
+def concat(arrays: list[pa.Array | None], lengths: list[int], type_: pa.DataType) -> pa.Array:
     parts = [a if a is not None else pa.nulls(n, type=type_) for a, n in zip(arrays, lengths)]
     if len(parts) == 1:
         return parts[0]
     return pa.concat_arrays(parts)
 
 
-def _keep_rows(cols: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
+def keep_rows(cols: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
     sel = pa.array(np.nonzero(mask)[0])
     out = {}
     for k, v in cols.items():
@@ -304,7 +304,7 @@ def _keep_rows(cols: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _check_times(cols: dict[str, Any], what: str, fname: str, load: _Load) -> dict[str, Any]:
+def check_times(cols: dict[str, Any], what: str, fname: str, load: Load) -> dict[str, Any]:
     """Drop rows without start/end (reported). End before start passes through: the
     shared interval rule (``parsers/_intervals.py``) drops those for every reader."""
     start, end = cols["start"], cols["end"]
@@ -316,7 +316,7 @@ def _check_times(cols: dict[str, Any], what: str, fname: str, load: _Load) -> di
         return cols
     load.warn(f"{fname}: {nbad:,} {what} without a start/end timestamp were left out")
     load.drop(f"{what} without start/end", nbad)
-    return _keep_rows(cols, ~bad.to_numpy(zero_copy_only=False))
+    return keep_rows(cols, ~bad.to_numpy(zero_copy_only=False))
 
 
 # --------------------------------------------------------------------------- per-file parsers
@@ -346,7 +346,7 @@ KERNEL_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
     "Grid_Size_Y": ("grid_y", I32),
     "Grid_Size_Z": ("grid_z", I32),
 }
-_KERNEL_SCHEMA_TYPES = {
+KERNEL_SCHEMA_TYPES = {
     "pid": I32, "tid": I64, "dispatch_id": I64, "correlation_id": I64, "start": I64,
     "end": I64, "scratch_bytes": I32, "lds_bytes": I32, "vgpr": I16, "accum_vgpr": I16,
     "sgpr": I16, "block_x": I16, "block_y": I16, "block_z": I16, "grid_x": I32,
@@ -392,7 +392,7 @@ def column_types(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]]
     return types
 
 
-def _read_columns(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]], load: _Load
+def read_columns(f: CsvFile, spec: dict[str, tuple[str, pa.DataType]], load: Load
                   ) -> tuple[dict[str, pa.Array], int]:
     """Read the spec's columns of one file; canonical name -> combined array."""
     table = f.read(column_types(f, spec), load)

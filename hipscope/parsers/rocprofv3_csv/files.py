@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .._compute_side import long_form_header
 from ..base import TraceFormatError
-from .columns import CsvFile, _show
+from .columns import CsvFile, show_value
 
 # --------------------------------------------------------------------------- file names
 
@@ -111,7 +111,7 @@ _EXPECTED_HEADER = {
 }
 
 
-def _first_line(path: Path, limit: int = 1 << 16) -> tuple[bytes, bool]:
+def first_line(path: Path, limit: int = 1 << 16) -> tuple[bytes, bool]:
     """The first line of a file (without the newline) and whether a newline ended it."""
     with open(path, "rb") as fh:
         raw = fh.read(limit)
@@ -121,7 +121,7 @@ def _first_line(path: Path, limit: int = 1 << 16) -> tuple[bytes, bool]:
     return raw[:nl].rstrip(b"\r"), True
 
 
-def _parse_header(line: bytes) -> list[str] | None:
+def parse_header(line: bytes) -> list[str] | None:
     if b"\x00" in line:
         return None
     try:
@@ -140,24 +140,24 @@ def read_header(path: Path, kind: str | None) -> list[str]:
     """The header fields of a rocprofv3 CSV file; TraceFormatError when the file is empty,
     binary or its header is not a rocprofv3 header (of ``kind`` when given)."""
     try:
-        line, _ = _first_line(path)
+        line, _ = first_line(path)
     except OSError as exc:
         raise TraceFormatError(path, None, "a readable file", str(exc)) from None
     if not line.strip():
         raise TraceFormatError(path, "line 1", _EXPECTED_HEADER.get(kind, _EXPECTED_HEADER[None]),
                                "an empty file" if path.stat().st_size == 0 else "an empty line")
-    fields = _parse_header(line)
+    fields = parse_header(line)
     found = header_kind(fields) if fields else None
     if found is None or (kind is not None and found != kind
                          and not (kind == "markers" and found == "api")):
-        what = "binary data" if fields is None else _show(line)
+        what = "binary data" if fields is None else show_value(line)
         raise TraceFormatError(path, "line 1", _EXPECTED_HEADER.get(kind, _EXPECTED_HEADER[None]),
                                what)
     return fields
 
 
 @dataclass
-class _Set:
+class CsvSet:
     """The files of one process (one prefix in one folder)."""
 
     dir: Path
@@ -209,7 +209,7 @@ def _skip_note(path: Path, line: bytes, fields: list[str] | None) -> str:
     why = ("empty" if not line.strip() and os.path.getsize(path) == 0 else
            "the first line is blank" if not line.strip() else
            "binary data, not a CSV header" if fields is None else
-           f"header not recognised ({_show(line)})")
+           f"header not recognised ({show_value(line)})")
     return f"skipped {path}: {why}; it is not read as part of the rocprofv3 set"
 
 
@@ -220,7 +220,7 @@ class _Walk:
 
     def __init__(self, root: Path, single: Path | None):
         self.root, self.single = root, single
-        self.sets: dict[tuple[Path, str], _Set] = {}
+        self.sets: dict[tuple[Path, str], CsvSet] = {}
         self.ignored: list[str] = []
         self.notes: list[str] = []
         self.seen_dirs: set[tuple[int, int]] = set()
@@ -232,7 +232,7 @@ class _Walk:
         key = (d, prefix if prefix is not None else "\0" + path.name)
         if key not in self.sets:
             rel = d.relative_to(root) if d != root and root in d.parents else Path()
-            self.sets[key] = _Set(d, prefix or "", _host_of(rel),
+            self.sets[key] = CsvSet(d, prefix or "", _host_of(rel),
                                   _pid_of_prefix(prefix) if prefix else None,
                                   alone=None if prefix is not None else path.name)
         self.sets[key].files.setdefault(kind, []).append(CsvFile(path, kind, fields))
@@ -286,11 +286,11 @@ class _Walk:
             self.ignored.append(str(p))
             return
         try:
-            line, _ = _first_line(p)
+            line, _ = first_line(p)
         except OSError:
             self.ignored.append(str(p))
             return
-        fields = _parse_header(line) if line.strip() else None
+        fields = parse_header(line) if line.strip() else None
         kind = header_kind(fields) if fields else None
         if kind is None or kind == "agents":
             self.ignored.append(str(p))
@@ -311,8 +311,8 @@ class _Walk:
             self.add(single, header_kind(fields) or "api", None, fields)
 
 
-def _discover(root: Path, single: Path | None
-              ) -> tuple[list[_Set], list[str], list[str]]:
+def discover(root: Path, single: Path | None
+              ) -> tuple[list[CsvSet], list[str], list[str]]:
     """The sets of ``root`` (a folder; ``single`` = the file the user opened, if any),
     the files ignored, and a note for each .csv skipped as empty or unrecognised."""
     walk = _Walk(root, single)
@@ -329,7 +329,7 @@ def _discover(root: Path, single: Path | None
     return out, walk.ignored, walk.notes
 
 
-def _sniff_dir(path: Path) -> float:
+def sniff_dir(path: Path) -> float:
     best = 0.0
     stack = [(path, 0)]
     seen = 0

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import link_by_correlation
-from .columns import _has_values, _Load, _np
-from .files import _Set
+from .columns import has_values, Load, to_numpy
+from .files import CsvSet
 
 def _unique_link(k_corr: np.ndarray, k_pid: np.ndarray | None, a_corr: np.ndarray,
                  a_pid: np.ndarray | None) -> tuple[np.ndarray, int, int]:
@@ -37,7 +37,7 @@ def _unique_link(k_corr: np.ndarray, k_pid: np.ndarray | None, a_corr: np.ndarra
     return idx, missing, int(amb.sum())
 
 
-def _link_to_api(rows: dict, what: str, s: _Set, api: dict | None, load: _Load) -> None:
+def link_to_api(rows: dict, what: str, s: CsvSet, api: dict | None, load: Load) -> None:
     n = len(rows["start"])
     corr_arr = rows.get("correlation_id")
     if api is None or n == 0:
@@ -48,10 +48,10 @@ def _link_to_api(rows: dict, what: str, s: _Set, api: dict | None, load: _Load) 
                   "empty) and cannot be linked to an API call")
     if nnull == n:
         return
-    k_corr = _np(corr_arr, -1)
-    a_corr = _np(api["correlation_id"], -1)
-    a_pid = _np(api["pid"], -1)
-    k_pid = _np(rows.get("pid"), -1) if _has_values(rows.get("pid")) else None
+    k_corr = to_numpy(corr_arr, -1)
+    a_corr = to_numpy(api["correlation_id"], -1)
+    a_pid = to_numpy(api["pid"], -1)
+    k_pid = to_numpy(rows.get("pid"), -1) if has_values(rows.get("pid")) else None
     if k_pid is not None and not np.isin(np.unique(k_pid), a_pid).any():
         load.warn(f"{s.label}: the {what}' process id {int(k_pid[0])} does not appear in the "
                   "API files' Process_Id; linked by correlation id alone")
@@ -69,7 +69,7 @@ def _link_to_api(rows: dict, what: str, s: _Set, api: dict | None, load: _Load) 
                   "(files from different runs or processes?); left unlinked")
 
 
-def _link_counters(cnt: dict, kern: dict | None, s: _Set, load: _Load) -> None:
+def link_counters(cnt: dict, kern: dict | None, s: CsvSet, load: Load) -> None:
     """counters.kernel_index (set-local) by (pid, Dispatch_Id), else Correlation_Id."""
     n = len(cnt["counter"])
     cnt["kernel_index"] = np.full(n, -1, dtype=np.int32)
@@ -80,9 +80,9 @@ def _link_counters(cnt: dict, kern: dict | None, s: _Set, load: _Load) -> None:
             continue
         if kern[col].null_count == len(kern[col]) or cnt[col].null_count == n:
             continue
-        k_id, c_id = _np(kern[col], -1), _np(cnt[col], -1)
-        k_pid = _np(kern.get("pid"), -1) if _has_values(kern.get("pid")) else None
-        c_pid = _np(cnt.get("pid"), -1) if _has_values(cnt.get("pid")) else None
+        k_id, c_id = to_numpy(kern[col], -1), to_numpy(cnt[col], -1)
+        k_pid = to_numpy(kern.get("pid"), -1) if has_values(kern.get("pid")) else None
+        c_pid = to_numpy(cnt.get("pid"), -1) if has_values(cnt.get("pid")) else None
         if k_pid is None or c_pid is None or not np.isin(np.unique(c_pid), k_pid).any():
             k_pid = c_pid = None
         # reverse roles: each counter row looks up its kernel
@@ -110,7 +110,7 @@ def _link_counters(cnt: dict, kern: dict | None, s: _Set, load: _Load) -> None:
               "Correlation_Id)")
 
 
-def _kernels_from_counters(cnt: dict, s: _Set, load: _Load) -> dict | None:
+def kernels_from_counters(cnt: dict, s: CsvSet, load: Load) -> dict | None:
     """Kernels built from the counter rows' distinct dispatches (no kernel_trace)."""
     n = len(cnt["counter"])
     cnt["kernel_index"] = np.full(n, -1, dtype=np.int32)
@@ -121,8 +121,8 @@ def _kernels_from_counters(cnt: dict, s: _Set, load: _Load) -> dict | None:
         load.warn(f"{s.label}: counter rows have neither Dispatch_Id nor Correlation_Id; no "
                   "kernels can be built from them")
         return None
-    ids = _np(cnt[idcol], -1)
-    pid = _np(cnt.get("pid"), -1) if cnt.get("pid") is not None else np.full(n, -1)
+    ids = to_numpy(cnt[idcol], -1)
+    pid = to_numpy(cnt.get("pid"), -1) if cnt.get("pid") is not None else np.full(n, -1)
     key = (pid.astype(np.int64) << 40) ^ ids
     _uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
     has_times = "start" in cnt and "end" in cnt

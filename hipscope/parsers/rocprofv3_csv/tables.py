@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._common import copy_direction
-from .agents import _AgentInfo
+from .agents import AgentInfo
 from .columns import (
-    _KERNEL_SCHEMA_TYPES,
+    KERNEL_SCHEMA_TYPES,
     API_COLUMNS,
     COPY_COLUMNS,
     COUNTER_COLUMNS,
@@ -23,17 +23,17 @@ from .columns import (
     I64,
     OPERATION_COLUMNS,
     CsvFile,
-    _check_times,
-    _concat,
-    _dict_parts,
-    _fit,
-    _keep_rows,
-    _Load,
-    _np,
-    _null_zero,
-    _read_columns,
+    check_times,
+    concat,
+    dict_parts,
+    fit_dtype,
+    keep_rows,
+    Load,
+    to_numpy,
+    null_zero,
+    read_columns,
 )
-from .files import _Set
+from .files import CsvSet
 
 def _layout_of_kernels(fields: list[str], agents: list[str]) -> str:
     f = set(fields)
@@ -55,35 +55,35 @@ def _layout_of_counters(fields: list[str], agents: list[str]) -> str:
     return "<=6.2"
 
 
-_LAYOUT_RANK = {"<=6.2": 0, "6.3": 1, "6.4": 2, ">=7.0": 3}
+LAYOUT_RANK = {"<=6.2": 0, "6.3": 1, "6.4": 2, ">=7.0": 3}
 
 
 # --------------------------------------------------------------------------- set reading
 
 @dataclass
-class _Part:
+class Part:
     """Tables of one set before device/queue/stream ids are made global."""
 
-    s: _Set
+    s: CsvSet
     kernels: dict[str, Any] | None = None
     api: dict[str, Any] | None = None
     markers: dict[str, Any] | None = None
     copies: dict[str, Any] | None = None
     counters: dict[str, Any] | None = None
-    agents: list[_AgentInfo] = field(default_factory=list)
+    agents: list[AgentInfo] = field(default_factory=list)
     gpu_texts: set[str] = field(default_factory=set)
     cpu_texts: set[str] = field(default_factory=set)
 
 
-def _read_api_like(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict | None:
+def read_api_like(files: list[CsvFile], s: CsvSet, load: Load, progress) -> dict | None:
     parts, lengths = [], []
     for f in files:
-        cols, n = _read_columns(f, API_COLUMNS, load)
+        cols, n = read_columns(f, API_COLUMNS, load)
         progress(f)
         if "pid" not in cols and s.pid is not None:
             cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
-        cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
-        cols = _check_times(cols, "rows", f.path.name, load)
+        cols["correlation_id"] = null_zero(cols.get("correlation_id"))
+        cols = check_times(cols, "rows", f.path.name, load)
         doms = cols["domain"].dictionary.to_pylist() if "domain" in cols else []
         if any(str(d).endswith("_EXT") for d in doms if d):
             load.layout.add(">=7.0")
@@ -94,31 +94,31 @@ def _read_api_like(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict
     names = ("name", "domain", "pid", "tid", "correlation_id", "start", "end")
     types = {"name": DICT, "domain": DICT, "pid": I32, "tid": I64, "correlation_id": I64,
              "start": I64, "end": I64}
-    out = {c: _concat([p.get(c) for p in parts], lengths, types[c]) for c in names}
+    out = {c: concat([p.get(c) for p in parts], lengths, types[c]) for c in names}
     for c in ("name", "domain"):
         if out[c].null_count:
             out[c] = pc.fill_null(out[c].cast(pa.string()), "").dictionary_encode()
     return out
 
 
-def _dedupe_api(api: dict[str, Any], s: _Set, load: _Load) -> dict[str, Any]:
+def dedupe_api(api: dict[str, Any], s: CsvSet, load: Load) -> dict[str, Any]:
     """Rows present in two files (7.0 docs: hip_trace.csv holds hip_compile_trace.csv's
     rows) are kept once."""
     n = len(api["start"])
     if n < 2:
         return api
-    corr = _np(api["correlation_id"], -1)
-    pid = _np(api["pid"], -1)
+    corr = to_numpy(api["correlation_id"], -1)
+    pid = to_numpy(api["pid"], -1)
     key = (pid.astype(np.int64) << 40) ^ corr
     order = np.argsort(key, kind="stable")
     sk = key[order]
     same = np.nonzero(sk[1:] == sk[:-1])[0]
     if len(same) == 0 or len(same) > 1_000_000:
         return api
-    start, end = _np(api["start"]), _np(api["end"])
-    ncode, _ = _dict_parts(api["name"])
-    dcode, _ = _dict_parts(api["domain"])
-    tid = _np(api["tid"], -1)
+    start, end = to_numpy(api["start"]), to_numpy(api["end"])
+    ncode, _ = dict_parts(api["name"])
+    dcode, _ = dict_parts(api["domain"])
+    tid = to_numpy(api["tid"], -1)
     keep = np.ones(n, dtype=bool)
     seen: set[tuple] = set()
     cand = np.unique(np.concatenate([order[same], order[same + 1]]))
@@ -133,18 +133,18 @@ def _dedupe_api(api: dict[str, Any], s: _Set, load: _Load) -> dict[str, Any]:
         return api
     load.warn(f"{s.label}: {ndup:,} API rows appear in more than one "
               "file (e.g. hip_trace.csv and hip_compile_trace.csv); kept once")
-    return _keep_rows(api, keep)
+    return keep_rows(api, keep)
 
 
-def _read_copies(files: list[CsvFile], s: _Set, load: _Load, part: _Part, progress) -> dict | None:
+def read_copies(files: list[CsvFile], s: CsvSet, load: Load, part: Part, progress) -> dict | None:
     parts, lengths = [], []
     for f in files:
-        cols, n = _read_columns(f, COPY_COLUMNS, load)
+        cols, n = read_columns(f, COPY_COLUMNS, load)
         progress(f)
-        cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
+        cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
             cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
-        cols = _check_times(cols, "copies", f.path.name, load)
+        cols = check_times(cols, "copies", f.path.name, load)
         dirs = cols["direction_raw"].dictionary.to_pylist()
         if any(d and not str(d).startswith("MEMORY_COPY_") for d in dirs):
             load.layout.add("<=6.2")
@@ -158,11 +158,11 @@ def _read_copies(files: list[CsvFile], s: _Set, load: _Load, part: _Part, progre
         return None
     types = {"direction_raw": DICT, "stream_raw": I64, "src_agent": DICT, "dst_agent": DICT,
              "correlation_id": I64, "pid": I32, "tid": I64, "start": I64, "end": I64}
-    out = {c: _concat([p.get(c) for p in parts], lengths, t) for c, t in types.items()
+    out = {c: concat([p.get(c) for p in parts], lengths, t) for c, t in types.items()
            if c in ("direction_raw", "src_agent", "dst_agent", "start", "end")
            or any(p.get(c) is not None for p in parts)}
     # direction per row, and which agents are host / device sides
-    dcodes, dcats = _dict_parts(out["direction_raw"])
+    dcodes, dcats = dict_parts(out["direction_raw"])
     norm = np.array([copy_direction(c) for c in dcats] + ["other"], dtype=object)
     unknown = sorted({c for c in dcats if copy_direction(c) == "other"})
     if unknown:
@@ -172,7 +172,7 @@ def _read_copies(files: list[CsvFile], s: _Set, load: _Load, part: _Part, progre
     out["_dir"] = row_dir
     for side, host_dirs, dev_dirs in (("src_agent", ("HtoD", "HtoH"), ("DtoH", "DtoD", "PtoP")),
                                       ("dst_agent", ("DtoH", "HtoH"), ("HtoD", "DtoD", "PtoP"))):
-        codes, cats = _dict_parts(out[side])
+        codes, cats = dict_parts(out[side])
         for ci, text in enumerate(cats):
             if not text.strip():
                 continue
@@ -187,20 +187,20 @@ def _read_copies(files: list[CsvFile], s: _Set, load: _Load, part: _Part, progre
     return out
 
 
-def _read_kernels(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict | None:
+def read_kernels(files: list[CsvFile], s: CsvSet, load: Load, progress) -> dict | None:
     parts, lengths = [], []
     for f in files:
-        cols, n = _read_columns(f, KERNEL_COLUMNS, load)
+        cols, n = read_columns(f, KERNEL_COLUMNS, load)
         progress(f)
         agents = cols["agent"].dictionary.to_pylist() if "agent" in cols else []
         load.layout.add(_layout_of_kernels(f.fields, [a for a in agents if a]))
-        for c, t in _KERNEL_SCHEMA_TYPES.items():
+        for c, t in KERNEL_SCHEMA_TYPES.items():
             if c in cols:
-                cols[c] = _fit(cols[c], t, f"{f.path.name} {c}", load)
-        cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
+                cols[c] = fit_dtype(cols[c], t, f"{f.path.name} {c}", load)
+        cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
             cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
-        cols = _check_times(cols, "kernels", f.path.name, load)
+        cols = check_times(cols, "kernels", f.path.name, load)
         if "name" in cols and cols["name"].null_count:
             cols["name"] = pc.fill_null(cols["name"].cast(pa.string()), "").dictionary_encode()
         # kernels without an agent cannot be placed on a device
@@ -209,25 +209,25 @@ def _read_kernels(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict 
             nbad = int((~ok).sum())
             load.warn(f"{f.path.name}: {nbad:,} kernels have no Agent_Id and were left out")
             load.drop("kernels without Agent_Id", nbad)
-            cols = _keep_rows(cols, ok)
+            cols = keep_rows(cols, ok)
         parts.append(cols)
         lengths.append(len(cols["start"]))
     if not parts:
         return None
-    types = {**_KERNEL_SCHEMA_TYPES, "agent": DICT, "name": DICT, "queue_raw": I64,
+    types = {**KERNEL_SCHEMA_TYPES, "agent": DICT, "name": DICT, "queue_raw": I64,
              "stream_raw": I64}
     keys = [k for k in types if any(k in p for p in parts)]
-    return {k: _concat([p.get(k) for p in parts], lengths, types[k]) for k in keys}
+    return {k: concat([p.get(k) for p in parts], lengths, types[k]) for k in keys}
 
 
-def _read_counters(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict | None:
+def read_counters(files: list[CsvFile], s: CsvSet, load: Load, progress) -> dict | None:
     parts, lengths = [], []
     for f in files:
-        cols, n = _read_columns(f, COUNTER_COLUMNS, load)
+        cols, n = read_columns(f, COUNTER_COLUMNS, load)
         progress(f)
         agents = cols["agent"].dictionary.to_pylist() if "agent" in cols else []
         load.layout.add(_layout_of_counters(f.fields, [a for a in agents if a]))
-        cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
+        cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
             cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
         cols["_has_times"] = pa.array(np.full(n, "start" in cols and "end" in cols))
@@ -239,7 +239,7 @@ def _read_counters(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict
             load.warn(f"{f.path.name}: {int((~ok).sum()):,} counter rows have no value and "
                       "were left out")
             load.drop("counter rows without a value", int((~ok).sum()))
-            cols = _keep_rows(cols, ok)
+            cols = keep_rows(cols, ok)
         parts.append(cols)
         lengths.append(len(cols["counter"]))
     if not parts:
@@ -247,12 +247,12 @@ def _read_counters(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict
     types = {v[0]: v[1] for v in COUNTER_COLUMNS.values()}
     types["_has_times"] = pa.bool_()
     keys = [k for k in types if any(k in p for p in parts)]
-    return {k: _concat([p.get(k) for p in parts], lengths, types[k]) for k in keys}
+    return {k: concat([p.get(k) for p in parts], lengths, types[k]) for k in keys}
 
 
-def _summarise_ops(files: list[CsvFile], what: str, load: _Load, summary: dict, progress) -> None:
+def summarise_ops(files: list[CsvFile], what: str, load: Load, summary: dict, progress) -> None:
     for f in files:
-        cols, n = _read_columns(f, OPERATION_COLUMNS, load)
+        cols, n = read_columns(f, OPERATION_COLUMNS, load)
         progress(f)
         ops: dict[str, int] = {}
         if "operation" in cols and n:

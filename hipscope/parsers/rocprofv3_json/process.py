@@ -12,7 +12,7 @@ import pyarrow as pa
 from ...model import Trace, build_table, categorical, link_by_correlation
 from .._common import copy_directions, nesting_depth, number_per_device
 from ..base import TraceFormatError
-from .records import _CopyRec, _Process
+from .records import CopyRec, Process
 
 _API_LISTS = ("hip_api", "hsa_api", "rccl_api", "rocdecode_api", "rocjpeg_api",
               "hipfile_api", "rocshmem_api")
@@ -22,7 +22,7 @@ _MARKER_RANGE_KINDS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
 class _Kinds:
     """Kind and operation names of buffer records (strings.buffer_records)."""
 
-    def __init__(self, proc: _Process):
+    def __init__(self, proc: Process):
         self.kinds = proc.strings.buffer_records
 
     def kind_name(self, k: int) -> str:
@@ -50,7 +50,7 @@ class _Names:
         return c
 
 
-def _devices(proc: _Process, host: str | None):
+def _devices(proc: Process, host: str | None):
     """GPU agents in node-id order (rocprofv3's gpu_index order)."""
     gpus = sorted((a for a in proc.agents if a.type == 2),
                   key=lambda a: (a.node_id if a.node_id is not None else 1 << 30,
@@ -69,7 +69,7 @@ def _devices(proc: _Process, host: str | None):
     return dev_of_handle, devices
 
 
-def _symbols(proc: _Process, names: _Names) -> SimpleNamespace:
+def _symbols(proc: Process, names: _Names) -> SimpleNamespace:
     """Per kernel_id: name code and register counts (-1 = unknown)."""
     sym_max = max((s.kernel_id for s in proc.kernel_symbols), default=-1)
     sym = SimpleNamespace(code=np.full(sym_max + 2, -1, dtype=np.int32),
@@ -138,7 +138,7 @@ def _queues(k: SimpleNamespace):
     return k_queue, queues
 
 
-def _api_and_markers(proc: _Process, kinds: _Kinds) -> tuple[SimpleNamespace, SimpleNamespace]:
+def _api_and_markers(proc: Process, kinds: _Kinds) -> tuple[SimpleNamespace, SimpleNamespace]:
     a = SimpleNamespace(name=[], dom=[], rows=[])
     m = SimpleNamespace(name=[], rows=[])
     messages = {kv.key: kv.value for kv in proc.strings.marker_api}
@@ -235,7 +235,7 @@ def _meta(name: str, path: Path, md, pid, host, rename: bool) -> dict[str, Any]:
     return meta
 
 
-def process(name: str, path: Path, proc: _Process) -> Trace:
+def process(name: str, path: Path, proc: Process) -> Trace:
     """The trace of one process object (``rocprofiler-sdk-tool[i]``)."""
     md = proc.metadata
     pid = md.pid
@@ -304,7 +304,7 @@ def _streams(stream: np.ndarray, dev: np.ndarray, queue: np.ndarray, pid):
         "name": ["Default Stream" if s == 0 else f"Stream {s}" for s in ids.tolist()],
     }, n=len(ids))
 
-def _copies(path, recs: list[_CopyRec], op_name, dev_of_handle, a_corr, pid):
+def _copies(path, recs: list[CopyRec], op_name, dev_of_handle, a_corr, pid):
     n = len(recs)
     if n == 0:
         return build_table("copies", {}, n=0)
@@ -336,7 +336,7 @@ def _copies(path, recs: list[_CopyRec], op_name, dev_of_handle, a_corr, pid):
         "api_index": pa.array(api_idx, mask=api_idx < 0),
     }, n=n)
 
-def _counters(proc: _Process, k_disp: np.ndarray, k_corr: np.ndarray):
+def _counters(proc: Process, k_disp: np.ndarray, k_corr: np.ndarray):
     recs = proc.callback_records.counter_collection
     if not recs:
         return build_table("counters", {}, n=0)

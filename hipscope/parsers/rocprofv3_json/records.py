@@ -61,7 +61,7 @@ class _ApiRec(msgspec.Struct):
     correlation_id: _Corr = msgspec.field(default_factory=_Corr)
 
 
-class _CopyRec(msgspec.Struct):
+class CopyRec(msgspec.Struct):
     kind: int
     operation: int
     start_timestamp: int
@@ -168,10 +168,10 @@ class _Buffers(msgspec.Struct):
     rocjpeg_api: list[_ApiRec] = []
     hipfile_api: list[_ApiRec] = []
     rocshmem_api: list[_ApiRec] = []
-    memory_copy: list[_CopyRec] = []
+    memory_copy: list[CopyRec] = []
 
 
-class _Process(msgspec.Struct):
+class Process(msgspec.Struct):
     metadata: _Metadata = msgspec.field(default_factory=_Metadata)
     agents: list[_Agent] = []
     counters: list[_Counter] = []
@@ -182,7 +182,7 @@ class _Process(msgspec.Struct):
 
 
 class _Top(msgspec.Struct):
-    tool: list[_Process] = msgspec.field(name="rocprofiler-sdk-tool")
+    tool: list[Process] = msgspec.field(name="rocprofiler-sdk-tool")
 
 
 _DECODER = msgspec.json.Decoder(_Top)
