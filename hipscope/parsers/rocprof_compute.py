@@ -63,121 +63,14 @@ from .base import (
 from ._compute_side import (dispatch_keys, has_dispatchns, read_log, read_roofline,
                             read_sysinfo, results_passes, ts_reasons, unmatched_rows,
                             workload_csv)
-from ._common import DEVICE_COLUMNS, devices_table, group_rows, read_input, warn_no_kernels
+from ._common import DEVICE_COLUMNS, devices_table, group_rows, warn_no_kernels
+from ._compute_csv import (CLOCK, FORMAT, ComputeCsv, workload_dir)
 from ._csv import (
     I16,
     I32,
     I64,
-    RowPlaces,
-    drop_torn_tail,
     fit,
-    float_column,
-    int_column,
-    read_csv_strings,
 )
-
-FORMAT = "rocprof-compute"
-CLOCK = "CLOCK_BOOTTIME / HSA system clock of each replay pass (serialised replay)"
-
-# identity columns (any spelling seen; legacy names renamed by Omniperf included)
-IDENT = {
-    "dispatch_id", "kernel_name", "gpu_id", "grid_size", "workgroup_size",
-    "lds_per_workgroup", "scratch_per_workitem", "arch_vgpr", "accum_vgpr", "sgpr",
-    "wave_size", "obj", "sig", "correlation_id", "kernel_id", "queue_id", "pid", "tid",
-    "queue-id", "queue-index", "start_timestamp", "end_timestamp", "dispatchns",
-    "completens", "xcc_index", "index", "kernelname", "gpu-id", "grd", "wgr", "lds", "scr",
-    "vgpr", "beginns", "endns", "durationns", "counter_name", "counter_value", "node_id",
-    "agent_id", "stream_id", "private_segment_size", "group_segment_size", "guid",
-    "counter_id",
-}
-LEGACY_RENAME = {"index": "dispatch_id", "kernelname": "kernel_name", "gpu-id": "gpu_id",
-                 "grd": "grid_size", "wgr": "workgroup_size", "lds": "lds_per_workgroup",
-                 "scr": "scratch_per_workitem", "vgpr": "arch_vgpr", "beginns": "start_timestamp",
-                 "endns": "end_timestamp", "queue-id": "queue_id"}
-PASS_FILE = re.compile(r"^(pmc_perf(_\d+)?|SQ_\w+|timestamps|pmc_dispatch_info|sysinfo|roofline)"
-                       r"\.csv$")
-
-
-def _base(col: str) -> str:
-    """Lower-cased identity name without a merge suffix ``_N`` (counters untouched)."""
-    low = col.strip().lower()
-    m = re.match(r"^(.*)_(\d+)$", low)
-    if m and m.group(1) in IDENT:
-        low = m.group(1)
-    return LEGACY_RENAME.get(low, low)
-
-
-def _is_workload(d: Path) -> bool:
-    """By content, not names: a pmc_perf.csv / pmc_perf_0.csv with rocprof-compute's
-    header, or results_pmc_perf_<n> passes in its long form."""
-    return (workload_csv(d / "pmc_perf.csv") or workload_csv(d / "pmc_perf_0.csv")
-            or bool(results_passes(d)))
-
-
-def workload_dir(path: Path) -> Path | None:
-    """The workload folder for a path (folder, its parent workloads/<name>, or a file)."""
-    if path.is_file():
-        if (PASS_FILE.match(path.name) or path in results_passes(path.parent)) \
-                and workload_dir(path.parent) is not None:
-            return path.parent
-        return None
-    if not path.is_dir():
-        return None
-    if _is_workload(path):
-        return path
-    subs = [p for p in path.iterdir() if p.is_dir() and _is_workload(p)]
-    return subs[0] if len(subs) == 1 else None
-
-
-class _Csv:
-    """One CSV of the folder: header, string table, lower-cased base names."""
-
-    def __init__(self, path: Path, warnings: list[str], dropped: dict[str, int]):
-        self.path = path
-        data = read_input(path, warnings)
-        data = drop_torn_tail(path, data, 1, warnings, dropped, f"{path.name} rows")
-        self.data = data
-        self.header, self.table = read_csv_strings(path, data, 1)
-        self.base = [_base(h) for h in self.header]
-        self.n = self.table.num_rows
-        self.where = RowPlaces(data, 1)
-        self.refused, self.refused_at = 0, ""   # values left out by floats(), first place
-
-    def first(self, base: str) -> int | None:
-        try:
-            return self.base.index(base)
-        except ValueError:
-            return None
-
-    def col(self, i: int) -> pa.Array:
-        return self.table.column(i).combine_chunks()
-
-    def ints(self, base: str):
-        i = self.first(base)
-        if i is None:
-            return None
-        return int_column(self.col(i), self.path, self.where, self.header[i])
-
-    def floats(self, i: int, expected: str) -> tuple[np.ndarray, np.ndarray]:
-        """Column ``i`` as numbers; inf (or 1e400) is refused: left out, counted for
-        :meth:`warn_refused`."""
-        v, valid = float_column(self.col(i), self.path, self.where, self.header[i], expected)
-        bad = valid & ~np.isfinite(v)
-        if bad.any():
-            r = int(np.flatnonzero(bad)[0])
-            self.refused_at = self.refused_at or (f"{self.where(r)}, column {self.header[i]!r}"
-                                                  f" = {self.col(i)[r].as_py()!r}")
-            self.refused += int(bad.sum())
-        return v, valid & ~bad
-
-    def warn_refused(self, warnings: list[str]) -> None:
-        if self.refused:
-            warnings.append(f"{self.path}: left out {self.refused} counter values that are "
-                            f"not finite numbers (first: {self.refused_at})")
-
-    def counter_columns(self) -> list[int]:
-        return [i for i, b in enumerate(self.base) if b not in IDENT]
-
 
 @register
 class RocprofComputeReader:
@@ -212,7 +105,7 @@ class RocprofComputeReader:
         passes = [] if workload_csv(main_path) else results_passes(wd)
         if passes:
             main_path = passes.pop(0)
-        main = _Csv(main_path, warnings, dropped)
+        main = ComputeCsv(main_path, warnings, dropped)
         if main.n == 0 and dropped:
             raise TraceFormatError(main_path, "line 2", "at least one dispatch row",
                                    "a cut-short row")
@@ -224,7 +117,7 @@ class RocprofComputeReader:
         progress(0.2)
         check_cancel(cancelled)
         if main.first("counter_name") is not None and main.first("counter_value") is not None:
-            extra = [_Csv(p, warnings, dropped) for p in passes]
+            extra = [ComputeCsv(p, warnings, dropped) for p in passes]
             k, counters = self._long_form(main, extra, warnings)
             for f in (main, *extra):
                 f.warn_refused(warnings)
@@ -234,48 +127,8 @@ class RocprofComputeReader:
         else:
             k, counters = self._wide(wd, main, meta, dropped, progress, cancelled)
         progress(0.8)
-        backend = str(meta.get("backend") or meta.get("layout") or "").lower()
-        if not backend:
-            backend = ("rocprofv3" if list(wd.glob("pmc_perf_*.csv")) else
-                       "rocprofv1" if has_dispatchns(wd / "timestamps.csv") else "")
-        if "rocpd" in backend or "v3" in backend:
-            meta["clock"] = "CLOCK_BOOTTIME"
-        elif "v1" in backend or "v2" in backend:
-            meta["clock"] = "HSA system clock"
-        meta["provenance"].update({"start": f"{main_path.name} Start_Timestamp",
-                                   "end": f"{main_path.name} End_Timestamp"})
-        lossy = k.pop("_lossy")
-        if lossy:
-            warnings.append(f"{main_path}: timestamps were saved in lossy floating-point "
-                            "notation (e.g. 8.1097E+14, ~5 significant digits): start/end are "
-                            "rounded to that precision and kernel durations are not meaningful")
-            meta["lossy_timestamps"] = True
-        warnings.append(coded("timeline.synthetic",
-                              "rocprof-compute replays every kernel once per counter pass, "
-                              "serialised: start/end are one pass's (or the median of the "
-                              "passes') times, not a real timeline; compare durations, not "
-                              "overlaps", main_path, "info"))
-        # devices
-        raw = k.pop("_raw_gpu")
-        ids = sorted(set(raw.tolist()))
-        mapping = {r: i for i, r in enumerate(ids)}
-        cu = sysinfo.get("cu_per_gpu")
-        devices = devices_table([{
-            "index": i, "name": sysinfo.get("gpu_model") or f"GPU {rid}", "vendor": "AMD",
-            "arch": sysinfo.get("gpu_arch") or None,
-            "compute_units": int(cu) if cu and cu.isdigit() else None,
-            "raw_id": str(rid), "host": sysinfo.get("hostname") or None,
-        } for rid, i in mapping.items()], DEVICE_COLUMNS[:-1])
-        k["device"] = np.array([mapping[r] for r in raw.tolist()], dtype=np.int64)
-        kernels = build_table("kernels", k)
-        tables: dict[str, Any] = {"kernels": kernels, "devices": devices}
-        if counters is not None:
-            names, codes, values, kidx = counters
-            cols = {"counter": categorical(codes, names), "value": values,
-                    "kernel_index": kidx.astype(np.int32)}
-            if "dispatch_id" in kernels.present:
-                cols["dispatch_id"] = kernels.column("dispatch_id").take(pa.array(kidx))
-            tables["counters"] = build_table("counters", cols, n=len(values))
+        _clock_and_notes(wd, main_path, meta, k.pop("_lossy"))
+        tables = _tables(k, counters, sysinfo)
         read_roofline(wd, meta)
         if dropped:
             meta["dropped"] = dropped
@@ -283,7 +136,7 @@ class RocprofComputeReader:
         return Trace(**tables, meta=meta)
 
     # ------------------------------------------------------------------ kernels
-    def _identity(self, f: _Csv, rows: np.ndarray | None = None) -> dict[str, Any]:
+    def _identity(self, f: ComputeCsv, rows: np.ndarray | None = None) -> dict[str, Any]:
         """Kernel columns from a file's identity columns (rows: subset/order)."""
         def take(x):
             return x if rows is None else x[rows]
@@ -337,7 +190,7 @@ class RocprofComputeReader:
                 k["correlation_id"] = pa.array(v, mask=~valid if (~valid).any() else None)
         return k
 
-    def _long_form(self, f: _Csv, extra: list[_Csv], warnings: list[str]):
+    def _long_form(self, f: ComputeCsv, extra: list[ComputeCsv], warnings: list[str]):
         """Kernels = the (GPU_ID, Dispatch_ID) of ``f`` in first-appearance order; the
         counters of ``f`` and of the other passes' rows for those dispatches (every pass
         replays the same launches, numbered alike); first value of a counter wins."""
@@ -377,7 +230,7 @@ class RocprofComputeReader:
         keep = keep[np.sort(firsts)]
         return k, (names, ccode[keep].astype(np.int32), vals[keep], kcode[keep])
 
-    def _wide(self, wd: Path, main: _Csv, meta, dropped, progress, cancelled):
+    def _wide(self, wd: Path, main: ComputeCsv, meta, dropped, progress, cancelled):
         warnings = meta["warnings"]
         k = self._identity(main)
         n = main.n
@@ -386,7 +239,7 @@ class RocprofComputeReader:
         conflicts: dict[str, list[str]] = {}
         same = 0
 
-        def add_file(f: _Csv, align: np.ndarray | None) -> None:
+        def add_file(f: ComputeCsv, align: np.ndarray | None) -> None:
             nonlocal same
             stem = f.path.stem
             for i in f.counter_columns():
@@ -418,7 +271,7 @@ class RocprofComputeReader:
         for j, p in enumerate(extra):
             check_cancel(cancelled)
             progress(0.2 + 0.5 * j / max(len(extra), 1))
-            f = _Csv(p, warnings, dropped)
+            f = ComputeCsv(p, warnings, dropped)
             align = self._align(f, n, disp, main)
             if align is None:
                 warnings.append(f"{p}: its {f.n} dispatches do not match pmc_perf.csv's {n} "
@@ -453,13 +306,13 @@ class RocprofComputeReader:
             kidx.append(rows)
         return k, (names, np.concatenate(codes), np.concatenate(values), np.concatenate(kidx))
 
-    def _timestamps(self, ts: Path, main: _Csv, k: dict[str, Any], meta, dropped) -> None:
+    def _timestamps(self, ts: Path, main: ComputeCsv, k: dict[str, Any], meta, dropped) -> None:
         """DispatchNs (and pid/tid) from timestamps.csv for the kernels whose row there
         has the same Start_Timestamp (the same run); the kernels left without them
         (no row, an empty/NaN time, End < Start, another run) are counted in a warning,
         since the queue-delay figures then leave them out."""
         n, warnings = main.n, meta["warnings"]
-        f = _Csv(ts, warnings, dropped)
+        f = ComputeCsv(ts, warnings, dropped)
         meta["sources"].append(str(ts))
         wanted = [(b, d, bd) for b, d, bd in (("dispatchns", "dispatch_ns", None),
                                               ("pid", "pid", I32), ("tid", "tid", None))
@@ -498,7 +351,8 @@ class RocprofComputeReader:
         warnings.append(f"{ts}: {int((~got).sum())} of {n} kernels get no {what} "
                         f"({ts_reasons(s, e, ok, row, same_run, got)}{at})")
 
-    def _align(self, f: _Csv, n: int, disp: np.ndarray, main: _Csv) -> np.ndarray | None:
+    def _align(self, f: ComputeCsv, n: int, disp: np.ndarray,
+               main: ComputeCsv) -> np.ndarray | None:
         """Row in ``f`` for each of main's dispatches (-1 = none), or None."""
         if f.n == n:
             return np.arange(n)
@@ -508,3 +362,54 @@ class RocprofComputeReader:
         pos = {int(d): i for i, d in enumerate(got[0].tolist())}
         out = np.array([pos.get(int(d), -1) for d in disp.tolist()], dtype=np.int64)
         return out if (out >= 0).any() else None
+
+
+def _clock_and_notes(wd: Path, main_path: Path, meta: dict[str, Any], lossy: bool) -> None:
+    """The clock the folder's backend used, the lossy-timestamp warning and the note
+    that replayed timestamps are not a real timeline."""
+    warnings = meta["warnings"]
+    backend = str(meta.get("backend") or meta.get("layout") or "").lower()
+    if not backend:
+        backend = ("rocprofv3" if list(wd.glob("pmc_perf_*.csv")) else
+                   "rocprofv1" if has_dispatchns(wd / "timestamps.csv") else "")
+    if "rocpd" in backend or "v3" in backend:
+        meta["clock"] = "CLOCK_BOOTTIME"
+    elif "v1" in backend or "v2" in backend:
+        meta["clock"] = "HSA system clock"
+    meta["provenance"].update({"start": f"{main_path.name} Start_Timestamp",
+                               "end": f"{main_path.name} End_Timestamp"})
+    if lossy:
+        warnings.append(f"{main_path}: timestamps were saved in lossy floating-point "
+                        "notation (e.g. 8.1097E+14, ~5 significant digits): start/end are "
+                        "rounded to that precision and kernel durations are not meaningful")
+        meta["lossy_timestamps"] = True
+    warnings.append(coded("timeline.synthetic",
+                          "rocprof-compute replays every kernel once per counter pass, "
+                          "serialised: start/end are one pass's (or the median of the "
+                          "passes') times, not a real timeline; compare durations, not "
+                          "overlaps", main_path, "info"))
+
+
+def _tables(k: dict[str, Any], counters, sysinfo: dict[str, Any]) -> dict[str, Any]:
+    """Kernels (with hipscope's device indexes), devices and counters."""
+    raw = k.pop("_raw_gpu")
+    ids = sorted(set(raw.tolist()))
+    mapping = {r: i for i, r in enumerate(ids)}
+    cu = sysinfo.get("cu_per_gpu")
+    devices = devices_table([{
+        "index": i, "name": sysinfo.get("gpu_model") or f"GPU {rid}", "vendor": "AMD",
+        "arch": sysinfo.get("gpu_arch") or None,
+        "compute_units": int(cu) if cu and cu.isdigit() else None,
+        "raw_id": str(rid), "host": sysinfo.get("hostname") or None,
+    } for rid, i in mapping.items()], DEVICE_COLUMNS[:-1])
+    k["device"] = np.array([mapping[r] for r in raw.tolist()], dtype=np.int64)
+    kernels = build_table("kernels", k)
+    tables: dict[str, Any] = {"kernels": kernels, "devices": devices}
+    if counters is not None:
+        names, codes, values, kidx = counters
+        cols = {"counter": categorical(codes, names), "value": values,
+                "kernel_index": kidx.astype(np.int32)}
+        if "dispatch_id" in kernels.present:
+            cols["dispatch_id"] = kernels.column("dispatch_id").take(pa.array(kidx))
+        tables["counters"] = build_table("counters", cols, n=len(values))
+    return tables
