@@ -123,9 +123,17 @@ class TaskRunner(QObject):
         self._closed = False
 
     def submit(self, key: str, fn: TaskFn) -> TaskHandle:
-        """Run ``fn(progress, cancelled)`` in a worker; cancels a stale task of ``key``."""
+        """Run ``fn(progress, cancelled)`` in a worker; cancels a stale task of ``key``.
+
+        After :meth:`shutdown` (the widget is closing) nothing runs: the handle comes
+        back already cancelled and emits nothing, so a signal that arrives during
+        teardown cannot start work or raise inside Qt's event loop."""
         if self._closed:
-            raise RuntimeError("the task runner is shut down")
+            log.debug("task %r not started: the task runner is shut down", key)
+            handle = TaskHandle(key, self)
+            handle.cancel()
+            handle.done, handle.outcome = True, "cancelled"
+            return handle
         old = self._live.get(key)
         if old is not None:
             old.cancel()

@@ -140,7 +140,8 @@ def test_closing_window_cancels_workers(qtbot, tiny_file):
 
 def test_latest_request_wins(qtbot):
     runner = TaskRunner()
-    first = runner.submit("k", blocking_loader)
+    # the first task runs until cancelled (whether or not its worker started yet)
+    first = runner.submit("k", lambda progress, cancelled: blocking_loader([], progress, cancelled))
     second = runner.submit("k", lambda progress, cancelled: 42)
     got = []
     second.succeeded.connect(got.append)
@@ -149,6 +150,8 @@ def test_latest_request_wins(qtbot):
     assert second.outcome == "succeeded" and first.outcome == "cancelled"
     assert got == [42]
     assert runner.shutdown(5000) and runner.active_count() == 0
+    late = runner.submit("k", lambda progress, cancelled: 1)     # after shutdown: nothing runs
+    assert late.done and late.outcome == "cancelled" and runner.active_count() == 0
 
 
 def test_task_errors_are_sentences(qtbot):
