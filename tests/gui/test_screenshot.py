@@ -98,7 +98,7 @@ def test_screenshot_writes_what_is_shown(qapp, qtbot, tmp_path):
     assert set(docks) == {s.key for s in panel_specs()}
     shown = [d for d in docks.values() if d["shown"]]
     assert shown and all(d["width"] > 50 and d["height"] > 50 for d in shown)
-    assert docks["details"]["area"] == "right"
+    assert docks["details"]["area"] == "bottom"          # beside the tables (issue 16 item 4)
     qtbot.waitUntil(lambda: not _visible_windows())
 
 
