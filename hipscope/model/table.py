@@ -57,6 +57,13 @@ def _to_arrow(values: Any, type_: pa.DataType, n: int, col: str) -> pa.Array:
     return arr
 
 
+def column_array(spec_name: str, col: str, values: Any, n: int) -> pa.Array:
+    """One column as :func:`build_table` stores it (None: all null), for readers that
+    build a table in row chunks and concatenate them."""
+    type_ = SPECS[spec_name].by_name[col].type
+    return pa.nulls(n, type_) if values is None else _to_arrow(values, type_, n, col)
+
+
 def categorical(codes: np.ndarray, categories: Iterable[str]) -> pa.DictionaryArray:
     """Build a name column from int codes (-1 = null) and their category strings."""
     codes = np.asarray(codes, dtype=np.int32)

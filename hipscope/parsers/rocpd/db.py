@@ -10,6 +10,7 @@ same columns. ``HIPSCOPE_ROCPD_ADBC=0`` turns the ADBC path off.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -127,6 +128,7 @@ class Db:
         self._aconn = None
         self.adbc_fetches = 0
         self.read_path = ""  # "physical" or "views", once read (for tests)
+        self.kernel_chunks = 0  # chunks the physical kernels were read in (for tests)
         self.adbc_fallbacks = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[str, Future] = {}
@@ -255,6 +257,12 @@ class Db:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocpd-adbc")
         self._pending[sql] = self._pool.submit(self._fetch_arrow, sql, cols, True)
 
+    def forget_prefetch(self, sql: str) -> None:
+        """Drop a prefetch no fetch will collect (its result is freed when it ends)."""
+        pending = self._pending.pop(sql, None)
+        if pending is not None:
+            pending.cancel()
+
     def fetch(self, view: str, wanted: Sequence[str], where: str = "",
               required: Sequence[str] = (), extra: dict[str, str] | None = None,
               ) -> dict[str, pa.Array]:
@@ -304,6 +312,24 @@ class Db:
                 out[c] = pa.array([None if v is None else str(v) for v in vals],
                                   type=pa.string())
         return out
+
+
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed() -> None:
+    """Give the C heap's free pages back to the system: the ADBC driver's result
+    buffers and numpy's temporaries are malloc'ed on several threads' arenas, which
+    glibc keeps (hundreds of MB after a big read) unless trimmed."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:

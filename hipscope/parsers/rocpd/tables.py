@@ -17,13 +17,13 @@ from .._common import (
     group_rows,
     nesting_depth,
     new_meta,
-    number_per_device,
 )
 from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
-from .dangling import kept_dispatches, kernels_kept, unknown_agents, warn_lost
+from .dangling import warn_lost
 from .db import LEGACY_TABLES, Db, as_int, as_str, masked
 from .graphs import graph_launches
+from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
 from .physical import (
     Physical,
     encoded_names,
@@ -236,93 +236,6 @@ def _marker_table(m: dict):
     }, n=nm)
 
 
-def _queue_names(db: Db, guids: _Guids, view: str) -> dict[tuple[int, int], str]:
-    """(guid, id) -> name from rocpd_info_queue / rocpd_info_stream."""
-    names: dict[tuple[int, int], str] = {}
-    if db.has(view):
-        qi = db.fetch(view, ["guid", "id", "name"])
-        nq = len(qi.get("id", []))
-        for g, qid, qn in zip(guids(qi.get("guid"), nq).tolist(), as_int(qi.get("id"), nq).tolist(),
-                              as_str(qi.get("name"), nq).to_pylist()):
-            names[(g, qid)] = qn
-    return names
-
-
-def _queues(db: Db, guids: _Guids, kn: dict, k_dev, k_guid, nk: int):
-    """Small queue ids per device, in (guid, handle) order, and the queues table."""
-    k_qh = as_int(kn.get("queue_id"), nk)
-    queue_names = _queue_names(db, guids, "rocpd_info_queue")
-    k_queue = np.full(nk, -1, np.int64)
-    q_rows: dict[str, list] = {"device": [], "queue": [], "raw_id": [], "name": []}
-    if "queue_id" in kn and nk:
-        k_queue, (u_dev, u_guid, u_qh), small = number_per_device(k_dev, k_guid, k_qh)
-        q_rows["device"] = u_dev.tolist()
-        q_rows["queue"] = small.tolist()
-        q_rows["raw_id"] = [str(h) for h in u_qh.tolist()]
-        q_rows["name"] = [queue_names.get((g, h)) for g, h in zip(u_guid.tolist(),
-                                                                   u_qh.tolist())]
-    return k_queue, build_table("queues", q_rows, n=len(q_rows["device"]))
-
-
-_KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", "dispatch_id",
-                   "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
-                   "workgroup_x", "workgroup_y", "workgroup_z", "lds_size", "scratch_size",
-                   "vgpr_count", "accum_vgpr_count", "sgpr_count", "stack_id", "name"]
-_KERNEL_REQUIRED = ["start", "end", "agent_abs_index"]
-_KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z"),
-                ("block_x", "workgroup_x"), ("block_y", "workgroup_y"),
-                ("block_z", "workgroup_z"), ("vgpr", "vgpr_count"),
-                ("accum_vgpr", "accum_vgpr_count"), ("sgpr", "sgpr_count"),
-                ("lds_bytes", "lds_size"), ("scratch_bytes", "scratch_size"))
-
-
-def _kernel_columns(db: Db, phys: Physical | None, warnings: list[str]) -> dict:
-    """The kernels view's columns, plus the dispatches it drops (``dangling.py``)."""
-    if phys is None:
-        kn = db.fetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
-        return kernels_kept(db, kn, _KERNEL_COLUMNS, warnings)
-    every, in_view = phys.kernels()
-    if in_view.all():
-        return {c: a for c, a in every.items() if c in _KERNEL_COLUMNS}
-    return kept_dispatches(db, every, int(in_view.sum()), len(in_view), warnings)
-
-
-def _kernels(db: Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, warnings,
-             phys: Physical | None):
-    path = db.path
-    kn = _kernel_columns(db, phys, warnings)
-    nk = len(kn["start"])
-    k = {"guid": guids(kn.get("guid"), nk), "pid": as_int(kn.get("pid"), nk),
-         "stream": as_int(kn.get("stream_id"), nk), "disp": as_int(kn.get("dispatch_id"), nk)}
-    k["dev"] = unknown_agents(kn, to_device(as_int(kn.get("nid"), nk),
-                                            as_int(kn.get("agent_abs_index"), nk)), dev_rows)
-    if (k["dev"] < 0).any():
-        j = int(np.nonzero(k["dev"] < 0)[0][0])
-        raise TraceFormatError(path, "table kernels",
-                               "agent_abs_index of a GPU agent in rocpd_info_agent",
-                               f"{int(as_int(kn.get('agent_abs_index'), nk)[j])} in row {j}")
-    k_start, k_end = as_int(kn["start"], nk, 0), as_int(kn["end"], nk, 0)
-    k_stack = as_int(kn.get("stack_id"), nk)
-    k_api = link_by_correlation(k_stack, k["guid"], api_stack, api_guid)
-    k_api[k_stack < 0] = -1
-    k["queue"], queues = _queues(db, guids, kn, k["dev"], k["guid"], nk)
-    name = kn.get("name")
-    cols = {
-        "name": encoded_names(name, "(unknown kernel)")
-        if name is not None and pa.types.is_dictionary(name.type)
-        else pc.fill_null(as_str(name, nk), "(unknown kernel)"),
-        "device": k["dev"], "start": k_start, "end": k_end,
-        "queue": masked(k["queue"]), "stream": masked(k["stream"]),
-        "pid": masked(k["pid"]), "tid": masked(as_int(kn.get("tid"), nk)),
-        "correlation_id": masked(k_stack),
-        "dispatch_id": masked(k["disp"]),
-        "api_index": masked(k_api),
-    }
-    for col, view_col in _KERNEL_INTS:
-        cols[col] = masked(as_int(kn.get(view_col), nk))
-    return build_table("kernels", cols, n=nk), queues, k
-
-
 _PROVENANCE = {
     "kernels.name": "kernels.name (rocpd_info_kernel_symbol.display_name = "
                     "formatted_kernel_name, as CSV Kernel_Name)",
@@ -369,7 +282,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     if db.has("regions") and phys is None:
         db.prefetch("regions", *_regions_query(db))
     if db.has("kernels") and phys is None:
-        db.prefetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
+        db.prefetch("kernels", KERNEL_COLUMNS, required=KERNEL_REQUIRED)
     if db.has("memory_copies"):
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
@@ -380,7 +293,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys)
     check_cancel(cancelled)
     progress(0.4)
-    kernels, queues, k = _kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
+    kernels, queues, k = read_kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
                                   warnings, phys)
     devices = devices_table(dev_rows)
     check_cancel(cancelled)

@@ -1,0 +1,164 @@
+"""The kernels table of one rocpd database (and its queues).
+
+From the physical tables the dispatches are read and joined in rowid chunks
+(``physical.chunk_rows``), each chunk turned into the schema's column types before the
+next is read, so the raw and joined columns of only one chunk are alive at once (a
+5M-kernel database in under 2 GB). What needs every row (the queue numbering, the names'
+first-use dictionary) is done once over the chunks' small results. The views, and
+databases whose kernels view drops dispatches, are read in one piece.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...model import build_table, link_by_correlation
+from ...model.table import column_array
+from .._common import number_per_device
+from ..base import TraceFormatError
+from .dangling import kept_dispatches, kernels_kept, unknown_agents
+from .db import Db, as_int, as_str, masked, release_freed
+from .physical import Physical, encoded_names
+
+__all__ = ["KERNEL_COLUMNS", "read_kernels"]
+
+KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", "dispatch_id",
+                  "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
+                  "workgroup_x", "workgroup_y", "workgroup_z", "lds_size", "scratch_size",
+                  "vgpr_count", "accum_vgpr_count", "sgpr_count", "stack_id", "name"]
+KERNEL_REQUIRED = ["start", "end", "agent_abs_index"]
+_KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z"),
+                ("block_x", "workgroup_x"), ("block_y", "workgroup_y"),
+                ("block_z", "workgroup_z"), ("vgpr", "vgpr_count"),
+                ("accum_vgpr", "accum_vgpr_count"), ("sgpr", "sgpr_count"),
+                ("lds_bytes", "lds_size"), ("scratch_bytes", "scratch_size"))
+
+
+def _queue_names(db: Db, guids, view: str) -> dict[tuple[int, int], str]:
+    """(guid, id) -> name from rocpd_info_queue / rocpd_info_stream."""
+    names: dict[tuple[int, int], str] = {}
+    if db.has(view):
+        qi = db.fetch(view, ["guid", "id", "name"])
+        nq = len(qi.get("id", []))
+        for g, qid, qn in zip(guids(qi.get("guid"), nq).tolist(), as_int(qi.get("id"), nq).tolist(),
+                              as_str(qi.get("name"), nq).to_pylist()):
+            names[(g, qid)] = qn
+    return names
+
+
+def _queues(db: Db, guids, k_qh: np.ndarray | None, k_dev, k_guid, nk: int):
+    """Small queue ids per device, in (guid, handle) order, and the queues table
+    (``k_qh``: the queue handles, None when the kernels have no queue_id)."""
+    queue_names = _queue_names(db, guids, "rocpd_info_queue")
+    k_queue = np.full(nk, -1, np.int64)
+    q_rows: dict[str, list] = {"device": [], "queue": [], "raw_id": [], "name": []}
+    if k_qh is not None and nk:
+        k_queue, (u_dev, u_guid, u_qh), small = number_per_device(k_dev, k_guid, k_qh)
+        q_rows["device"] = u_dev.tolist()
+        q_rows["queue"] = small.tolist()
+        q_rows["raw_id"] = [str(h) for h in u_qh.tolist()]
+        q_rows["name"] = [queue_names.get((g, h)) for g, h in zip(u_guid.tolist(),
+                                                                   u_qh.tolist())]
+    return k_queue, build_table("queues", q_rows, n=len(q_rows["device"]))
+
+
+def _one_piece(db: Db, phys: Physical | None, warnings: list[str]) -> dict:
+    """The kernels view's columns, plus the dispatches it drops (``dangling.py``)."""
+    if phys is None:
+        kn = db.fetch("kernels", KERNEL_COLUMNS, required=KERNEL_REQUIRED)
+        return kernels_kept(db, kn, KERNEL_COLUMNS, warnings)
+    every, in_view = phys.kernels()
+    if in_view.all():
+        return {c: a for c, a in every.items() if c in KERNEL_COLUMNS}
+    return kept_dispatches(db, every, int(in_view.sum()), len(in_view), warnings)
+
+
+def _part(kn: dict, ctx: dict, offset: int) -> tuple[dict, dict]:
+    """One chunk's kernels columns as the schema stores them (the name left as read,
+    the queue for :func:`_assemble`) and its integer columns."""
+    nk = len(kn["start"])
+    k = {"guid": ctx["guids"](kn.get("guid"), nk), "pid": as_int(kn.get("pid"), nk),
+         "stream": as_int(kn.get("stream_id"), nk), "disp": as_int(kn.get("dispatch_id"), nk),
+         "qh": as_int(kn.get("queue_id"), nk) if "queue_id" in kn else None}
+    k["dev"] = unknown_agents(kn, ctx["to_device"](as_int(kn.get("nid"), nk),
+                                                   as_int(kn.get("agent_abs_index"), nk)),
+                              ctx["dev_rows"])
+    if (k["dev"] < 0).any():
+        j = int(np.nonzero(k["dev"] < 0)[0][0])
+        raise TraceFormatError(ctx["path"], "table kernels",
+                               "agent_abs_index of a GPU agent in rocpd_info_agent",
+                               f"{int(as_int(kn.get('agent_abs_index'), nk)[j])} in row "
+                               f"{offset + j}")
+    k_stack = as_int(kn.get("stack_id"), nk)
+    k_api = link_by_correlation(k_stack, k["guid"], ctx["api_stack"], ctx["api_guid"])
+    k_api[k_stack < 0] = -1
+    cols = {
+        "device": k["dev"], "start": as_int(kn["start"], nk, 0),
+        "end": as_int(kn["end"], nk, 0), "stream": masked(k["stream"]),
+        "pid": masked(k["pid"]), "tid": masked(as_int(kn.get("tid"), nk)),
+        "correlation_id": masked(k_stack), "dispatch_id": masked(k["disp"]),
+        "api_index": masked(k_api),
+    }
+    for col, view_col in _KERNEL_INTS:
+        cols[col] = masked(as_int(kn.get(view_col), nk))
+    cols = {c: column_array("kernels", c, v, nk) for c, v in cols.items()}
+    cols["name"] = kn.get("name")
+    return cols, k
+
+
+def _chunked(phys: Physical, ctx: dict) -> list[tuple[dict, dict]] | None:
+    """:func:`_part` of each chunk of the physical tables; None when a chunk holds
+    dispatches the view drops, or a kernel with no agent index (read in one piece)."""
+    parts, offset, chunks = [], 0, phys.kernel_chunks()
+    try:
+        for every, in_view in chunks:
+            n = len(in_view)
+            if not in_view.all() or (as_int(every.get("agent_abs_index"), n) < 0).any():
+                return None
+            parts.append(_part({c: a for c, a in every.items() if c in KERNEL_COLUMNS},
+                               ctx, offset))
+            offset += n
+            del every, in_view
+            release_freed()
+    finally:
+        chunks.close()
+    phys.db.kernel_chunks = len(parts)
+    return parts
+
+
+def _concat(pieces: list) -> pa.Array | np.ndarray | None:
+    if any(p is None for p in pieces):
+        return None
+    if len(pieces) == 1:
+        return pieces[0]
+    if isinstance(pieces[0], np.ndarray):
+        return np.concatenate(pieces)
+    return pa.concat_arrays(pieces)
+
+
+def _assemble(db: Db, guids, parts: list[tuple[dict, dict]]):
+    """The kernels table, the queues table and the integer columns of every chunk."""
+    k = {c: _concat([p[1].pop(c) for p in parts]) for c in list(parts[0][1])}
+    nk = len(k["guid"])
+    k["queue"], queues = _queues(db, guids, k.pop("qh"), k["dev"], k["guid"], nk)
+    cols = {c: _concat([p[0].pop(c) for p in parts]) for c in list(parts[0][0])}
+    name = cols["name"]
+    cols["name"] = (encoded_names(name, "(unknown kernel)")
+                    if name is not None and pa.types.is_dictionary(name.type)
+                    else pc.fill_null(as_str(name, nk), "(unknown kernel)"))
+    cols["queue"] = masked(k["queue"])
+    return build_table("kernels", cols, n=nk), queues, k
+
+
+def read_kernels(db: Db, guids, to_device, api_stack, api_guid, dev_rows, warnings,
+                 phys: Physical | None):
+    """(kernels table, queues table, integer columns: guid, pid, stream, disp, dev,
+    queue) of the database."""
+    ctx = {"guids": guids, "to_device": to_device, "api_stack": api_stack,
+           "api_guid": api_guid, "dev_rows": dev_rows, "path": db.path}
+    parts = _chunked(phys, ctx) if phys is not None else None
+    if parts is None:
+        parts = [_part(_one_piece(db, phys, warnings), ctx, 0)]
+    return _assemble(db, guids, parts)
