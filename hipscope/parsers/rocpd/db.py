@@ -28,6 +28,7 @@ from .._sqlite import (
     ro_uri,
     schema_names,
 )
+from ...model.table import from_numpy, string_array, to_numpy
 from ..base import TraceFormatError
 
 __all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "is_rocpd", "masked",
@@ -185,7 +186,7 @@ class Db:
             return None
         n = table.num_rows
         if n == 0:
-            return {c: pa.array([], type=pa.null()) for c in cols}
+            return {c: pa.nulls(0) for c in cols}
         out = {}
         for c in cols:  # each column's batches freed once combined: peak +1 column, not 2x
             col = table.column(0)
@@ -296,18 +297,19 @@ class Db:
             raise TraceFormatError(self.path, where, "rows readable with the rocpd schema",
                                    error_text(exc)) from None
         if not rows:
-            return {c: pa.array([], type=pa.null()) for c in cols}
+            return {c: pa.nulls(0) for c in cols}
         out = {}
         for c, vals in zip(cols, zip(*rows)):
             v0 = vals[0]
             if type(v0) is int:  # fast path: integer column without NULLs
                 try:
-                    out[c] = pa.array(np.array(vals, dtype=np.int64))
+                    out[c] = from_numpy(np.array(vals, dtype=np.int64))
                     continue
                 except (TypeError, ValueError, OverflowError):
                     pass
+            text = string_array(vals) if isinstance(v0, str) else None
             try:
-                out[c] = pa.array(vals)
+                out[c] = text if text is not None else pa.array(vals)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                 out[c] = pa.array([None if v is None else str(v) for v in vals],
                                   type=pa.string())
@@ -342,9 +344,7 @@ def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             arr = pc.cast(pc.cast(arr, pa.string()), pa.int64(), safe=False)
     arr = arr.cast(pa.int64())
-    if arr.null_count == 0:  # no copy through fill_null
-        return arr.to_numpy(zero_copy_only=False)
-    return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
+    return to_numpy(arr, fill)
 
 
 def as_str(arr: pa.Array | None, n: int) -> pa.Array:
@@ -357,7 +357,7 @@ def masked(vals: np.ndarray, invalid: np.ndarray | None = None) -> pa.Array | No
     mask = vals < 0 if invalid is None else invalid
     if len(vals) == 0 or mask.all():
         return None
-    return pa.array(vals, mask=mask if mask.any() else None)
+    return from_numpy(vals, mask)
 
 
 # the former private spellings (kept for callers outside this package)

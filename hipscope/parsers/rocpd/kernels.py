@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import build_table, link_by_correlation
-from ...model.table import column_array
+from ...model.table import column_array, scalar
 from .._common import number_per_device
 from ..base import TraceFormatError
 from .dangling import kept_dispatches, kernels_kept, unknown_agents
@@ -147,7 +147,7 @@ def _assemble(db: Db, guids, parts: list[tuple[dict, dict]]):
     name = cols["name"]
     cols["name"] = (encoded_names(name, "(unknown kernel)")
                     if name is not None and pa.types.is_dictionary(name.type)
-                    else pc.fill_null(as_str(name, nk), "(unknown kernel)"))
+                    else pc.fill_null(as_str(name, nk), scalar("(unknown kernel)")))
     cols["queue"] = masked(k["queue"])
     return build_table("kernels", cols, n=nk), queues, k
 

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...model.table import from_numpy, scalar, string_array, to_numpy, valid_mask
 from .db import Db, as_int, as_str
 
 __all__ = ["Physical", "encoded_names", "is_in_strings", "open_physical", "physical_enabled",
@@ -110,17 +111,18 @@ def open_physical(db: Db) -> Physical | None:
 def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
     """``pc.dictionary_encode(pc.fill_null(arr.cast(pa.string()), fill))`` without
     making each row's string: the dictionary's distinct values in first-use order."""
-    values = pa.concat_arrays([arr.dictionary.cast(pa.string()), pa.array([fill])])
-    enc = pc.dictionary_encode(pc.fill_null(values, fill))
-    vid = enc.indices.to_numpy(zero_copy_only=False)
-    rows = vid[pc.fill_null(arr.indices, len(values) - 1).to_numpy(zero_copy_only=False)]
+    values = pa.concat_arrays([arr.dictionary.cast(pa.string()), string_array([fill])])
+    enc = pc.dictionary_encode(pc.fill_null(values, scalar(fill)))
+    vid = to_numpy(enc.indices)
+    rows = vid[to_numpy(arr.indices, len(values) - 1)]
     if len(rows) == 0:
-        return pc.dictionary_encode(pa.array([], pa.string()))
+        return pc.dictionary_encode(pa.nulls(0, pa.string()))
     uniq, first = np.unique(rows, return_index=True)
     order = uniq[np.argsort(first, kind="stable")]
     remap = np.zeros(len(enc.dictionary), np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(remap[rows]), enc.dictionary.take(order))
+    return pa.DictionaryArray.from_arrays(from_numpy(remap[rows]),
+                                          enc.dictionary.take(from_numpy(order)))
 
 
 def _is_dict(arr: pa.Array | None) -> bool:
@@ -143,19 +145,17 @@ def take_strings(arr: pa.Array, rows: pa.Array, n: int) -> pa.Array:
 def is_in_strings(arr: pa.Array, values: tuple[str, ...]) -> np.ndarray:
     """Which rows' text is one of ``values`` (NULL: no)."""
     if _is_dict(arr):
-        hit = np.append(pc.fill_null(pc.is_in(arr.dictionary, pa.array(values)), False)
-                        .to_numpy(zero_copy_only=False), False)
-        at = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
-        return hit[at]
-    return np.asarray(pc.fill_null(pc.is_in(arr, pa.array(values)), False)
-                      .to_numpy(zero_copy_only=False), dtype=bool)
+        hit = np.append(to_numpy(pc.is_in(arr.dictionary, string_array(list(values))),
+                                 False), False)
+        return hit[to_numpy(arr.indices, len(arr.dictionary))]
+    return to_numpy(pc.is_in(arr, string_array(list(values))), False)
 
 
 def _dict(strings: pa.Array, rows: np.ndarray) -> pa.Array:
     """``strings[rows]`` (NULL where -1) as a dictionary over ``strings``, no copies."""
     if not pa.types.is_string(strings.type) or strings.null_count:
         return _take(strings, rows)
-    return pa.DictionaryArray.from_arrays(pa.array(rows.astype(np.int32), mask=rows < 0),
+    return pa.DictionaryArray.from_arrays(from_numpy(rows.astype(np.int32), rows < 0),
                                           strings)
 
 
@@ -182,11 +182,10 @@ def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     miss = rows < 0
     if pa.types.is_int64(arr.type):  # numpy gather: several times faster than take
         at = np.where(miss, 0, rows)
-        vals = pc.fill_null(arr, 0).to_numpy()[at]
-        bad = miss if arr.null_count == 0 else (
-            miss | ~pc.is_valid(arr).to_numpy(zero_copy_only=False)[at])
-        return pa.array(vals, mask=bad if bad.any() else None)
-    return arr.take(pa.array(rows, mask=miss if miss.any() else None))
+        vals = to_numpy(arr, 0)[at]
+        bad = miss if arr.null_count == 0 else (miss | ~valid_mask(arr)[at])
+        return from_numpy(vals, bad)
+    return arr.take(from_numpy(rows, miss))
 
 
 class Physical:
@@ -301,11 +300,11 @@ class Physical:
         keep = as_int(raw.pop("_event"), n, _NO_KEY) != _NO_KEY
         out = dict(raw)
         out["guid"] = pa.DictionaryArray.from_arrays(
-            pa.array(np.zeros(n, np.int32)), pa.array([self.guid]))
+            from_numpy(np.zeros(n, np.int32)), string_array([self.guid]))
         a_row, ag = self._join("rocpd_info_agent", ["absolute_index"], key["agent_id"])
         out["agent_abs_index"] = _take(ag["absolute_index"], a_row)
-        out["agent_id"] = pa.array(np.where(key["agent_id"] == _NO_KEY, 0, key["agent_id"]),
-                                   mask=key["agent_id"] == _NO_KEY)
+        out["agent_id"] = from_numpy(np.where(key["agent_id"] == _NO_KEY, 0, key["agent_id"]),
+                                     key["agent_id"] == _NO_KEY)
         p_row, pr = self._join("rocpd_info_process", ["pid"], key["pid"])
         t_row, th = self._join("rocpd_info_thread", ["tid"], key["tid"])
         out["pid"], out["tid"] = _take(pr["pid"], p_row), _take(th["tid"], t_row)
@@ -367,10 +366,10 @@ class Physical:
         if self.has_extdata:
             out["message"] = self._messages(key["event"], key["cat"])
         out.update({"guid": pa.DictionaryArray.from_arrays(
-                        pa.array(np.zeros(n, np.int32)), pa.array([self.guid])),
+                        from_numpy(np.zeros(n, np.int32)), string_array([self.guid])),
                     "category": _dict(st["string"], c_row), "name": _dict(st["string"], s_row),
                     "pid": _take(pr["pid"], p_row), "tid": _take(th["tid"], t_row)})
         if keep.all():
             return out
-        rows = pa.array(np.flatnonzero(keep))
+        rows = from_numpy(np.flatnonzero(keep))
         return {c: a.take(rows) for c, a in out.items()}

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import Trace, build_table, link_by_correlation
+from ...model.table import from_numpy, scalar, to_numpy
 from .._common import (
     copy_directions,
     devices_table,
@@ -50,7 +51,7 @@ class _Guids:
         enc = arr if dict_type else pc.dictionary_encode(as_str(arr, n))
         lut = np.array([self.codes.setdefault(v, len(self.codes))
                         for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int64)
-        idx = pc.fill_null(enc.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
+        idx = to_numpy(enc.indices, len(lut) - 1)
         return lut[idx]
 
 
@@ -155,7 +156,8 @@ def _with_message(names: pa.Array, cols: dict, n: int, rows=None) -> pa.Array:
     msg = as_str(cols["message"], n)
     if rows is not None:
         msg = msg.take(rows)
-    return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), 0), False), msg, names)
+    return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), scalar(0)), scalar(False)),
+                      msg, names)
 
 
 def _regions_query(db: Db) -> tuple:
@@ -181,14 +183,14 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
                         "category_id is not in rocpd_string); they are API calls of "
                         "domain 'unknown'")
     r_cat = (encoded_names(r_cat, "unknown") if pa.types.is_dictionary(r_cat.type)
-             else pc.fill_null(r_cat, "unknown") if no_cat else r_cat)
+             else pc.fill_null(r_cat, scalar("unknown")) if no_cat else r_cat)
     is_marker = is_in_strings(r_cat, _MARKER_CATEGORIES)
     r_guid = guids(rg.get("guid"), nr)
     r_start, r_end = as_int(rg["start"], nr, 0), as_int(rg["end"], nr, 0)
     r_stack = as_int(rg.get("stack_id"), nr)
     r_pid, r_tid = as_int(rg.get("pid"), nr), as_int(rg.get("tid"), nr)
     api_rows = np.nonzero(~is_marker)[0]
-    a_take = pa.array(api_rows, type=pa.int64())
+    a_take = from_numpy(api_rows.astype(np.int64))
     api_stack = r_stack[api_rows]
     api = build_table("api", {
         "name": take_names(rg["name"], a_take, nr),
@@ -198,7 +200,7 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
         "correlation_id": masked(api_stack),
     }, n=len(api_rows))
     mk_rows = np.nonzero(is_marker)[0]
-    m_take = pa.array(mk_rows, type=pa.int64())
+    m_take = from_numpy(mk_rows.astype(np.int64))
     m = {"name": _with_message(take_strings(rg["name"], m_take, nr), rg, nr, m_take),
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
     m["end"] = r_end[mk_rows]
