@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ...model import build_table, link_by_correlation
 from ...model.table import column_array, scalar
-from .._common import number_per_device
+from .._common import group_rows, number_per_device
 from ..base import TraceFormatError
 from .dangling import kept_dispatches, kernels_kept, unknown_agents
 from .db import Db, as_int, as_str, masked, release_freed
@@ -48,14 +48,35 @@ def _queue_names(db: Db, guids, view: str) -> dict[tuple[int, int], str]:
     return names
 
 
-def _queues(db: Db, guids, k_qh: np.ndarray | None, k_dev, k_guid, nk: int):
+def _distinct_queues(k: dict) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """A chunk's distinct (device, guid, queue handle) rows and each kernel's row
+    among them (int32); None without queue handles."""
+    qh = k.pop("qh")
+    if qh is None:
+        return None
+    uniq, inverse, _first = group_rows(k["dev"], k["guid"], qh)
+    return uniq, inverse.astype(np.int32)
+
+
+def _number_queues(qs: list) -> tuple[np.ndarray, list[np.ndarray], np.ndarray] | None:
+    """number_per_device over every chunk's kernels, from the chunks' distinct rows:
+    (each kernel's small queue id, the distinct rows, their small ids)."""
+    if any(q is None for q in qs):
+        return None
+    rows = [np.concatenate([u[i] for u, _ in qs]) for i in range(3)]
+    ids, uniq, small = number_per_device(*rows)
+    at = np.cumsum([0] + [len(u[0]) for u, _ in qs])
+    return np.concatenate([ids[a + inv] for a, (_, inv) in zip(at, qs)]), uniq, small
+
+
+def _queues(db: Db, guids, numbered, nk: int):
     """Small queue ids per device, in (guid, handle) order, and the queues table
-    (``k_qh``: the queue handles, None when the kernels have no queue_id)."""
+    (``numbered``: :func:`_number_queues`, None when the kernels have no queue_id)."""
     queue_names = _queue_names(db, guids, "rocpd_info_queue")
     k_queue = np.full(nk, -1, np.int64)
     q_rows: dict[str, list] = {"device": [], "queue": [], "raw_id": [], "name": []}
-    if k_qh is not None and nk:
-        k_queue, (u_dev, u_guid, u_qh), small = number_per_device(k_dev, k_guid, k_qh)
+    if numbered is not None and nk:
+        k_queue, (u_dev, u_guid, u_qh), small = numbered
         q_rows["device"] = u_dev.tolist()
         q_rows["queue"] = small.tolist()
         q_rows["raw_id"] = [str(h) for h in u_qh.tolist()]
@@ -105,6 +126,7 @@ def _part(kn: dict, ctx: dict, offset: int) -> tuple[dict, dict]:
         cols[col] = masked(as_int(kn.get(view_col), nk))
     cols = {c: column_array("kernels", c, v, nk) for c, v in cols.items()}
     cols["name"] = kn.get("name")
+    k["queues"] = _distinct_queues(k)
     return cols, k
 
 
@@ -140,10 +162,14 @@ def _concat(pieces: list) -> pa.Array | np.ndarray | None:
 
 def _assemble(db: Db, guids, parts: list[tuple[dict, dict]]):
     """The kernels table, the queues table and the integer columns of every chunk."""
+    numbered = _number_queues([p[1].pop("queues") for p in parts])
     k = {c: _concat([p[1].pop(c) for p in parts]) for c in list(parts[0][1])}
     nk = len(k["guid"])
-    k["queue"], queues = _queues(db, guids, k.pop("qh"), k["dev"], k["guid"], nk)
+    k["queue"], queues = _queues(db, guids, numbered, nk)
+    del numbered
+    release_freed()
     cols = {c: _concat([p[0].pop(c) for p in parts]) for c in list(parts[0][0])}
+    release_freed()
     name = cols["name"]
     cols["name"] = (encoded_names(name, "(unknown kernel)")
                     if name is not None and pa.types.is_dictionary(name.type)

@@ -22,7 +22,7 @@ from .._common import (
 from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
 from .dangling import warn_lost
-from .db import LEGACY_TABLES, Db, as_int, as_str, masked
+from .db import LEGACY_TABLES, Db, as_int, as_str, masked, release_freed
 from .graphs import graph_launches
 from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
 from .physical import (
@@ -293,6 +293,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     check_cancel(cancelled)
     progress(0.1)
     api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys)
+    release_freed()  # the regions' raw columns
     check_cancel(cancelled)
     progress(0.4)
     kernels, queues, k = read_kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
