@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import link_by_correlation
+from ...model.table import from_numpy, to_numpy
 from .columns import _has_values, _Load, _np
 from .files import _Set
 
@@ -91,9 +92,9 @@ def _link_counters(cnt: dict, kern: dict | None, s: _Set, load: _Load) -> None:
         if kern.get("name") is not None and cnt.get("name") is not None:
             hit = idx >= 0
             if hit.any():
-                kn = kern["name"].take(pa.array(idx[hit])).cast(pa.string())
-                cn = cnt["name"].filter(pa.array(hit)).cast(pa.string())
-                same = pc.fill_null(pc.equal(kn, cn), True).to_numpy(zero_copy_only=False)
+                kn = kern["name"].take(from_numpy(idx[hit])).cast(pa.string())
+                cn = cnt["name"].filter(from_numpy(hit)).cast(pa.string())
+                same = to_numpy(pc.equal(kn, cn), True)
                 if not same.all():
                     bad = np.nonzero(hit)[0][~same]
                     idx[bad] = -1
@@ -126,12 +127,12 @@ def _kernels_from_counters(cnt: dict, s: _Set, load: _Load) -> dict | None:
     key = (pid.astype(np.int64) << 40) ^ ids
     _uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
     has_times = "start" in cnt and "end" in cnt
-    first_rows = pa.array(first)
+    first_rows = from_numpy(first)
     if has_times:
         start = cnt["start"].take(first_rows)
         end = cnt["end"].take(first_rows)
         # end < start passes through: the shared interval rule drops it
-        ok = pc.and_(start.is_valid(), end.is_valid()).to_numpy(zero_copy_only=False)
+        ok = to_numpy(pc.and_(start.is_valid(), end.is_valid()))
     else:
         ok = np.zeros(len(first), dtype=bool)
     nk = len(first)
@@ -148,7 +149,7 @@ def _kernels_from_counters(cnt: dict, s: _Set, load: _Load) -> dict | None:
     new_index = np.full(nk, -1, dtype=np.int32)
     new_index[keep] = np.arange(len(keep), dtype=np.int32)
     cnt["kernel_index"] = new_index[inv]
-    rows = pa.array(first[keep])
+    rows = from_numpy(first[keep])
     kern: dict[str, Any] = {}
     for c in ("agent", "name", "queue_raw", "pid", "tid", "correlation_id", "dispatch_id",
               "start", "end", "lds_bytes", "scratch_bytes", "vgpr", "accum_vgpr", "sgpr"):

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...model.table import from_numpy, valid_mask
 from .._common import copy_direction
 from .agents import _AgentInfo
 from .columns import (
@@ -81,7 +82,7 @@ def _read_api_like(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict
         cols, n = _read_columns(f, API_COLUMNS, load)
         progress(f)
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
         cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
         cols = _check_times(cols, "rows", f.path.name, load)
         doms = cols["domain"].dictionary.to_pylist() if "domain" in cols else []
@@ -143,7 +144,7 @@ def _read_copies(files: list[CsvFile], s: _Set, load: _Load, part: _Part, progre
         progress(f)
         cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
         cols = _check_times(cols, "copies", f.path.name, load)
         dirs = cols["direction_raw"].dictionary.to_pylist()
         if any(d and not str(d).startswith("MEMORY_COPY_") for d in dirs):
@@ -199,13 +200,13 @@ def _read_kernels(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict 
                 cols[c] = _fit(cols[c], t, f"{f.path.name} {c}", load)
         cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
         cols = _check_times(cols, "kernels", f.path.name, load)
         if "name" in cols and cols["name"].null_count:
             cols["name"] = pc.fill_null(cols["name"].cast(pa.string()), "").dictionary_encode()
         # kernels without an agent cannot be placed on a device
         if cols["agent"].null_count:
-            ok = cols["agent"].is_valid().to_numpy(zero_copy_only=False)
+            ok = valid_mask(cols["agent"])
             nbad = int((~ok).sum())
             load.warn(f"{f.path.name}: {nbad:,} kernels have no Agent_Id and were left out")
             load.drop("kernels without Agent_Id", nbad)
@@ -229,13 +230,13 @@ def _read_counters(files: list[CsvFile], s: _Set, load: _Load, progress) -> dict
         load.layout.add(_layout_of_counters(f.fields, [a for a in agents if a]))
         cols["correlation_id"] = _null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
-        cols["_has_times"] = pa.array(np.full(n, "start" in cols and "end" in cols))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
+        cols["_has_times"] = from_numpy(np.full(n, "start" in cols and "end" in cols))
         if "counter" in cols and cols["counter"].null_count:
             cols["counter"] = pc.fill_null(cols["counter"].cast(pa.string()),
                                            "").dictionary_encode()
         if cols.get("value") is not None and cols["value"].null_count:
-            ok = cols["value"].is_valid().to_numpy(zero_copy_only=False)
+            ok = valid_mask(cols["value"])
             load.warn(f"{f.path.name}: {int((~ok).sum()):,} counter rows have no value and "
                       "were left out")
             load.drop("counter rows without a value", int((~ok).sum()))
