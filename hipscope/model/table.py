@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import NAME, SPECS, TableSpec
+from .schema import SPECS, TableSpec
 
 
 class SchemaError(ValueError):

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...model.table import from_numpy, string_array, to_numpy
 from .._sqlite import (
     SQL_ERRORS,
     connect_ro,
@@ -28,7 +29,6 @@ from .._sqlite import (
     ro_uri,
     schema_names,
 )
-from ...model.table import from_numpy, string_array, to_numpy
 from ..base import TraceFormatError
 
 __all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "is_rocpd", "masked",
