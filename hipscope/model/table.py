@@ -126,10 +126,12 @@ def _int_list(values: list) -> pa.Array | None:
 def _list_to_arrow(values: Any, type_: pa.DataType) -> pa.Array:
     """Python values (None = null) as Arrow, without pandas where they are plain."""
     if isinstance(values, list):
-        arr = (string_array(values) if pa.types.is_dictionary(type_) or
-               pa.types.is_string(type_) else _int_list(values) if
-               pa.types.is_integer(type_) else None)
-        if arr is not None:
+        if pa.types.is_dictionary(type_) or pa.types.is_string(type_):
+            arr = string_array(values)
+        else:
+            arr = _int_list(values) if pa.types.is_integer(type_) else None
+            arr = arr.cast(type_) if arr is not None else None  # out of range: ArrowInvalid
+        if arr is not None:                                   # as from pa.array(type=)
             return arr
     # from_pandas (NaN -> null) only for object arrays: on lists it imports pandas
     nan_is_null = isinstance(values, np.ndarray)
