@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hipscope.parsers.rocpd.db import Db
@@ -199,3 +200,19 @@ def test_sparse_dispatch_rowids_read_the_same_both_ways(tmp_path, monkeypatch):
     _exec(db, f'UPDATE "{kd}" SET rowid = 1000000000 WHERE rowid = (SELECT max(rowid) '
               f'FROM "{kd}")', f'UPDATE "{kd}" SET rowid = 500 WHERE rowid = 3')
     _assert_same(db, monkeypatch)
+
+
+@pytest.mark.parametrize("n_api", [0, 1, 500])
+def test_api_link_sorted_once_equals_link_by_correlation(n_api):
+    """Each chunk's kernels link to their API calls as one link_by_correlation would."""
+    from hipscope.model import link_by_correlation
+    from hipscope.parsers.rocpd.kernels import ApiLink
+
+    rng = np.random.default_rng(n_api)
+    api_stack, api_guid = rng.integers(-1, 300, n_api), rng.integers(0, 3, n_api)
+    link = ApiLink(api_stack, api_guid)
+    for n in (0, 1, 700):
+        stack, guid = rng.integers(-1, 350, n), rng.integers(0, 3, n)
+        want = link_by_correlation(stack, guid, api_stack, api_guid)
+        got = link(stack, guid)
+        assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...model import build_table, link_by_correlation
+from ...model import build_table
 from ...model.table import column_array, scalar
 from .._common import group_rows, number_per_device
 from ..base import TraceFormatError
@@ -22,7 +22,7 @@ from .dangling import kept_dispatches, kernels_kept, unknown_agents
 from .db import Db, as_int, as_str, masked, release_freed
 from .physical import Physical, encoded_names
 
-__all__ = ["KERNEL_COLUMNS", "read_kernels"]
+__all__ = ["KERNEL_COLUMNS", "ApiLink", "read_kernels"]
 
 KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", "dispatch_id",
                   "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
@@ -85,6 +85,24 @@ def _queues(db: Db, guids, numbered, nk: int):
     return k_queue, build_table("queues", q_rows, n=len(q_rows["device"]))
 
 
+class ApiLink:
+    """``link_by_correlation(stack, guid, api_stack, api_guid)`` with the API side
+    sorted once, not once per chunk (an argsort of every API call each time)."""
+
+    def __init__(self, api_stack: np.ndarray, api_guid: np.ndarray):
+        self.n = len(api_stack)
+        akey = (api_guid.astype(np.int64) << 40) ^ api_stack.astype(np.int64)
+        self.order = np.argsort(akey, kind="stable")
+        self.keys = akey[self.order]
+
+    def __call__(self, stack: np.ndarray, guid: np.ndarray) -> np.ndarray:
+        if self.n == 0 or len(stack) == 0:
+            return np.full(len(stack), -1, dtype=np.int32)
+        kkey = (guid.astype(np.int64) << 40) ^ stack.astype(np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, kkey), self.n - 1)
+        return np.where(self.keys[pos] == kkey, self.order[pos], -1).astype(np.int32)
+
+
 def _one_piece(db: Db, phys: Physical | None, warnings: list[str]) -> dict:
     """The kernels view's columns, plus the dispatches it drops (``dangling.py``)."""
     if phys is None:
@@ -113,7 +131,7 @@ def _part(kn: dict, ctx: dict, offset: int) -> tuple[dict, dict]:
                                f"{int(as_int(kn.get('agent_abs_index'), nk)[j])} in row "
                                f"{offset + j}")
     k_stack = as_int(kn.get("stack_id"), nk)
-    k_api = link_by_correlation(k_stack, k["guid"], ctx["api_stack"], ctx["api_guid"])
+    k_api = ctx["api_link"](k_stack, k["guid"])
     k_api[k_stack < 0] = -1
     cols = {
         "device": k["dev"], "start": as_int(kn["start"], nk, 0),
@@ -182,8 +200,8 @@ def read_kernels(db: Db, guids, to_device, api_stack, api_guid, dev_rows, warnin
                  phys: Physical | None):
     """(kernels table, queues table, integer columns: guid, pid, stream, disp, dev,
     queue) of the database."""
-    ctx = {"guids": guids, "to_device": to_device, "api_stack": api_stack,
-           "api_guid": api_guid, "dev_rows": dev_rows, "path": db.path}
+    ctx = {"guids": guids, "to_device": to_device, "api_link": ApiLink(api_stack, api_guid),
+           "dev_rows": dev_rows, "path": db.path}
     parts = _chunked(phys, ctx) if phys is not None else None
     if parts is None:
         parts = [_part(_one_piece(db, phys, warnings), ctx, 0)]
