@@ -41,6 +41,8 @@ def from_numpy(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     if mask is None or not mask.any():
         return pa.Array.from_buffers(type_, len(values), [None, data], null_count=0)
     mask = np.asarray(mask, dtype=bool)
+    if mask.shape != values.shape:
+        raise ValueError(f"mask of {len(mask)} values for {len(values)} values")
     return pa.Array.from_buffers(type_, len(values), [_bits(~mask), data],
                                  null_count=int(mask.sum()))
 
@@ -50,8 +52,8 @@ def valid_mask(arr: pa.Array) -> np.ndarray:
     n = len(arr)
     if arr.null_count == 0:
         return np.ones(n, dtype=bool)
-    if arr.null_count == n or arr.buffers()[0] is None:
-        return np.zeros(n, dtype=bool) if arr.null_count == n else np.ones(n, dtype=bool)
+    if arr.null_count == n:
+        return np.zeros(n, dtype=bool)
     bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
     return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)
 
@@ -65,8 +67,8 @@ def to_numpy(arr: pa.Array, fill: Any = None) -> np.ndarray:
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
     if not (numeric or pa.types.is_boolean(t)) or (arr.null_count and fill is None):
         return arr.to_numpy(zero_copy_only=False)
-    if arr.null_count == n:
-        return np.full(n, fill, dtype=np.dtype(t.to_pandas_dtype()))
+    if arr.null_count == n or n == 0:
+        return np.full(n, fill if n else 0, dtype=np.dtype(t.to_pandas_dtype()))
     buf = arr.buffers()[1]
     if numeric:
         dt = np.dtype(t.to_pandas_dtype())
