@@ -140,6 +140,7 @@ class Db:
             raise TraceFormatError(path, "sqlite_master", "a readable SQLite database",
                                    error_text(exc)) from None
         self._cols: dict[str, list[str]] = {}
+        self._counts: dict[str, int | None] = {}
 
     def close(self) -> None:
         if self._pool is not None:
@@ -276,10 +277,13 @@ class Db:
         """``count(*)`` of a table or view; None when it cannot be counted."""
         if not self.has(table):
             return None
-        try:
-            return int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
-        except SQL_ERRORS:
-            return None
+        if table not in self._counts:  # a scan of the table: once (the file is read-only)
+            try:
+                self._counts[table] = int(self.conn.execute(
+                    f'SELECT count(*) FROM "{table}"').fetchone()[0])
+            except SQL_ERRORS:
+                self._counts[table] = None
+        return self._counts[table]
 
     def fetch_sql(self, sql: str, cols: list[str], where: str) -> dict[str, pa.Array]:
         """The columns ``cols`` of the rows of ``sql`` as pyarrow arrays (ADBC when it

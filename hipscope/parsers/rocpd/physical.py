@@ -252,8 +252,9 @@ class Physical:
         if self._ranges is None:
             t = self.t["rocpd_kernel_dispatch"]
             try:
-                lo, hi = self.db.conn.execute(f'SELECT min(rowid), max(rowid) FROM "{t}"'
-                                              ).fetchone()
+                # two queries: min and max together would scan the table
+                lo, hi = (self.db.conn.execute(f'SELECT {f}(rowid) FROM "{t}"').fetchone()[0]
+                          for f in ("min", "max"))
             except Exception as exc:  # noqa: BLE001 - the view path reports it
                 raise ValueError(f"{t}: no rowid range") from exc
             size, n = chunk_rows(), self.db.count(t) or 0
