@@ -15,11 +15,131 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import NAME, SPECS, TableSpec
+from .schema import SPECS, TableSpec
 
 
 class SchemaError(ValueError):
     """A reader produced a table that does not follow hipscope's schema (a bug)."""
+
+
+# pa.array(), pa.scalar() and Array.to_numpy() import pandas (pyarrow's pandas shim:
+# 0.4-0.8 s of every fresh process); these build on the buffers instead.
+def _bits(mask: np.ndarray) -> pa.Buffer:
+    return pa.py_buffer(np.packbits(mask, bitorder="little"))
+
+
+def from_numpy(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
+    """``pa.array(values, mask=mask)`` of a 1-D numeric or bool array, without pandas
+    (zero-copy for a contiguous numeric array and no mask)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype.kind not in "iufb" or not values.dtype.isnative or values.ndim != 1:
+        return pa.array(values, mask=mask)
+    if values.dtype.kind == "b":
+        type_, data = pa.bool_(), _bits(values)
+    else:
+        type_, data = pa.from_numpy_dtype(values.dtype), pa.py_buffer(values)
+    if mask is None or not mask.any():
+        return pa.Array.from_buffers(type_, len(values), [None, data], null_count=0)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != values.shape:
+        raise ValueError(f"mask of {len(mask)} values for {len(values)} values")
+    return pa.Array.from_buffers(type_, len(values), [_bits(~mask), data],
+                                 null_count=int(mask.sum()))
+
+
+def valid_mask(arr: pa.Array) -> np.ndarray:
+    """Boolean numpy mask: True where ``arr`` has a value."""
+    n = len(arr)
+    if arr.null_count == 0:
+        return np.ones(n, dtype=bool)
+    if arr.null_count == n:
+        return np.zeros(n, dtype=bool)
+    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)
+
+
+def to_numpy(arr: pa.Array, fill: Any = None) -> np.ndarray:
+    """``arr`` (numeric or bool) as numpy, nulls as ``fill``, without pandas; other
+    types, or nulls with no ``fill``, through ``Array.to_numpy``."""
+    t, n = arr.type, len(arr)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
+    if not (numeric or pa.types.is_boolean(t)) or (arr.null_count and fill is None):
+        return arr.to_numpy(zero_copy_only=False)
+    if arr.null_count == n or n == 0:
+        return np.full(n, fill if n else 0, dtype=np.dtype(t.to_pandas_dtype()))
+    buf = arr.buffers()[1]
+    if numeric:
+        dt = np.dtype(t.to_pandas_dtype())
+        out = np.frombuffer(buf, dtype=dt, count=n, offset=arr.offset * dt.itemsize)
+    else:
+        out = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little"
+                            )[arr.offset:arr.offset + n].astype(bool)
+    if arr.null_count:
+        out = np.where(valid_mask(arr), out, np.asarray(fill, dtype=out.dtype))
+    return out
+
+
+def string_array(values: Iterable[Any]) -> pa.Array | None:
+    """A string array of ``str`` / None values without pandas; None when a value is of
+    another type (then ``pa.array`` decides)."""
+    vals = values if isinstance(values, list) else list(values)
+    if not all(v is None or type(v) is str for v in vals):
+        return None
+    mask = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals))
+    try:
+        enc = [b"" if v is None else v.encode() for v in vals]
+    except UnicodeEncodeError:
+        return None
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return None
+    return pa.Array.from_buffers(pa.string(), len(enc), [
+        _bits(~mask) if mask.any() else None, pa.py_buffer(offsets.astype(np.int32)),
+        pa.py_buffer(b"".join(enc))], null_count=int(mask.sum()))
+
+
+def scalar(value: Any, type_: pa.DataType | None = None) -> pa.Scalar:
+    """``pa.scalar(value, type_)`` of a bool, int, float or str, without pandas (for
+    compute functions, which turn Python values into scalars through pa.scalar)."""
+    if isinstance(value, str):
+        arr = string_array([value])
+    else:
+        arr = from_numpy(np.array([value]))
+    if arr is None:
+        return pa.scalar(value, type_)
+    return arr[0] if type_ is None or arr.type == type_ else arr.cast(type_)[0]
+
+
+def _int_list(values: list) -> pa.Array | None:
+    """An int64 array of a list of ints / None without pandas; None otherwise."""
+    if not all(v is None or type(v) is int for v in values):
+        return None
+    mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+    try:
+        vals = np.array([0 if v is None else v for v in values], dtype=np.int64)
+    except OverflowError:
+        return None
+    return from_numpy(vals, mask)
+
+
+def _list_to_arrow(values: Any, type_: pa.DataType) -> pa.Array:
+    """Python values (None = null) as Arrow, without pandas where they are plain."""
+    if isinstance(values, list):
+        if pa.types.is_dictionary(type_) or pa.types.is_string(type_):
+            arr = string_array(values)
+        else:
+            arr = _int_list(values) if pa.types.is_integer(type_) else None
+            arr = arr.cast(type_) if arr is not None else None  # out of range: ArrowInvalid
+        if arr is not None:                                   # as from pa.array(type=)
+            return arr
+    # from_pandas (NaN -> null) only for object arrays: on lists it imports pandas
+    nan_is_null = isinstance(values, np.ndarray)
+    if pa.types.is_dictionary(type_):
+        return pa.array(values, type=pa.string(), from_pandas=nan_is_null)
+    return pa.array(values, type=type_, from_pandas=nan_is_null)
 
 
 def _to_arrow(values: Any, type_: pa.DataType, n: int, col: str) -> pa.Array:
@@ -27,18 +147,10 @@ def _to_arrow(values: Any, type_: pa.DataType, n: int, col: str) -> pa.Array:
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
         arr = values
-    elif isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
-        arr = pa.array(values)
-    elif isinstance(values, np.ndarray) and values.dtype.kind == "b":
-        arr = pa.array(values)
-    else:
-        # list / object array: may contain None
-        # from_pandas (NaN -> null) only for object arrays: on lists it imports pandas
-        nan_is_null = isinstance(values, np.ndarray)
-        if pa.types.is_dictionary(type_):
-            arr = pa.array(values, type=pa.string(), from_pandas=nan_is_null)
-        else:
-            arr = pa.array(values, type=type_, from_pandas=nan_is_null)
+    elif isinstance(values, np.ndarray) and values.dtype.kind in "iufb":
+        arr = from_numpy(values)
+    else:  # list / object array: may contain None
+        arr = _list_to_arrow(values, type_)
     if len(arr) != n:
         raise SchemaError(f"column {col!r} has {len(arr)} rows, expected {n}")
     if pa.types.is_dictionary(type_):
@@ -57,12 +169,21 @@ def _to_arrow(values: Any, type_: pa.DataType, n: int, col: str) -> pa.Array:
     return arr
 
 
+def column_array(spec_name: str, col: str, values: Any, n: int) -> pa.Array:
+    """One column as :func:`build_table` stores it (None: all null), for readers that
+    build a table in row chunks and concatenate them."""
+    type_ = SPECS[spec_name].by_name[col].type
+    return pa.nulls(n, type_) if values is None else _to_arrow(values, type_, n, col)
+
+
 def categorical(codes: np.ndarray, categories: Iterable[str]) -> pa.DictionaryArray:
     """Build a name column from int codes (-1 = null) and their category strings."""
     codes = np.asarray(codes, dtype=np.int32)
-    mask = codes < 0
-    idx = pa.array(codes, mask=mask if mask.any() else None, type=pa.int32())
-    return pa.DictionaryArray.from_arrays(idx, pa.array(list(categories), type=pa.string()))
+    cats = list(categories)
+    strings = string_array(cats)
+    return pa.DictionaryArray.from_arrays(
+        from_numpy(codes, codes < 0),
+        strings if strings is not None else pa.array(cats, type=pa.string()))
 
 
 class Table:
@@ -115,29 +236,22 @@ class Table:
         arr = self.column(col)
         if pa.types.is_dictionary(arr.type):
             raise TypeError(f"{col!r} is a name column: use codes() or strings()")
-        if arr.null_count == 0:
-            return arr.to_numpy(zero_copy_only=False)
-        if fill is not None:
-            return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
+        if arr.null_count == 0 or fill is not None:
+            return to_numpy(arr, fill)
         if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
-            return arr.cast(pa.float64()).to_numpy(zero_copy_only=False)
+            return to_numpy(arr.cast(pa.float64()), np.nan)
         return arr.to_numpy(zero_copy_only=False)
 
     def valid(self, col: str) -> np.ndarray:
         """Boolean mask: True where the column has a value."""
-        arr = self.column(col)
-        if arr.null_count == 0:
-            return np.ones(len(self), dtype=bool)
-        return arr.is_valid().to_numpy(zero_copy_only=False)
+        return valid_mask(self.column(col))
 
     def codes(self, col: str = "name") -> tuple[np.ndarray, list[str]]:
         """Categorical codes (int32, -1 = null) and the list of category strings."""
         arr = self.column(col)
         if not pa.types.is_dictionary(arr.type):
             raise TypeError(f"{col!r} is not a name column")
-        idx = arr.indices
-        codes = idx.to_numpy(zero_copy_only=False) if idx.null_count == 0 else (
-            pc.fill_null(idx, -1).to_numpy(zero_copy_only=False))
+        codes = to_numpy(arr.indices, -1)
         return codes.astype(np.int32, copy=False), arr.dictionary.to_pylist()
 
     def strings(self, col: str) -> list[Any]:
@@ -158,7 +272,7 @@ class Table:
         return df
 
     def take(self, indices: np.ndarray) -> Table:
-        return Table(self.spec, self.data.take(pa.array(indices)))
+        return Table(self.spec, self.data.take(from_numpy(np.asarray(indices))))
 
     def __repr__(self) -> str:
         return f"<Table {self.spec.name}: {len(self)} rows, columns {self.present}>"
@@ -182,9 +296,7 @@ def build_table(spec_name: str, columns: Mapping[str, Any], n: int | None = None
         if col.name not in columns or columns[col.name] is None:
             if col.required:
                 if n == 0:
-                    arr = pa.array([], type=col.type) if col.type != NAME else (
-                        pa.DictionaryArray.from_arrays(pa.array([], pa.int32()),
-                                                       pa.array([], pa.string())))
+                    arr = pa.nulls(0, col.type)
                 else:
                     raise SchemaError(f"{spec_name}: required column {col.name!r} missing")
             else:
@@ -205,5 +317,4 @@ def empty_table(spec_name: str) -> Table:
 def nullable(values: np.ndarray, invalid: int = -1) -> pa.Array:
     """An integer numpy array as a pyarrow array where ``invalid`` marks a null."""
     values = np.asarray(values)
-    mask = values == invalid
-    return pa.array(values, mask=mask if mask.any() else None)
+    return from_numpy(values, values == invalid)

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..model import SPECS, Trace
-from ..model.table import SchemaError
+from ..model.table import SchemaError, to_numpy
 
 _KNOWN_META = {"format", "sources", "clock"}
 
@@ -56,7 +56,7 @@ def _check_refs(trace: Trace) -> None:
         for col in ("device", "src_device", "dst_device"):
             if col not in table.data.column_names:
                 continue
-            vals = table.column(col).drop_null().to_numpy(zero_copy_only=False)
+            vals = to_numpy(table.column(col).drop_null())
             unknown = set(np.unique(vals).tolist()) - dev_idx
             if unknown:
                 raise SchemaError(f"{name}.{col}: devices {sorted(unknown)[:5]} not in devices")
@@ -67,6 +67,6 @@ def _check_refs(trace: Trace) -> None:
 
 
 def _check_index(arr: pa.Array, n: int, what: str) -> None:
-    vals = arr.drop_null().to_numpy(zero_copy_only=False)
+    vals = to_numpy(arr.drop_null())
     if len(vals) and (vals.min() < 0 or vals.max() >= n):
         raise SchemaError(f"{what}: index out of range 0..{n - 1}")

@@ -32,25 +32,21 @@ def warn_separate_runs(trace: Trace) -> Trace:
     most likely separate runs read together (two runs in one folder, RELIABILITY W11),
     whose span and idle time then mean nothing. One run's processes overlap."""
     import numpy as np
-    import pyarrow as pa
 
     if one_pid(trace):
         return trace             # one process (the usual case): nothing to group
-    parts = []   # per table: each pid's first start and last end (hash group-by, not a sort)
-    for t in (trace.kernels, trace.api):
-        if len(t) and "pid" in t.data.column_names and t.valid("pid").any():
-            d = t.data.filter(t.data.column("pid").is_valid())
-            sub = pa.table({c: d.column(c).cast(pa.int64()) for c in ("pid", "start", "end")})
-            parts.append(sub.group_by("pid").aggregate([("start", "min"), ("end", "max")]))
+    parts = [_pid_spans(t) for t in (trace.kernels, trace.api)
+             if len(t) and "pid" in t.data.column_names and t.valid("pid").any()]
     if not parts:
         return trace
-    per = pa.concat_tables(parts).group_by("pid").aggregate([("start_min", "min"),
-                                                            ("end_max", "max")])
-    if per.num_rows < 2:
+    pids, inv = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    if len(pids) < 2:
         return trace
-    uniq = per.column("pid").to_numpy().astype(np.int64)
-    lo = per.column("start_min_min").to_numpy().astype(np.int64)
-    hi = per.column("end_max_max").to_numpy().astype(np.int64)
+    uniq = pids
+    lo = np.full(len(pids), np.iinfo(np.int64).max)
+    hi = np.full(len(pids), np.iinfo(np.int64).min)
+    np.minimum.at(lo, inv, np.concatenate([p[1] for p in parts]))
+    np.maximum.at(hi, inv, np.concatenate([p[2] for p in parts]))
     order = np.argsort(lo, kind="stable")
     ended = np.maximum.accumulate(hi[order])[:-1]        # all before have ended by then
     gaps = np.flatnonzero(lo[order][1:] > ended)
@@ -66,6 +62,25 @@ def warn_separate_runs(trace: Trace) -> Trace:
     meta = dict(trace.meta)
     add_diagnostic(meta, "merge.separate_runs", "warning", text)
     return replace(trace, meta=meta)
+
+
+def _pid_spans(t):
+    """Each pid's first start and last end in one table (hash encoding, not a sort;
+    pyarrow's group_by would import pandas)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..model.table import to_numpy
+
+    d = t.data.filter(t.data.column("pid").is_valid())
+    enc = pc.dictionary_encode(d.column("pid").combine_chunks().cast(pa.int64()))
+    idx, k = to_numpy(enc.indices), len(enc.dictionary)
+    lo = np.full(k, np.iinfo(np.int64).max)
+    hi = np.full(k, np.iinfo(np.int64).min)
+    np.minimum.at(lo, idx, to_numpy(d.column("start").cast(pa.int64())))
+    np.maximum.at(hi, idx, to_numpy(d.column("end").cast(pa.int64())))
+    return to_numpy(enc.dictionary), lo, hi
 
 
 def one_pid(trace: Trace) -> bool:

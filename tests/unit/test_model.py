@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -156,3 +159,71 @@ def test_union_length_overlaps_and_nesting():
     s = np.array([0, 5, 20, 21, 40])
     e = np.array([10, 8, 30, 25, 41])
     assert union_length(s, e) == 10 + 10 + 1
+
+
+# ---- no pandas on the read path (pyarrow's pandas shim: 0.4-0.8 s per fresh process)
+_NO_PANDAS = """
+import sys
+from hipscope.parsers import open_trace
+for p in sys.argv[1:]:
+    t = open_trace(p)
+    assert len(t.kernels), p
+    t.kernels.numpy("start"), t.kernels.codes("name"), t.kernels.valid("queue")
+print("pandas" in sys.modules)
+"""
+
+
+def test_reading_a_csv_set_and_a_rocpd_database_does_not_import_pandas():
+    from tests.conftest import DATA, ROOT, SAMPLES
+
+    args = [str(SAMPLES / "rocprofv3-csv" / "sdk-docs-2025-08-rocm7.0"),
+            str(DATA / "rocpd" / "4242_results.db")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _NO_PANDAS, *args], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("values, mask", [
+    (np.array([3, -1, 7], np.int64), None),
+    (np.array([3, -1, 7], np.int32), np.array([False, True, False])),
+    (np.array([1.5, -2.0, 2.0]), np.array([False, False, True])),
+    (np.array([True, False, True, True, False, False, True, False, True]), None),
+    (np.array([True, False, True]), np.array([True, False, False])),
+    (np.arange(20, dtype=np.int16)[::3], None),                       # strided
+    (np.zeros(0, np.int64), None),
+])
+def test_from_numpy_equals_pa_array(values, mask):
+    from hipscope.model.table import from_numpy
+
+    arr = from_numpy(values, mask)
+    arr.validate(full=True)
+    assert arr.equals(pa.array(values, mask=mask))
+
+
+@pytest.mark.parametrize("arr", [
+    pa.array([1, None, 3], pa.int64()), pa.array([1, 2, 3], pa.int32()),
+    pa.array([1.0, None, 3.5]), pa.array([True, None, False, True]),
+    pa.array(list(range(20)), pa.int16()).slice(5, 9),                # offset
+    pa.array([None, 5, None, 7], pa.int64()).slice(1, 3),
+    pa.nulls(4, pa.int64()),
+])
+def test_to_numpy_and_valid_mask_equal_pyarrow(arr):
+    from hipscope.model.table import to_numpy, valid_mask
+
+    fill = False if pa.types.is_boolean(arr.type) else -9
+    want = arr.fill_null(pa.scalar(fill, arr.type)).to_numpy(zero_copy_only=False)
+    got = to_numpy(arr, fill)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert np.array_equal(valid_mask(arr), arr.is_valid().to_numpy(zero_copy_only=False))
+
+
+def test_string_array_equals_pa_array():
+    from hipscope.model.table import scalar, string_array
+
+    vals = ["a", None, "", "ünïcode", "x" * 300]
+    assert string_array(vals).equals(pa.array(vals, pa.string()))
+    assert string_array([]).equals(pa.array([], pa.string()))
+    assert string_array(["a", 1]) is None                   # not all text: pa.array decides
+    assert scalar("x").equals(pa.scalar("x")) and scalar(3, pa.int32()).equals(
+        pa.scalar(3, pa.int32()))

@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hipscope.parsers.rocpd.db import Db
@@ -139,3 +140,79 @@ def test_a_view_that_is_not_a_plain_select_falls_back_to_the_views(tmp_path, mon
     _exec(db, "DROP VIEW rocpd_region",
           f'CREATE VIEW rocpd_region AS SELECT * FROM "{rg}" WHERE start > 0')
     _assert_same(db, monkeypatch, expect_physical=False)
+
+
+def _dispatches(path: Path) -> int:
+    con = sqlite3.connect(path)
+    try:
+        t = _physical_table(path, "rocpd_kernel_dispatch_")
+        return con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+    finally:
+        con.close()
+
+
+@needs_fixtures
+@pytest.mark.parametrize("rows", [1, 4, 40])
+def test_kernels_read_in_row_chunks_equal_the_views(monkeypatch, rows):
+    """The dispatches are read and joined ``rows`` at a time (the 5M memory budget)."""
+    monkeypatch.setenv("HIPSCOPE_ROCPD_CHUNK_ROWS", str(rows))
+    monkeypatch.setenv("HIPSCOPE_ROCPD_PHYSICAL", "1")
+    db = Db(DBS[0])
+    try:
+        read_db("rocpd", db, lambda f: None, lambda: False)
+        assert db.read_path == "physical"
+        assert db.kernel_chunks == -(-_dispatches(DBS[0]) // rows) > 1
+    finally:
+        db.close()
+    _assert_same(DBS[0], monkeypatch)
+
+
+@needs_fixtures
+@pytest.mark.parametrize("case", ["kernel_symbol", "kernel_agent", "kernel_event"])
+def test_dangling_ids_in_a_later_chunk_read_the_same_both_ways(tmp_path, monkeypatch, case):
+    """Chunks already read are dropped and the kernels read in one piece."""
+    monkeypatch.setenv("HIPSCOPE_ROCPD_CHUNK_ROWS", "4")
+    db = tmp_path / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    prefix, change = _DANGLING[case]
+    t = _physical_table(db, prefix)
+    _exec(db, f'UPDATE "{t}" SET {change} WHERE id = (SELECT max(id) FROM "{t}")')
+    _assert_same(db, monkeypatch)
+
+
+@needs_fixtures
+def test_a_second_guid_in_a_later_chunk_falls_back_to_the_views(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIPSCOPE_ROCPD_CHUNK_ROWS", "4")
+    db = tmp_path / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    kd = _physical_table(db, "rocpd_kernel_dispatch_")
+    _exec(db, f"""UPDATE "{kd}" SET guid = 'another-run'
+                  WHERE id = (SELECT max(id) FROM "{kd}")""")
+    _assert_same(db, monkeypatch, expect_physical=False)
+
+
+@needs_fixtures
+def test_sparse_dispatch_rowids_read_the_same_both_ways(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIPSCOPE_ROCPD_CHUNK_ROWS", "4")
+    db = tmp_path / "4242_results.db"
+    shutil.copy(DBS[0], db)
+    kd = _physical_table(db, "rocpd_kernel_dispatch_")
+    _exec(db, f'UPDATE "{kd}" SET rowid = 1000000000 WHERE rowid = (SELECT max(rowid) '
+              f'FROM "{kd}")', f'UPDATE "{kd}" SET rowid = 500 WHERE rowid = 3')
+    _assert_same(db, monkeypatch)
+
+
+@pytest.mark.parametrize("n_api", [0, 1, 500])
+def test_api_link_sorted_once_equals_link_by_correlation(n_api):
+    """Each chunk's kernels link to their API calls as one link_by_correlation would."""
+    from hipscope.model import link_by_correlation
+    from hipscope.parsers.rocpd.kernels import ApiLink
+
+    rng = np.random.default_rng(n_api)
+    api_stack, api_guid = rng.integers(-1, 300, n_api), rng.integers(0, 3, n_api)
+    link = ApiLink(api_stack, api_guid)
+    for n in (0, 1, 700):
+        stack, guid = rng.integers(-1, 350, n), rng.integers(0, 3, n)
+        want = link_by_correlation(stack, guid, api_stack, api_guid)
+        got = link(stack, guid)
+        assert got.dtype == want.dtype and np.array_equal(got, want)

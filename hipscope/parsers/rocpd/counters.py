@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import build_table, link_by_correlation
+from ...model.table import scalar, to_numpy
 from .db import Db, as_int, as_str, masked
 
 __all__ = ["COUNTER_QUERY", "counters_table"]
@@ -34,8 +35,8 @@ def counters_table(db: Db, gcode, k_guid, k_disp):
     guid = gcode(cc.get("guid"), n)
     kidx = link_by_correlation(disp, guid, k_disp, k_guid)
     vals = cc[val_col]
-    vals = pc.fill_null(vals.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
+    vals = to_numpy(vals.cast(pa.float64()), np.nan)
     return build_table("counters", {
-        "counter": pc.fill_null(as_str(cc["counter_name"], n), "(unnamed)"), "value": vals,
+        "counter": pc.fill_null(as_str(cc["counter_name"], n), scalar("(unnamed)")), "value": vals,
         "kernel_index": masked(kidx), "dispatch_id": masked(disp),
     }, n=n)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
+from ...model.table import scalar
 from .db import Db, as_int, as_str
 
 __all__ = ["kept_dispatches", "kernels_kept", "unknown_agents", "warn_lost"]
@@ -88,7 +89,8 @@ def kept_dispatches(db: Db, out: dict, nk: int, total: int, warnings: list[str])
     n_sym = int(pc.sum(no_sym).as_py() or 0)
     kid = as_str(out.get("kernel_id"), n)
     out["name"] = pc.if_else(no_sym, pc.binary_join_element_wise(
-        "unknown kernel ", pc.fill_null(kid, "?"), ""), as_str(out.get("name"), n))
+        scalar("unknown kernel "), pc.fill_null(kid, scalar("?")), scalar("")),
+        as_str(out.get("name"), n))
     n_agent = int((as_int(out.get("agent_abs_index"), n) < 0).sum())
     how = [f"{c} {what}" for c, what in ((n_sym, "with no kernel symbol (named "
                                           "'unknown kernel <kernel_id>')"),

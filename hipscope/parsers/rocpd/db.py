@@ -10,6 +10,7 @@ same columns. ``HIPSCOPE_ROCPD_ADBC=0`` turns the ADBC path off.
 
 from __future__ import annotations
 
+import ctypes
 import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...model.table import from_numpy, string_array, to_numpy
 from .._sqlite import (
     SQL_ERRORS,
     connect_ro,
@@ -127,6 +129,7 @@ class Db:
         self._aconn = None
         self.adbc_fetches = 0
         self.read_path = ""  # "physical" or "views", once read (for tests)
+        self.kernel_chunks = 0  # chunks the physical kernels were read in (for tests)
         self.adbc_fallbacks = 0
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[str, Future] = {}
@@ -137,6 +140,7 @@ class Db:
             raise TraceFormatError(path, "sqlite_master", "a readable SQLite database",
                                    error_text(exc)) from None
         self._cols: dict[str, list[str]] = {}
+        self._counts: dict[str, int | None] = {}
 
     def close(self) -> None:
         if self._pool is not None:
@@ -183,7 +187,7 @@ class Db:
             return None
         n = table.num_rows
         if n == 0:
-            return {c: pa.array([], type=pa.null()) for c in cols}
+            return {c: pa.nulls(0) for c in cols}
         out = {}
         for c in cols:  # each column's batches freed once combined: peak +1 column, not 2x
             col = table.column(0)
@@ -255,6 +259,12 @@ class Db:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocpd-adbc")
         self._pending[sql] = self._pool.submit(self._fetch_arrow, sql, cols, True)
 
+    def forget_prefetch(self, sql: str) -> None:
+        """Drop a prefetch no fetch will collect (its result is freed when it ends)."""
+        pending = self._pending.pop(sql, None)
+        if pending is not None:
+            pending.cancel()
+
     def fetch(self, view: str, wanted: Sequence[str], where: str = "",
               required: Sequence[str] = (), extra: dict[str, str] | None = None,
               ) -> dict[str, pa.Array]:
@@ -267,10 +277,13 @@ class Db:
         """``count(*)`` of a table or view; None when it cannot be counted."""
         if not self.has(table):
             return None
-        try:
-            return int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
-        except SQL_ERRORS:
-            return None
+        if table not in self._counts:  # a scan of the table: once (the file is read-only)
+            try:
+                self._counts[table] = int(self.conn.execute(
+                    f'SELECT count(*) FROM "{table}"').fetchone()[0])
+            except SQL_ERRORS:
+                self._counts[table] = None
+        return self._counts[table]
 
     def fetch_sql(self, sql: str, cols: list[str], where: str) -> dict[str, pa.Array]:
         """The columns ``cols`` of the rows of ``sql`` as pyarrow arrays (ADBC when it
@@ -288,22 +301,41 @@ class Db:
             raise TraceFormatError(self.path, where, "rows readable with the rocpd schema",
                                    error_text(exc)) from None
         if not rows:
-            return {c: pa.array([], type=pa.null()) for c in cols}
+            return {c: pa.nulls(0) for c in cols}
         out = {}
         for c, vals in zip(cols, zip(*rows)):
             v0 = vals[0]
             if type(v0) is int:  # fast path: integer column without NULLs
                 try:
-                    out[c] = pa.array(np.array(vals, dtype=np.int64))
+                    out[c] = from_numpy(np.array(vals, dtype=np.int64))
                     continue
                 except (TypeError, ValueError, OverflowError):
                     pass
+            text = string_array(vals) if isinstance(v0, str) else None
             try:
-                out[c] = pa.array(vals)
+                out[c] = text if text is not None else pa.array(vals)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                 out[c] = pa.array([None if v is None else str(v) for v in vals],
                                   type=pa.string())
         return out
+
+
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed() -> None:
+    """Give the C heap's free pages back to the system: the ADBC driver's result
+    buffers and numpy's temporaries are malloc'ed on several threads' arenas, which
+    glibc keeps (hundreds of MB after a big read) unless trimmed."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
@@ -316,9 +348,7 @@ def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             arr = pc.cast(pc.cast(arr, pa.string()), pa.int64(), safe=False)
     arr = arr.cast(pa.int64())
-    if arr.null_count == 0:  # no copy through fill_null
-        return arr.to_numpy(zero_copy_only=False)
-    return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
+    return to_numpy(arr, fill)
 
 
 def as_str(arr: pa.Array | None, n: int) -> pa.Array:
@@ -331,7 +361,7 @@ def masked(vals: np.ndarray, invalid: np.ndarray | None = None) -> pa.Array | No
     mask = vals < 0 if invalid is None else invalid
     if len(vals) == 0 or mask.all():
         return None
-    return pa.array(vals, mask=mask if mask.any() else None)
+    return from_numpy(vals, mask)
 
 
 # the former private spellings (kept for callers outside this package)

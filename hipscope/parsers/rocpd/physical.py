@@ -24,16 +24,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...model.table import from_numpy, scalar, string_array, to_numpy, valid_mask
 from .db import Db, as_int, as_str
 
 __all__ = ["Physical", "encoded_names", "is_in_strings", "open_physical", "physical_enabled",
-           "take_names", "take_strings"]
+           "chunk_rows", "take_names", "take_strings"]
 
 _VIEW = re.compile(r'\s*CREATE\s+VIEW\s+"?(\w+)"?\s+AS\s+SELECT\s+\*\s+FROM\s+"?(\w+)"?'
                    r"\s*;?\s*", re.IGNORECASE)
 _NEEDED = ("rocpd_kernel_dispatch", "rocpd_region", "rocpd_event", "rocpd_string",
            "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_info_process",
            "rocpd_info_thread")
+_CHUNK_ROWS = 1 << 19
 _NO_ID, _NO_KEY = np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1
 # kernels view column -> rocpd_kernel_dispatch column (data_views.sql)
 _K_DIRECT = {"nid": "nid", "kernel_id": "kernel_id", "dispatch_id": "dispatch_id",
@@ -45,6 +47,15 @@ _K_DIRECT = {"nid": "nid", "kernel_id": "kernel_id", "dispatch_id": "dispatch_id
 _K_KEYS = ("agent_id", "pid", "tid", "region_name_id")
 _SYMBOL_COLS = {"name": "display_name", "vgpr_count": "arch_vgpr_count",
                 "accum_vgpr_count": "accum_vgpr_count", "sgpr_count": "sgpr_count"}
+
+
+def chunk_rows() -> int:
+    """Dispatches read and joined at a time (``HIPSCOPE_ROCPD_CHUNK_ROWS``): bounds the
+    raw columns alive at once, so a 5M-kernel database stays under 2 GB."""
+    try:
+        return max(1, int(os.environ.get("HIPSCOPE_ROCPD_CHUNK_ROWS", "")))
+    except ValueError:
+        return _CHUNK_ROWS
 
 
 def physical_enabled() -> bool:
@@ -100,17 +111,18 @@ def open_physical(db: Db) -> Physical | None:
 def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
     """``pc.dictionary_encode(pc.fill_null(arr.cast(pa.string()), fill))`` without
     making each row's string: the dictionary's distinct values in first-use order."""
-    values = pa.concat_arrays([arr.dictionary.cast(pa.string()), pa.array([fill])])
-    enc = pc.dictionary_encode(pc.fill_null(values, fill))
-    vid = enc.indices.to_numpy(zero_copy_only=False)
-    rows = vid[pc.fill_null(arr.indices, len(values) - 1).to_numpy(zero_copy_only=False)]
+    values = pa.concat_arrays([arr.dictionary.cast(pa.string()), string_array([fill])])
+    enc = pc.dictionary_encode(pc.fill_null(values, scalar(fill)))
+    vid = to_numpy(enc.indices)
+    rows = vid[to_numpy(arr.indices, len(values) - 1)]
     if len(rows) == 0:
-        return pc.dictionary_encode(pa.array([], pa.string()))
+        return pc.dictionary_encode(pa.nulls(0, pa.string()))
     uniq, first = np.unique(rows, return_index=True)
     order = uniq[np.argsort(first, kind="stable")]
     remap = np.zeros(len(enc.dictionary), np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(remap[rows]), enc.dictionary.take(order))
+    return pa.DictionaryArray.from_arrays(from_numpy(remap[rows]),
+                                          enc.dictionary.take(from_numpy(order)))
 
 
 def _is_dict(arr: pa.Array | None) -> bool:
@@ -133,19 +145,17 @@ def take_strings(arr: pa.Array, rows: pa.Array, n: int) -> pa.Array:
 def is_in_strings(arr: pa.Array, values: tuple[str, ...]) -> np.ndarray:
     """Which rows' text is one of ``values`` (NULL: no)."""
     if _is_dict(arr):
-        hit = np.append(pc.fill_null(pc.is_in(arr.dictionary, pa.array(values)), False)
-                        .to_numpy(zero_copy_only=False), False)
-        at = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
-        return hit[at]
-    return np.asarray(pc.fill_null(pc.is_in(arr, pa.array(values)), False)
-                      .to_numpy(zero_copy_only=False), dtype=bool)
+        hit = np.append(to_numpy(pc.is_in(arr.dictionary, string_array(list(values))),
+                                 False), False)
+        return hit[to_numpy(arr.indices, len(arr.dictionary))]
+    return to_numpy(pc.is_in(arr, string_array(list(values))), False)
 
 
 def _dict(strings: pa.Array, rows: np.ndarray) -> pa.Array:
     """``strings[rows]`` (NULL where -1) as a dictionary over ``strings``, no copies."""
     if not pa.types.is_string(strings.type) or strings.null_count:
         return _take(strings, rows)
-    return pa.DictionaryArray.from_arrays(pa.array(rows.astype(np.int32), mask=rows < 0),
+    return pa.DictionaryArray.from_arrays(from_numpy(rows.astype(np.int32), rows < 0),
                                           strings)
 
 
@@ -172,11 +182,10 @@ def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     miss = rows < 0
     if pa.types.is_int64(arr.type):  # numpy gather: several times faster than take
         at = np.where(miss, 0, rows)
-        vals = pc.fill_null(arr, 0).to_numpy()[at]
-        bad = miss if arr.null_count == 0 else (
-            miss | ~pc.is_valid(arr).to_numpy(zero_copy_only=False)[at])
-        return pa.array(vals, mask=bad if bad.any() else None)
-    return arr.take(pa.array(rows, mask=miss if miss.any() else None))
+        vals = to_numpy(arr, 0)[at]
+        bad = miss if arr.null_count == 0 else (miss | ~valid_mask(arr)[at])
+        return from_numpy(vals, bad)
+    return arr.take(from_numpy(rows, miss))
 
 
 class Physical:
@@ -187,6 +196,7 @@ class Physical:
         self.has_extdata = has_extdata
         self._small: dict[str, tuple[np.ndarray, dict[str, pa.Array]]] = {}
         self._lit = "'" + guid.replace("'", "''") + "'"
+        self._ranges: list[tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ small tables
     def small(self, base: str, cols: list[str]) -> tuple[np.ndarray, dict[str, pa.Array]]:
@@ -206,28 +216,71 @@ class Physical:
         ids, out = self.small(base, cols)
         return _index(ids, keys), out
 
-    def _big(self, table: str, exprs: dict[str, str]) -> dict[str, pa.Array]:
-        """One big table LEFT JOINed to its event, rows of this guid in rowid order;
-        a table holding another guid too is a ValueError (the caller reads the views)."""
+    def _big_sql(self, table: str, exprs: dict[str, str],
+                 rows: tuple[int, int] | None = None) -> str:
+        """One big table LEFT JOINed to its event, rows of this guid (and of the rowid
+        range ``rows``: lo < rowid <= hi) in rowid order."""
         t, ev = self.t[table], self.t["rocpd_event"]
-        sql = (f'SELECT {", ".join(exprs.values())} FROM "{t}" X LEFT JOIN "{ev}" E '
-               f"ON E.id = X.event_id AND E.guid = X.guid WHERE X.guid = {self._lit} "
-               "ORDER BY X.rowid")
-        out = self.db.fetch_sql(sql, list(exprs), f"table {t}")
+        rng = "" if rows is None else f" AND X.rowid > {rows[0]} AND X.rowid <= {rows[1]}"
+        return (f'SELECT {", ".join(exprs.values())} FROM "{t}" X LEFT JOIN "{ev}" E '
+                f"ON E.id = X.event_id AND E.guid = X.guid WHERE X.guid = {self._lit}{rng} "
+                "ORDER BY X.rowid")
+
+    def _big(self, table: str, exprs: dict[str, str],
+             rows: tuple[int, int] | None = None) -> dict[str, pa.Array]:
+        """The rows of :meth:`_big_sql`; for the whole table, one holding another guid
+        too is a ValueError (the caller reads the views)."""
+        out = self.db.fetch_sql(self._big_sql(table, exprs, rows), list(exprs),
+                                f"table {self.t[table]}")
         n = len(next(iter(out.values())))
-        if self.db.count(t) != n:
-            raise ValueError(f"{t} holds more than one guid")
+        if rows is None and self.db.count(self.t[table]) != n:
+            raise ValueError(f"{self.t[table]} holds more than one guid")
         return out
 
     def prefetch(self) -> None:
-        """Start both big reads on threads (SQLite runs them side by side)."""
-        for table, exprs in (("rocpd_kernel_dispatch", self._kernel_exprs()),
-                             ("rocpd_region", self._region_exprs())):
-            t, ev = self.t[table], self.t["rocpd_event"]
-            self.db.prefetch_sql(
-                f'SELECT {", ".join(exprs.values())} FROM "{t}" X LEFT JOIN "{ev}" E '
-                f"ON E.id = X.event_id AND E.guid = X.guid WHERE X.guid = {self._lit} "
-                "ORDER BY X.rowid", list(exprs))
+        """Start both big reads on threads (SQLite runs them side by side); of the
+        kernels only the first chunk."""
+        self.db.prefetch_sql(self._big_sql("rocpd_kernel_dispatch", self._kernel_exprs(),
+                                           self.kernel_ranges()[0]),
+                             list(self._kernel_exprs()))
+        self.db.prefetch_sql(self._big_sql("rocpd_region", self._region_exprs()),
+                             list(self._region_exprs()))
+
+    def kernel_ranges(self) -> list[tuple[int, int]]:
+        """Rowid ranges (lo, hi] of at most :func:`chunk_rows` dispatches, covering the
+        table."""
+        if self._ranges is None:
+            t = self.t["rocpd_kernel_dispatch"]
+            try:
+                # two queries: min and max together would scan the table
+                lo, hi = (self.db.conn.execute(f'SELECT {f}(rowid) FROM "{t}"').fetchone()[0]
+                          for f in ("min", "max"))
+            except Exception as exc:  # noqa: BLE001 - the view path reports it
+                raise ValueError(f"{t}: no rowid range") from exc
+            size, n = chunk_rows(), self.db.count(t) or 0
+            if lo is None or hi - lo >= 2 * n + size:  # empty, or sparse rowids: one read
+                self._ranges = [(lo - 1, hi) if lo is not None else (0, 0)]
+            else:
+                self._ranges = [(a, min(a + size, hi)) for a in range(lo - 1, hi, size)]
+        return self._ranges
+
+    def kernel_chunks(self):
+        """:meth:`kernels` of each rowid range in turn, the next one read on a thread
+        meanwhile; a ValueError at the end when the table holds another guid too."""
+        ranges, exprs, seen = self.kernel_ranges(), self._kernel_exprs(), 0
+        sqls = [self._big_sql("rocpd_kernel_dispatch", exprs, r) for r in ranges]
+        try:
+            for i, rows in enumerate(ranges):
+                if i + 1 < len(ranges):
+                    self.db.prefetch_sql(sqls[i + 1], list(exprs))
+                out, keep = self.kernels(rows)
+                seen += len(keep)
+                yield out, keep
+        finally:  # left early: the next chunk's read is not wanted
+            for sql in sqls:
+                self.db.forget_prefetch(sql)
+        if self.db.count(self.t["rocpd_kernel_dispatch"]) != seen:
+            raise ValueError(f"{self.t['rocpd_kernel_dispatch']} holds more than one guid")
 
     # ------------------------------------------------------------------ kernels
     @staticmethod
@@ -237,20 +290,22 @@ class Physical:
         ex["stack_id"], ex["_event"] = "E.stack_id", "E.id"
         return ex
 
-    def kernels(self) -> tuple[dict[str, pa.Array], np.ndarray]:
-        """The kernels view's columns for every dispatch (LEFT JOIN values: NULL where
-        an id points nowhere, and ``agent_id``), and which rows the view keeps."""
-        raw = self._big("rocpd_kernel_dispatch", self._kernel_exprs())
+    def kernels(self, rows: tuple[int, int] | None = None,
+                ) -> tuple[dict[str, pa.Array], np.ndarray]:
+        """The kernels view's columns for every dispatch (of the rowid range ``rows``;
+        LEFT JOIN values: NULL where an id points nowhere, and ``agent_id``), and which
+        rows the view keeps."""
+        raw = self._big("rocpd_kernel_dispatch", self._kernel_exprs(), rows)
         n = len(raw["start"])
         key = {c: as_int(raw.pop(f"_{c}"), n, _NO_KEY) for c in _K_KEYS}
         keep = as_int(raw.pop("_event"), n, _NO_KEY) != _NO_KEY
         out = dict(raw)
         out["guid"] = pa.DictionaryArray.from_arrays(
-            pa.array(np.zeros(n, np.int32)), pa.array([self.guid]))
+            from_numpy(np.zeros(n, np.int32)), string_array([self.guid]))
         a_row, ag = self._join("rocpd_info_agent", ["absolute_index"], key["agent_id"])
         out["agent_abs_index"] = _take(ag["absolute_index"], a_row)
-        out["agent_id"] = pa.array(np.where(key["agent_id"] == _NO_KEY, 0, key["agent_id"]),
-                                   mask=key["agent_id"] == _NO_KEY)
+        out["agent_id"] = from_numpy(np.where(key["agent_id"] == _NO_KEY, 0, key["agent_id"]),
+                                     key["agent_id"] == _NO_KEY)
         p_row, pr = self._join("rocpd_info_process", ["pid"], key["pid"])
         t_row, th = self._join("rocpd_info_thread", ["tid"], key["tid"])
         out["pid"], out["tid"] = _take(pr["pid"], p_row), _take(th["tid"], t_row)
@@ -312,10 +367,10 @@ class Physical:
         if self.has_extdata:
             out["message"] = self._messages(key["event"], key["cat"])
         out.update({"guid": pa.DictionaryArray.from_arrays(
-                        pa.array(np.zeros(n, np.int32)), pa.array([self.guid])),
+                        from_numpy(np.zeros(n, np.int32)), string_array([self.guid])),
                     "category": _dict(st["string"], c_row), "name": _dict(st["string"], s_row),
                     "pid": _take(pr["pid"], p_row), "tid": _take(th["tid"], t_row)})
         if keep.all():
             return out
-        rows = pa.array(np.flatnonzero(keep))
+        rows = from_numpy(np.flatnonzero(keep))
         return {c: a.take(rows) for c, a in out.items()}

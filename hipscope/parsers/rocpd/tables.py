@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import Trace, build_table, link_by_correlation
+from ...model.table import from_numpy, scalar, to_numpy
 from .._common import (
     copy_directions,
     devices_table,
@@ -17,13 +18,13 @@ from .._common import (
     group_rows,
     nesting_depth,
     new_meta,
-    number_per_device,
 )
 from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
-from .dangling import kept_dispatches, kernels_kept, unknown_agents, warn_lost
-from .db import LEGACY_TABLES, Db, as_int, as_str, masked
+from .dangling import warn_lost
+from .db import LEGACY_TABLES, Db, as_int, as_str, masked, release_freed
 from .graphs import graph_launches
+from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
 from .physical import (
     Physical,
     encoded_names,
@@ -50,7 +51,7 @@ class _Guids:
         enc = arr if dict_type else pc.dictionary_encode(as_str(arr, n))
         lut = np.array([self.codes.setdefault(v, len(self.codes))
                         for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int64)
-        idx = pc.fill_null(enc.indices, len(lut) - 1).to_numpy(zero_copy_only=False)
+        idx = to_numpy(enc.indices, len(lut) - 1)
         return lut[idx]
 
 
@@ -155,7 +156,8 @@ def _with_message(names: pa.Array, cols: dict, n: int, rows=None) -> pa.Array:
     msg = as_str(cols["message"], n)
     if rows is not None:
         msg = msg.take(rows)
-    return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), 0), False), msg, names)
+    return pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(msg), scalar(0)), scalar(False)),
+                      msg, names)
 
 
 def _regions_query(db: Db) -> tuple:
@@ -181,14 +183,14 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
                         "category_id is not in rocpd_string); they are API calls of "
                         "domain 'unknown'")
     r_cat = (encoded_names(r_cat, "unknown") if pa.types.is_dictionary(r_cat.type)
-             else pc.fill_null(r_cat, "unknown") if no_cat else r_cat)
+             else pc.fill_null(r_cat, scalar("unknown")) if no_cat else r_cat)
     is_marker = is_in_strings(r_cat, _MARKER_CATEGORIES)
     r_guid = guids(rg.get("guid"), nr)
     r_start, r_end = as_int(rg["start"], nr, 0), as_int(rg["end"], nr, 0)
     r_stack = as_int(rg.get("stack_id"), nr)
     r_pid, r_tid = as_int(rg.get("pid"), nr), as_int(rg.get("tid"), nr)
     api_rows = np.nonzero(~is_marker)[0]
-    a_take = pa.array(api_rows, type=pa.int64())
+    a_take = from_numpy(api_rows.astype(np.int64))
     api_stack = r_stack[api_rows]
     api = build_table("api", {
         "name": take_names(rg["name"], a_take, nr),
@@ -198,7 +200,7 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
         "correlation_id": masked(api_stack),
     }, n=len(api_rows))
     mk_rows = np.nonzero(is_marker)[0]
-    m_take = pa.array(mk_rows, type=pa.int64())
+    m_take = from_numpy(mk_rows.astype(np.int64))
     m = {"name": _with_message(take_strings(rg["name"], m_take, nr), rg, nr, m_take),
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
     m["end"] = r_end[mk_rows]
@@ -234,93 +236,6 @@ def _marker_table(m: dict):
         "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
         "pid": masked(m["pid"]), "tid": masked(m["tid"]),
     }, n=nm)
-
-
-def _queue_names(db: Db, guids: _Guids, view: str) -> dict[tuple[int, int], str]:
-    """(guid, id) -> name from rocpd_info_queue / rocpd_info_stream."""
-    names: dict[tuple[int, int], str] = {}
-    if db.has(view):
-        qi = db.fetch(view, ["guid", "id", "name"])
-        nq = len(qi.get("id", []))
-        for g, qid, qn in zip(guids(qi.get("guid"), nq).tolist(), as_int(qi.get("id"), nq).tolist(),
-                              as_str(qi.get("name"), nq).to_pylist()):
-            names[(g, qid)] = qn
-    return names
-
-
-def _queues(db: Db, guids: _Guids, kn: dict, k_dev, k_guid, nk: int):
-    """Small queue ids per device, in (guid, handle) order, and the queues table."""
-    k_qh = as_int(kn.get("queue_id"), nk)
-    queue_names = _queue_names(db, guids, "rocpd_info_queue")
-    k_queue = np.full(nk, -1, np.int64)
-    q_rows: dict[str, list] = {"device": [], "queue": [], "raw_id": [], "name": []}
-    if "queue_id" in kn and nk:
-        k_queue, (u_dev, u_guid, u_qh), small = number_per_device(k_dev, k_guid, k_qh)
-        q_rows["device"] = u_dev.tolist()
-        q_rows["queue"] = small.tolist()
-        q_rows["raw_id"] = [str(h) for h in u_qh.tolist()]
-        q_rows["name"] = [queue_names.get((g, h)) for g, h in zip(u_guid.tolist(),
-                                                                   u_qh.tolist())]
-    return k_queue, build_table("queues", q_rows, n=len(q_rows["device"]))
-
-
-_KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", "dispatch_id",
-                   "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
-                   "workgroup_x", "workgroup_y", "workgroup_z", "lds_size", "scratch_size",
-                   "vgpr_count", "accum_vgpr_count", "sgpr_count", "stack_id", "name"]
-_KERNEL_REQUIRED = ["start", "end", "agent_abs_index"]
-_KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z"),
-                ("block_x", "workgroup_x"), ("block_y", "workgroup_y"),
-                ("block_z", "workgroup_z"), ("vgpr", "vgpr_count"),
-                ("accum_vgpr", "accum_vgpr_count"), ("sgpr", "sgpr_count"),
-                ("lds_bytes", "lds_size"), ("scratch_bytes", "scratch_size"))
-
-
-def _kernel_columns(db: Db, phys: Physical | None, warnings: list[str]) -> dict:
-    """The kernels view's columns, plus the dispatches it drops (``dangling.py``)."""
-    if phys is None:
-        kn = db.fetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
-        return kernels_kept(db, kn, _KERNEL_COLUMNS, warnings)
-    every, in_view = phys.kernels()
-    if in_view.all():
-        return {c: a for c, a in every.items() if c in _KERNEL_COLUMNS}
-    return kept_dispatches(db, every, int(in_view.sum()), len(in_view), warnings)
-
-
-def _kernels(db: Db, guids: _Guids, to_device, api_stack, api_guid, dev_rows, warnings,
-             phys: Physical | None):
-    path = db.path
-    kn = _kernel_columns(db, phys, warnings)
-    nk = len(kn["start"])
-    k = {"guid": guids(kn.get("guid"), nk), "pid": as_int(kn.get("pid"), nk),
-         "stream": as_int(kn.get("stream_id"), nk), "disp": as_int(kn.get("dispatch_id"), nk)}
-    k["dev"] = unknown_agents(kn, to_device(as_int(kn.get("nid"), nk),
-                                            as_int(kn.get("agent_abs_index"), nk)), dev_rows)
-    if (k["dev"] < 0).any():
-        j = int(np.nonzero(k["dev"] < 0)[0][0])
-        raise TraceFormatError(path, "table kernels",
-                               "agent_abs_index of a GPU agent in rocpd_info_agent",
-                               f"{int(as_int(kn.get('agent_abs_index'), nk)[j])} in row {j}")
-    k_start, k_end = as_int(kn["start"], nk, 0), as_int(kn["end"], nk, 0)
-    k_stack = as_int(kn.get("stack_id"), nk)
-    k_api = link_by_correlation(k_stack, k["guid"], api_stack, api_guid)
-    k_api[k_stack < 0] = -1
-    k["queue"], queues = _queues(db, guids, kn, k["dev"], k["guid"], nk)
-    name = kn.get("name")
-    cols = {
-        "name": encoded_names(name, "(unknown kernel)")
-        if name is not None and pa.types.is_dictionary(name.type)
-        else pc.fill_null(as_str(name, nk), "(unknown kernel)"),
-        "device": k["dev"], "start": k_start, "end": k_end,
-        "queue": masked(k["queue"]), "stream": masked(k["stream"]),
-        "pid": masked(k["pid"]), "tid": masked(as_int(kn.get("tid"), nk)),
-        "correlation_id": masked(k_stack),
-        "dispatch_id": masked(k["disp"]),
-        "api_index": masked(k_api),
-    }
-    for col, view_col in _KERNEL_INTS:
-        cols[col] = masked(as_int(kn.get(view_col), nk))
-    return build_table("kernels", cols, n=nk), queues, k
 
 
 _PROVENANCE = {
@@ -369,7 +284,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     if db.has("regions") and phys is None:
         db.prefetch("regions", *_regions_query(db))
     if db.has("kernels") and phys is None:
-        db.prefetch("kernels", _KERNEL_COLUMNS, required=_KERNEL_REQUIRED)
+        db.prefetch("kernels", KERNEL_COLUMNS, required=KERNEL_REQUIRED)
     if db.has("memory_copies"):
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
@@ -378,9 +293,10 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     check_cancel(cancelled)
     progress(0.1)
     api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys)
+    release_freed()  # the regions' raw columns
     check_cancel(cancelled)
     progress(0.4)
-    kernels, queues, k = _kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
+    kernels, queues, k = read_kernels(db, guids, to_device, api_stack, api_guid, dev_rows,
                                   warnings, phys)
     devices = devices_table(dev_rows)
     check_cancel(cancelled)

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import Trace, build_table
+from ...model.table import from_numpy, string_array, to_numpy
 from .._common import finish_meta, group_key, nesting_depth, new_meta, number_per_device
 from .agents import AgentInfo, Devices, resolve
-from .columns import I16, I32, concat, dict_parts, Load, to_numpy, to_numpy_raw
+from .columns import I16, I32, concat, dict_parts, Load, np_column, np_raw_column
 from .tables import LAYOUT_RANK, Part
 
 class _Numbering:
@@ -42,9 +43,9 @@ class _Numbering:
             r_codes, r_vals = np.where(valid, raw, 0), None
             nraw = rmax + 1
         else:
-            enc = pc.dictionary_encode(pa.array(np.where(valid, raw, -1)))
-            r_codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            r_vals = enc.dictionary.to_numpy(zero_copy_only=False)
+            enc = pc.dictionary_encode(from_numpy(np.where(valid, raw, -1)))
+            r_codes = to_numpy(enc.indices).astype(np.int64)
+            r_vals = to_numpy(enc.dictionary)
             nraw = len(r_vals)
         d = dev.astype(np.int64)
         ndev = int(d.max()) + 1 if len(d) else 1
@@ -55,9 +56,9 @@ class _Numbering:
             code = np.where(valid, pos[combined], -1).astype(np.int32)
             uniq = np.nonzero(present)[0]
         else:
-            enc = pc.dictionary_encode(pa.array(np.where(valid, combined, -1)))
-            uniq_all = enc.dictionary.to_numpy(zero_copy_only=False)
-            codes_all = enc.indices.to_numpy(zero_copy_only=False)
+            enc = pc.dictionary_encode(from_numpy(np.where(valid, combined, -1)))
+            uniq_all = to_numpy(enc.dictionary)
+            codes_all = to_numpy(enc.indices)
             keep = uniq_all >= 0
             remap = np.full(len(uniq_all), -1, np.int64)
             remap[keep] = np.arange(int(keep.sum()))
@@ -151,7 +152,7 @@ def _kernel_devices(p: Part, lut: dict, dev_cols: dict, load: Load
     bad = d < 0
     if bad.any():  # agent is a CPU per agent_info: still show it, unnamed
         for text in {p.kernels["agent"].dictionary[i].as_py() for i in np.unique(
-                p.kernels["agent"].indices.to_numpy(zero_copy_only=False)[bad])}:
+                to_numpy(p.kernels["agent"].indices)[bad])}:
             load.warn(f"kernels on agent {text!r}, which agent_info.csv says is not "
                       "a GPU")
         d = np.where(bad, 0, d).astype(np.int16)
@@ -188,7 +189,7 @@ def _queues(parts: list[Part], k_dev: list, load: Load):
     q_groups, q_codes = [], []
     for i, p in enumerate(parts):
         if p.kernels is not None and p.kernels.get("queue_raw") is not None:
-            u_dev, u_raw, code = _Numbering.local(k_dev[i], to_numpy_raw(p.kernels["queue_raw"]))
+            u_dev, u_raw, code = _Numbering.local(k_dev[i], np_raw_column(p.kernels["queue_raw"]))
             q_groups.append((i, u_dev, u_raw))
             q_codes.append((i, code))
     q_ids, q_mode = _Numbering.assign(q_groups) if q_groups else ([], "printed")
@@ -214,9 +215,9 @@ def _stream_groups(parts: list[Part]):
     for i, p in enumerate(parts):
         raws = []
         if p.kernels is not None and p.kernels.get("stream_raw") is not None:
-            raws.append(("k", to_numpy_raw(p.kernels["stream_raw"])))
+            raws.append(("k", np_raw_column(p.kernels["stream_raw"])))
         if p.copies is not None and p.copies.get("stream_raw") is not None:
-            raws.append(("c", to_numpy_raw(p.copies["stream_raw"])))
+            raws.append(("c", np_raw_column(p.copies["stream_raw"])))
         if not raws:
             continue
         allr = raws[0][1] if len(raws) == 1 else np.concatenate(
@@ -315,7 +316,7 @@ _KERNEL_KEEP = ("name", "start", "end", "pid", "tid", "correlation_id", "dispatc
 def _kernel_cols(k: dict, dev: np.ndarray, queue: np.ndarray | None,
                  stream: np.ndarray | None, api_off: int) -> dict[str, Any]:
     cols = {c: k.get(c) for c in _KERNEL_KEEP}
-    cols["device"] = pa.array(dev)
+    cols["device"] = from_numpy(np.asarray(dev))
     if queue is not None:
         cols["queue"] = _nullable(queue, I32)
     if stream is not None:
@@ -326,8 +327,7 @@ def _kernel_cols(k: dict, dev: np.ndarray, queue: np.ndarray | None,
 
 
 def _copy_cols(c: dict, cc: dict, stream: np.ndarray | None, api_off: int) -> dict[str, Any]:
-    cols = {"direction": pa.array(cc["dir"].astype(str).tolist(), type=pa.string())
-            .dictionary_encode(),
+    cols = {"direction": string_array(cc["dir"].astype(str).tolist()).dictionary_encode(),
             "name": c["direction_raw"], "start": c["start"], "end": c["end"],
             "device": _nullable(cc["dev"], I16),
             "src_device": _nullable(cc["src"], I16),
@@ -342,11 +342,11 @@ def _copy_cols(c: dict, cc: dict, stream: np.ndarray | None, api_off: int) -> di
 
 
 def _marker_cols(mk: dict) -> dict[str, Any]:
-    depth = nesting_depth(to_numpy(mk["start"]), to_numpy(mk["end"]),
-                          group_key(to_numpy(mk["pid"], -1), to_numpy(mk["tid"], -1)))
+    depth = nesting_depth(np_column(mk["start"]), np_column(mk["end"]),
+                          group_key(np_column(mk["pid"], -1), np_column(mk["tid"], -1)))
     n_m = len(mk["start"])
-    return {"name": mk["name"], "domain": pa.array(["roctx"] * n_m).dictionary_encode(),
-            "start": mk["start"], "end": mk["end"], "depth": pa.array(depth),
+    return {"name": mk["name"], "domain": string_array(["roctx"] * n_m).dictionary_encode(),
+            "start": mk["start"], "end": mk["end"], "depth": from_numpy(np.asarray(depth)),
             "pid": mk["pid"], "tid": mk["tid"]}
 
 
@@ -450,5 +450,4 @@ def _nullable(values: np.ndarray, type_: pa.DataType, offset: int = 0) -> pa.Arr
     mask = values < 0
     if offset:
         values = values + offset
-    return pa.array(values.astype(type_.to_pandas_dtype(), copy=False),
-                    mask=mask if mask.any() else None, type=type_)
+    return from_numpy(values.astype(type_.to_pandas_dtype(), copy=False), mask)

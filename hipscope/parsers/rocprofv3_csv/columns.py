@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ...model.diagnostics import coded
+from ...model.table import from_numpy, scalar, to_numpy
 from .. import _fastcsv
 from .._common import add_count
 from .._csv import cut_reason
@@ -196,8 +197,7 @@ class CsvFile:
                                convert_options=pacsv.ConvertOptions(
                                    include_columns=[col], column_types={col: pa.string()}))
             arr = t.column(col).combine_chunks()
-            hit = np.nonzero(pc.fill_null(pc.equal(arr, value), False).to_numpy(
-                zero_copy_only=False))[0]
+            hit = np.nonzero(to_numpy(pc.equal(arr, scalar(value)), False))[0]
             return int(hit[0]) + 2 if len(hit) else None
         except (pa.ArrowException, OSError, ValueError):
             return None
@@ -236,25 +236,21 @@ def fit_dtype(arr: pa.Array | None, type_: pa.DataType, what: str, load: Load) -
     bad = pc.or_(pc.less(vals, info.min), pc.greater(vals, info.max))
     nbad = int(pc.sum(pc.cast(pc.fill_null(bad, False), I64)).as_py() or 0)
     load.warn(f"{nbad:,} {what} values do not fit in {type_} and were left empty")
-    cleaned = pc.if_else(pc.fill_null(bad, False), pa.scalar(None, arr.type), arr)
+    cleaned = pc.if_else(pc.fill_null(bad, scalar(False)), pa.nulls(1, arr.type)[0], arr)
     return cleaned.cast(type_, safe=False)
 
 
-def to_numpy(arr: pa.Array | None, fill: int = -1, dtype=np.int64) -> np.ndarray | None:
+def np_column(arr: pa.Array | None, fill: int = -1, dtype=np.int64) -> np.ndarray | None:
     if arr is None:
         return None
     if pa.types.is_dictionary(arr.type):
         raise TypeError("dictionary")
-    if arr.null_count:
-        arr = pc.fill_null(arr, fill)
-    return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    return to_numpy(arr, fill).astype(dtype, copy=False)
 
 
-def to_numpy_raw(arr: pa.Array) -> np.ndarray:
+def np_raw_column(arr: pa.Array) -> np.ndarray:
     """An id column as numpy in its own integer type (-1 for nulls)."""
-    if arr.null_count:
-        arr = pc.fill_null(arr, -1)
-    return arr.to_numpy(zero_copy_only=False)
+    return to_numpy(arr, -1)
 
 
 def has_values(arr: pa.Array | None) -> bool:
@@ -268,14 +264,13 @@ def null_zero(arr: pa.Array | None) -> pa.Array | None:
     mn = pc.min(arr).as_py()
     if mn is None or mn > 0:
         return arr
-    return pc.if_else(pc.equal(arr, 0), pa.scalar(None, arr.type), arr)
+    return pc.if_else(pc.equal(arr, scalar(0, arr.type)), pa.nulls(1, arr.type)[0], arr)
 
 
 def dict_parts(arr: pa.Array) -> tuple[np.ndarray, list[str]]:
     """Codes (-1 = null or empty text) and dictionary strings of a dictionary array."""
     idx = arr.indices
-    codes = (pc.fill_null(idx, -1) if idx.null_count else idx).to_numpy(
-        zero_copy_only=False).astype(np.int32, copy=False)
+    codes = to_numpy(idx, -1).astype(np.int32, copy=False)
     cats = arr.dictionary.to_pylist()
     empty = [i for i, c in enumerate(cats) if c is None or not str(c).strip()]
     if empty:
@@ -292,7 +287,7 @@ def concat(arrays: list[pa.Array | None], lengths: list[int], type_: pa.DataType
 
 
 def keep_rows(cols: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
-    sel = pa.array(np.nonzero(mask)[0])
+    sel = from_numpy(np.nonzero(mask)[0])
     out = {}
     for k, v in cols.items():
         if v is None:
@@ -316,7 +311,7 @@ def check_times(cols: dict[str, Any], what: str, fname: str, load: Load) -> dict
         return cols
     load.warn(f"{fname}: {nbad:,} {what} without a start/end timestamp were left out")
     load.drop(f"{what} without start/end", nbad)
-    return keep_rows(cols, ~bad.to_numpy(zero_copy_only=False))
+    return keep_rows(cols, ~to_numpy(bad))
 
 
 # --------------------------------------------------------------------------- per-file parsers

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model import link_by_correlation
-from .columns import has_values, Load, to_numpy
+from ...model.table import from_numpy, to_numpy
+from .columns import has_values, Load, np_column
 from .files import CsvSet
 
 def _unique_link(k_corr: np.ndarray, k_pid: np.ndarray | None, a_corr: np.ndarray,
@@ -48,10 +49,10 @@ def link_to_api(rows: dict, what: str, s: CsvSet, api: dict | None, load: Load) 
                   "empty) and cannot be linked to an API call")
     if nnull == n:
         return
-    k_corr = to_numpy(corr_arr, -1)
-    a_corr = to_numpy(api["correlation_id"], -1)
-    a_pid = to_numpy(api["pid"], -1)
-    k_pid = to_numpy(rows.get("pid"), -1) if has_values(rows.get("pid")) else None
+    k_corr = np_column(corr_arr, -1)
+    a_corr = np_column(api["correlation_id"], -1)
+    a_pid = np_column(api["pid"], -1)
+    k_pid = np_column(rows.get("pid"), -1) if has_values(rows.get("pid")) else None
     if k_pid is not None and not np.isin(np.unique(k_pid), a_pid).any():
         load.warn(f"{s.label}: the {what}' process id {int(k_pid[0])} does not appear in the "
                   "API files' Process_Id; linked by correlation id alone")
@@ -80,9 +81,9 @@ def link_counters(cnt: dict, kern: dict | None, s: CsvSet, load: Load) -> None:
             continue
         if kern[col].null_count == len(kern[col]) or cnt[col].null_count == n:
             continue
-        k_id, c_id = to_numpy(kern[col], -1), to_numpy(cnt[col], -1)
-        k_pid = to_numpy(kern.get("pid"), -1) if has_values(kern.get("pid")) else None
-        c_pid = to_numpy(cnt.get("pid"), -1) if has_values(cnt.get("pid")) else None
+        k_id, c_id = np_column(kern[col], -1), np_column(cnt[col], -1)
+        k_pid = np_column(kern.get("pid"), -1) if has_values(kern.get("pid")) else None
+        c_pid = np_column(cnt.get("pid"), -1) if has_values(cnt.get("pid")) else None
         if k_pid is None or c_pid is None or not np.isin(np.unique(c_pid), k_pid).any():
             k_pid = c_pid = None
         # reverse roles: each counter row looks up its kernel
@@ -91,9 +92,9 @@ def link_counters(cnt: dict, kern: dict | None, s: CsvSet, load: Load) -> None:
         if kern.get("name") is not None and cnt.get("name") is not None:
             hit = idx >= 0
             if hit.any():
-                kn = kern["name"].take(pa.array(idx[hit])).cast(pa.string())
-                cn = cnt["name"].filter(pa.array(hit)).cast(pa.string())
-                same = pc.fill_null(pc.equal(kn, cn), True).to_numpy(zero_copy_only=False)
+                kn = kern["name"].take(from_numpy(idx[hit])).cast(pa.string())
+                cn = cnt["name"].filter(from_numpy(hit)).cast(pa.string())
+                same = to_numpy(pc.equal(kn, cn), True)
                 if not same.all():
                     bad = np.nonzero(hit)[0][~same]
                     idx[bad] = -1
@@ -121,17 +122,17 @@ def kernels_from_counters(cnt: dict, s: CsvSet, load: Load) -> dict | None:
         load.warn(f"{s.label}: counter rows have neither Dispatch_Id nor Correlation_Id; no "
                   "kernels can be built from them")
         return None
-    ids = to_numpy(cnt[idcol], -1)
-    pid = to_numpy(cnt.get("pid"), -1) if cnt.get("pid") is not None else np.full(n, -1)
+    ids = np_column(cnt[idcol], -1)
+    pid = np_column(cnt.get("pid"), -1) if cnt.get("pid") is not None else np.full(n, -1)
     key = (pid.astype(np.int64) << 40) ^ ids
     _uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
     has_times = "start" in cnt and "end" in cnt
-    first_rows = pa.array(first)
+    first_rows = from_numpy(first)
     if has_times:
         start = cnt["start"].take(first_rows)
         end = cnt["end"].take(first_rows)
         # end < start passes through: the shared interval rule drops it
-        ok = pc.and_(start.is_valid(), end.is_valid()).to_numpy(zero_copy_only=False)
+        ok = to_numpy(pc.and_(start.is_valid(), end.is_valid()))
     else:
         ok = np.zeros(len(first), dtype=bool)
     nk = len(first)
@@ -148,7 +149,7 @@ def kernels_from_counters(cnt: dict, s: CsvSet, load: Load) -> dict | None:
     new_index = np.full(nk, -1, dtype=np.int32)
     new_index[keep] = np.arange(len(keep), dtype=np.int32)
     cnt["kernel_index"] = new_index[inv]
-    rows = pa.array(first[keep])
+    rows = from_numpy(first[keep])
     kern: dict[str, Any] = {}
     for c in ("agent", "name", "queue_raw", "pid", "tid", "correlation_id", "dispatch_id",
               "start", "end", "lds_bytes", "scratch_bytes", "vgpr", "accum_vgpr", "sgpr"):

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...model.table import from_numpy, valid_mask
 from .._common import copy_direction
 from .agents import AgentInfo
 from .columns import (
@@ -29,7 +30,7 @@ from .columns import (
     fit_dtype,
     keep_rows,
     Load,
-    to_numpy,
+    np_column,
     null_zero,
     read_columns,
 )
@@ -81,7 +82,7 @@ def read_api_like(files: list[CsvFile], s: CsvSet, load: Load, progress) -> dict
         cols, n = read_columns(f, API_COLUMNS, load)
         progress(f)
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
         cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         cols = check_times(cols, "rows", f.path.name, load)
         doms = cols["domain"].dictionary.to_pylist() if "domain" in cols else []
@@ -107,18 +108,18 @@ def dedupe_api(api: dict[str, Any], s: CsvSet, load: Load) -> dict[str, Any]:
     n = len(api["start"])
     if n < 2:
         return api
-    corr = to_numpy(api["correlation_id"], -1)
-    pid = to_numpy(api["pid"], -1)
+    corr = np_column(api["correlation_id"], -1)
+    pid = np_column(api["pid"], -1)
     key = (pid.astype(np.int64) << 40) ^ corr
     order = np.argsort(key, kind="stable")
     sk = key[order]
     same = np.nonzero(sk[1:] == sk[:-1])[0]
     if len(same) == 0 or len(same) > 1_000_000:
         return api
-    start, end = to_numpy(api["start"]), to_numpy(api["end"])
+    start, end = np_column(api["start"]), np_column(api["end"])
     ncode, _ = dict_parts(api["name"])
     dcode, _ = dict_parts(api["domain"])
-    tid = to_numpy(api["tid"], -1)
+    tid = np_column(api["tid"], -1)
     keep = np.ones(n, dtype=bool)
     seen: set[tuple] = set()
     cand = np.unique(np.concatenate([order[same], order[same + 1]]))
@@ -143,7 +144,7 @@ def read_copies(files: list[CsvFile], s: CsvSet, load: Load, part: Part, progres
         progress(f)
         cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
         cols = check_times(cols, "copies", f.path.name, load)
         dirs = cols["direction_raw"].dictionary.to_pylist()
         if any(d and not str(d).startswith("MEMORY_COPY_") for d in dirs):
@@ -199,13 +200,13 @@ def read_kernels(files: list[CsvFile], s: CsvSet, load: Load, progress) -> dict 
                 cols[c] = fit_dtype(cols[c], t, f"{f.path.name} {c}", load)
         cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
         cols = check_times(cols, "kernels", f.path.name, load)
         if "name" in cols and cols["name"].null_count:
             cols["name"] = pc.fill_null(cols["name"].cast(pa.string()), "").dictionary_encode()
         # kernels without an agent cannot be placed on a device
         if cols["agent"].null_count:
-            ok = cols["agent"].is_valid().to_numpy(zero_copy_only=False)
+            ok = valid_mask(cols["agent"])
             nbad = int((~ok).sum())
             load.warn(f"{f.path.name}: {nbad:,} kernels have no Agent_Id and were left out")
             load.drop("kernels without Agent_Id", nbad)
@@ -229,13 +230,13 @@ def read_counters(files: list[CsvFile], s: CsvSet, load: Load, progress) -> dict
         load.layout.add(_layout_of_counters(f.fields, [a for a in agents if a]))
         cols["correlation_id"] = null_zero(cols.get("correlation_id"))
         if "pid" not in cols and s.pid is not None:
-            cols["pid"] = pa.array(np.full(n, s.pid, dtype=np.int32))
-        cols["_has_times"] = pa.array(np.full(n, "start" in cols and "end" in cols))
+            cols["pid"] = from_numpy(np.full(n, s.pid, dtype=np.int32))
+        cols["_has_times"] = from_numpy(np.full(n, "start" in cols and "end" in cols))
         if "counter" in cols and cols["counter"].null_count:
             cols["counter"] = pc.fill_null(cols["counter"].cast(pa.string()),
                                            "").dictionary_encode()
         if cols.get("value") is not None and cols["value"].null_count:
-            ok = cols["value"].is_valid().to_numpy(zero_copy_only=False)
+            ok = valid_mask(cols["value"])
             load.warn(f"{f.path.name}: {int((~ok).sum()):,} counter rows have no value and "
                       "were left out")
             load.drop("counter rows without a value", int((~ok).sum()))
