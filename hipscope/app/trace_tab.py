@@ -156,13 +156,15 @@ class TraceTab(LoadingTab):
             self._set_state("cancelled")
 
     def dispose(self) -> None:
-        """Stop this tab's work: its load and the timeline's own workers."""
+        """Stop this tab's work: its load, then every panel's, and wait for the
+        document's workers (the trace's one job runner)."""
         self.blockSignals(True)           # closing is not a 'cancelled' to react to
         self.cancel_load()
         self.diagnostics.shutdown()
-        self.timeline.close()             # TimelineView.closeEvent shuts its workers down
-        for view in self.panels.values():  # so do the panels with workers
+        self.timeline.close()             # each panel cancels its own tasks on close
+        for view in self.panels.values():
             view.close()
+        self.document.shutdown()
 
     def _on_load_progressed(self, fraction: float) -> None:
         self.progress_bar.setValue(int(round(1000 * fraction)))

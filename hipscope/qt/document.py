@@ -11,6 +11,9 @@ from ..analysis.context import TraceAnalyses, analyses_of
 from ..model.trace import Trace
 from ..model.view_state import ViewState
 from .bridge import ObservableBridge
+from .tasks import TaskRunner, TaskScope
+
+PANEL_THREADS = 4      # one pool for all the panels of a trace (the timeline first)
 
 
 class Document(QObject):
@@ -38,6 +41,15 @@ class Document(QObject):
         self.view_state = ViewState()
         self._bridge = ObservableBridge(self.view_state, self)
         self._bridge.changed.connect(self._on_view_state_changed)
+        self.tasks = TaskRunner(self, max_threads=PANEL_THREADS)   # the trace's one job runner
+
+    def scope(self, name: str, priority: int = 0) -> TaskScope:
+        """A panel's share of the document's job runner (keys prefixed with ``name``)."""
+        return self.tasks.scope(name, priority)
+
+    def shutdown(self, msecs: int = 10_000) -> bool:
+        """Cancel every panel's work and wait for the workers (the tab is closing)."""
+        return self.tasks.shutdown(msecs)
 
     @property
     def title(self) -> str:

@@ -121,27 +121,47 @@ class TaskRunner(QObject):
         self._running: set[TaskHandle] = set()
         self._ids = itertools.count()
         self._closed = False
+        self.submitted = 0          # tasks started so far (tests count where work ran)
 
-    def submit(self, key: str, fn: TaskFn) -> TaskHandle:
+    def submit(self, key: str, fn: TaskFn, priority: int = 0) -> TaskHandle:
         """Run ``fn(progress, cancelled)`` in a worker; cancels a stale task of ``key``.
+        A higher ``priority`` starts before queued tasks of lower ones.
 
         After :meth:`shutdown` (the widget is closing) nothing runs: the handle comes
         back already cancelled and emits nothing, so a signal that arrives during
         teardown cannot start work or raise inside Qt's event loop."""
         if self._closed:
-            log.debug("task %r not started: the task runner is shut down", key)
-            handle = TaskHandle(key, self)
-            handle.cancel()
-            handle.done, handle.outcome = True, "cancelled"
-            return handle
+            return self.not_started(key)
         old = self._live.get(key)
         if old is not None:
             old.cancel()
         handle = TaskHandle(key, self)
+        self.submitted += 1
         self._live[key] = handle
         self._running.add(handle)
-        self._pool.start(_Runnable(fn, handle, self._relay))
+        self._pool.start(_Runnable(fn, handle, self._relay), priority)
         return handle
+
+    def not_started(self, key: str) -> TaskHandle:
+        """A handle for work refused at shutdown: already cancelled, emits nothing."""
+        log.debug("task %r not started: shut down", key)
+        handle = TaskHandle(key, self)
+        handle.cancel()
+        handle.done, handle.outcome = True, "cancelled"
+        return handle
+
+    def scope(self, name: str, priority: int = 0) -> TaskScope:
+        """A panel's share of this runner (see :class:`TaskScope`)."""
+        return TaskScope(self, name, priority)
+
+    def active_keys(self) -> list[str]:
+        return [h.key for h in self._running]
+
+    def cancel_prefix(self, prefix: str) -> None:
+        """Cancel every running task whose key starts with ``prefix`` (one scope's)."""
+        for h in list(self._running):
+            if h.key.startswith(prefix):
+                h.cancel()
 
     def cancel(self, key: str) -> None:
         h = self._live.get(key)
@@ -189,3 +209,39 @@ class TaskRunner(QObject):
         handle.setParent(None)
         handle.deleteLater()
 
+
+class TaskScope:
+    """One panel's tasks on its document's runner: the document owns the one job runner
+    of a trace (one pool for all its panels); a scope prefixes the panel's keys (two
+    panels' "stats" never cancel each other) and :meth:`shutdown` cancels only the
+    panel's own tasks, leaving the shared pool to the document. Same interface as
+    :class:`TaskRunner` for its users."""
+
+    def __init__(self, runner: TaskRunner, name: str, priority: int = 0):
+        self.runner, self.name, self.priority = runner, name, priority
+        self._closed = False
+
+    def _key(self, key: str) -> str:
+        return f"{self.name}/{key}"
+
+    def submit(self, key: str, fn: TaskFn, priority: int | None = None) -> TaskHandle:
+        if self._closed:
+            return self.runner.not_started(self._key(key))
+        return self.runner.submit(self._key(key), fn,
+                                  self.priority if priority is None else priority)
+
+    def cancel(self, key: str) -> None:
+        self.runner.cancel(self._key(key))
+
+    def active_count(self) -> int:
+        prefix = self._key("")
+        return sum(1 for k in self.runner.active_keys() if k.startswith(prefix))
+
+    def wait(self, msecs: int = -1) -> bool:
+        return self.runner.wait(msecs)
+
+    def shutdown(self, msecs: int = 10_000) -> bool:
+        """Cancel this scope's tasks and refuse new ones (the document's runner stays)."""
+        self._closed = True
+        self.runner.cancel_prefix(self._key(""))
+        return True

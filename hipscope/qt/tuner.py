@@ -20,7 +20,7 @@ from ..tuner.proposals import Proposal
 from ..tuner.state import TunerState
 from .bridge import ObservableBridge
 from .document import Document
-from .tasks import TaskHandle, TaskRunner
+from .tasks import TaskHandle
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class TunerController(QObject):
         super().__init__(parent)
         self.document = document
         self.state = state or TunerState()
-        self.tasks = TaskRunner(self, max_threads=2)
+        self.tasks = document.scope("tuner")
         self.repeats = 5
         self._handles: dict[str, TaskHandle] = {}
         self.bridge = ObservableBridge(self.state, self)

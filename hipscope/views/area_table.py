@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from ..analysis.area import KIND_LABELS, AreaRow, area_rows
 from ..model.units import fmt_duration
 from ..qt.document import Document
-from ..qt.tasks import TaskRunner
+from ..qt.tasks import TaskScope
 
 HEADERS = ("Kind", "Name", "Count", "Time in range", "Mean", "Share")
 ASYNC_EVENTS = 300_000        # events in the trace: above this, count in a worker
@@ -47,7 +47,7 @@ class AreaTableView(QWidget):
         super().__init__(parent)
         self.document = document
         self.rows: list[AreaRow] = []
-        self._tasks: TaskRunner | None = None
+        self._tasks: TaskScope | None = None
         self.title = QLabel("Drag on the time axis to measure a range.", self)
         self.title.setWordWrap(True)
         self.table = QTableWidget(0, len(HEADERS), self)
@@ -86,7 +86,7 @@ class AreaTableView(QWidget):
             self.fill(area, area_rows(trace, t0, t1))
             return
         if self._tasks is None:
-            self._tasks = TaskRunner(self, max_threads=1)
+            self._tasks = self.document.scope("area")
         self.title.setText(f"Counting what {fmt_duration(t1 - t0)} holds…")
         h = self._tasks.submit("area", lambda progress, cancelled:
                                (area, area_rows(trace, t0, t1, cancelled=cancelled)))

@@ -35,7 +35,7 @@ from ..analysis.source_args import event_args, source_index
 from ..model.trace import Trace
 from ..model.view_state import Selection
 from ..qt.document import Document
-from ..qt.tasks import TaskRunner
+from ..qt.tasks import TaskScope
 from .tables.format import fmt_bytes, fmt_dims, fmt_duration, fmt_int, fmt_time
 
 TIME_COLS = {"start", "end", "dispatch_ns"}
@@ -64,7 +64,7 @@ class DetailsView(QWidget):
         super().__init__(parent)
         self.document = document
         self._span: int | None = None
-        self._tasks: TaskRunner | None = None
+        self._tasks: TaskScope | None = None
         self.tree = QTreeWidget(self)
         self.tree.setColumnCount(2)
         self.tree.setHeaderLabels(["Field", "Value"])
@@ -247,7 +247,7 @@ class DetailsView(QWidget):
         if trace.format != "kineto":
             return
         if self._tasks is None:
-            self._tasks = TaskRunner(self, max_threads=1)
+            self._tasks = self.document.scope("details")
 
         def job(progress=None, cancelled=None):
             idx = source_index(trace)

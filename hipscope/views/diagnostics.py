@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
 from ..analysis.graphs import graph_replay_gaps
 from ..model.diagnostics import GENERIC, Diagnostic, diagnostics
 from ..qt.document import Document
-from ..qt.tasks import TaskRunner
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +96,7 @@ class DocumentDiagnostics(QObject):
         self.markers: list[Marker] = []
         self.pending = False
         self._generation = 0
-        self._tasks = TaskRunner(self, max_threads=1)
+        self._tasks = document.scope("diagnostics")
         document.trace_loaded.connect(self._on_document_trace_loaded)
         if document.trace is not None:
             self._on_document_trace_loaded(document.trace)

@@ -60,7 +60,7 @@ class CounterHeatmapView(WorkerPanel):
     time_updated = Signal()
 
     def __init__(self, document: Document, parent: QWidget | None = None):
-        super().__init__(document, 1, parent)
+        super().__init__(document, parent)
         self.dispatch_matrix: ca.CounterMatrix | None = None
         self.matrix: ca.CounterMatrix | None = None      # shown: selected columns, ordered
         self.order = np.zeros(0, np.int64)

@@ -7,23 +7,23 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStackedLayout, QWidget
 
 from ..qt.document import Document
-from ..qt.tasks import TaskRunner
 
 __all__ = ["Document", "WorkerPanel"]     # the base of the worker panels, and what they follow
 
 
 class WorkerPanel(QWidget):
-    """Holds ``document`` and ``tasks`` (a TaskRunner shut down when the panel closes);
+    """Holds ``document`` and ``tasks`` (its share of the document's job runner, whose
+    tasks are cancelled when the panel closes);
     shows ``empty`` (a reason) instead of its content when the trace has nothing for it.
 
     A subclass builds its content, hands it to :meth:`_set_pages`, then calls
     :meth:`_follow_document`.
     """
 
-    def __init__(self, document: Document, max_threads: int, parent: QWidget | None = None):
+    def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
         self.document = document
-        self.tasks = TaskRunner(self, max_threads=max_threads)
+        self.tasks = document.scope(type(self).__name__)
 
     def _set_pages(self, empty_text: str, content: QWidget) -> None:
         """``stack``: page 0 the ``empty`` label, page 1 ``content``."""

@@ -68,7 +68,7 @@ class QueueDelayView(WorkerPanel):
     density_ready = Signal()
 
     def __init__(self, document: Document, parent: QWidget | None = None):
-        super().__init__(document, 2, parent)
+        super().__init__(document, parent)
         self.view_data: dv.DelayViewData | None = None
         self._build()
         self._follow_document()

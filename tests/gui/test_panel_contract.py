@@ -28,8 +28,9 @@ def twin_trace():
     return open_trace([TWIN])
 
 
-def _workers(panel) -> list[TaskRunner]:
-    return panel.findChildren(TaskRunner)
+def _workers(panel, document) -> list[TaskRunner]:
+    """The document's job runner (every panel's tasks run there) and any a panel keeps."""
+    return [document.tasks, *panel.findChildren(TaskRunner)]
 
 
 def _colours(img: QImage) -> int:
@@ -49,7 +50,7 @@ def test_panel_contract(qtbot, spec, twin_trace):
     panel.resize(700, 300)
     panel.show()
     document.set_trace(twin_trace)
-    workers = _workers(panel)
+    workers = _workers(panel, document)
     qtbot.waitUntil(lambda: all(w.active_count() == 0 for w in workers), timeout=30_000)
     panel.resize(1100, 420)
     qtbot.waitExposed(panel)
@@ -58,6 +59,9 @@ def test_panel_contract(qtbot, spec, twin_trace):
     assert _colours(img) > 2, f"{spec.key} drew a blank"
     assert panel.close()
     assert all(w.active_count() == 0 for w in workers), f"{spec.key} left a worker running"
+    assert document.shutdown(5000)
+    late = document.scope(spec.key).submit("late", lambda progress, cancelled: 1)
+    assert late.outcome == "cancelled"              # a closed document starts nothing
 
 
 PLUGIN = '''
@@ -103,3 +107,19 @@ def test_a_plugin_panel_gets_a_dock_and_follows_the_trace(qtbot, plugin_panel, t
     assert w._dock_stacks[plugin_panel].currentWidget().text() == f"{rows} kernels"
     assert w.close()
     assert w.runner.active_count() == 0
+
+
+def test_a_trace_tab_runs_every_panel_on_its_documents_one_runner(qtbot):
+    """One job runner per trace: the timeline and the panels submit to the document's
+    pool (their own keys), none keeps a thread pool of its own."""
+    w = MainWindow(persist=False, loader=lambda paths, progress, cancelled: open_trace(paths))
+    qtbot.addWidget(w)
+    w.show()
+    (tab,) = w.open_paths([TWIN])
+    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=30_000)
+    runner = tab.document.tasks
+    qtbot.waitUntil(lambda: runner.submitted > 0 and runner.active_count() == 0, timeout=30_000)
+    for name, widget in [("timeline", tab.timeline), *tab.panels.items()]:
+        assert widget.findChildren(TaskRunner) == [], f"{name} keeps its own thread pool"
+    assert w.close()
+    assert runner.active_count() == 0

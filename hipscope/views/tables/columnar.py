@@ -104,7 +104,10 @@ class ColumnarModel(QAbstractTableModel):
         self._n_source = 0
         self._sort_column = -1
         self._sort_order = Qt.SortOrder.AscendingOrder
-        self._tasks = None               # TaskRunner, made on the first async request
+        # where the rows are computed: the view sets its document's scope (``tasks``);
+        # a model used alone makes its own TaskRunner on the first async request
+        self.tasks = None
+        self._tasks = None
         self._pending = None             # TaskHandle of the live async request
         self._pending_reset = False      # the pending result changes the filter too
         self._busy = ""
@@ -220,7 +223,7 @@ class ColumnarModel(QAbstractTableModel):
         from ...qt.tasks import TaskRunner
 
         if self._tasks is None:
-            self._tasks = TaskRunner(self, max_threads=2)
+            self._tasks = self.tasks if self.tasks is not None else TaskRunner(self, max_threads=2)
         self._pending_reset = self._pending_reset or reset
         n = self._n_source
         mask_fn, key_fn = self._row_job()

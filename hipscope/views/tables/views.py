@@ -39,6 +39,7 @@ class KernelsTableView(QWidget):
         super().__init__(parent)
         self.document = document
         self.model = KernelsTableModel(self)
+        self.model.tasks = document.scope("kernels_rows")
         self.table = ColumnarTableView(self)
         self.table.setModel(self.model)
         self._syncing = False
@@ -241,6 +242,7 @@ class KernelSummaryView(QWidget):
         super().__init__(parent)
         self.document = document
         self.model = KernelSummaryModel(self)
+        self.model.tasks = document.scope("summary_rows")
         self.table = ColumnarTableView(self)
         self.table.setModel(self.model)
         self.table.horizontalHeader().setSortIndicator(2, Qt.SortOrder.DescendingOrder)
@@ -271,10 +273,8 @@ class KernelSummaryView(QWidget):
             self._show_stats(trace, None)
             return
         from ...analysis.context import analyses_of
-        from ...qt.tasks import TaskRunner
-
         if self._tasks is None:
-            self._tasks = TaskRunner(self, max_threads=1)
+            self._tasks = self.document.scope("summary_stats")
         self.model.set_trace(None)
         self.status.setText(f"Computing statistics of {len(trace.kernels):,} kernels…")
         self.status.show()

@@ -2,8 +2,8 @@
 
 It follows the document's signals and changes state only through
 ``document.view_state`` (window, selection). Row preparation, colour keys, find
-and big ruler measurements run in workers (``qt.tasks.TaskRunner``); results are
-applied on the GUI thread. ``paintEvent`` replays prepared numpy geometry
+and big ruler measurements run in workers (the document's job runner, first in
+its queue); results are applied on the GUI thread. ``paintEvent`` replays prepared numpy geometry
 (see ``render.py``).
 """
 
@@ -19,7 +19,6 @@ from PySide6.QtWidgets import QScrollBar, QWidget
 from ...analysis import lod
 from ...model.view_state import Selection
 from ...qt.document import Document
-from ...qt.tasks import TaskRunner
 from ...qt.timeline_api import RangeStats
 from . import palette as pal
 from . import render as rd
@@ -35,6 +34,7 @@ log = logging.getLogger(__name__)
 SYNC_LIMIT = 200_000      # events: below this, prepare on the GUI thread (instant)
 MIN_SPAN = 20             # ns
 RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worker
+TIMELINE_PRIORITY = 10    # the timeline's tasks start before the other panels' queued ones
 
 
 class TimelineView(QWidget):
@@ -75,7 +75,7 @@ class TimelineView(QWidget):
         self.finder = TimelineFind(self)
         self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
-        self.tasks = TaskRunner(self, max_threads=2)
+        self.tasks = document.scope("timeline", priority=TIMELINE_PRIORITY)  # drawn first
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
         self.vbar.valueChanged.connect(self._on_vbar_value_changed)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
