@@ -37,6 +37,7 @@ from ..base import (
     register,
 )
 from .proto import EXTENSIONS, _pb2, _varint, scan_packets
+from .colread import read_columns
 from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
@@ -106,6 +107,7 @@ class PftraceReader:
                                    f"{type(exc).__name__}: {exc}") from exc
 
     def _read(self, path: Path, progress, cancelled) -> Trace:
+        """The column walk and numpy tables, else the record walk (C, else protobuf)."""
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         data = read_input(path, warnings)
@@ -113,6 +115,9 @@ class PftraceReader:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
         check_cancel(cancelled)
+        got = read_columns(self.name, path, data, warnings, dropped, progress, cancelled)
+        if got is not None:
+            return got
         fast = walk_fast(data, progress, cancelled)
         if fast is None:
             ranges, used, problem = scan_packets(data)

@@ -1,0 +1,142 @@
+"""Annotation columns of the column walk: one debug-annotation name over many slices as
+numpy (kind, value), and ``_as_int`` of it done on arrays, with a validity mask."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_NULL, V_PTR, V_STR, V_UINT, Declined
+from .proto import _as_int
+
+
+class IntCol(NamedTuple):
+    """An integer column: values and where they are not null."""
+    v: np.ndarray
+    ok: np.ndarray
+
+    def tolist(self) -> list:
+        return [x if o else None for x, o in zip(self.v.tolist(), self.ok.tolist())]
+
+
+def ann_value(c, a) -> Any:
+    """The Python value the record walk puts in the annotation dict."""
+    k, v = int(a["kind"]), int(a["v"])
+    if k == V_BOOL:
+        return bool(v)
+    if k in (V_UINT, V_PTR):
+        return v
+    if k == V_INT:
+        return v - (1 << 64) if v >= 1 << 63 else v
+    if k == V_DOUBLE:
+        return float(np.array([v], dtype=np.uint64).view(np.float64)[0])
+    if k == V_STR:
+        return c.strings[v]
+    return None
+
+
+def owners_of(c) -> np.ndarray:
+    """The slice (index into ``c.sl``) of each annotation record."""
+    return np.repeat(np.arange(len(c.sl)), c.sl["ann_n"].astype(np.int64))
+
+
+class AnnCols:
+    """Columns of annotation names over positions (in ``c.rows``) of slices."""
+
+    def __init__(self, c):
+        self.c = c
+        self.owner = owners_of(c)
+        self.where_row = np.full(len(c.sl), -1, dtype=np.int64)
+        self.where_row[c.rows] = np.arange(len(c.rows))
+        self._by_name: dict[int, tuple] = {}
+
+    def _entries(self, sid: int) -> tuple[np.ndarray, np.ndarray]:
+        got = self._by_name.get(sid)
+        if got is None:
+            e = np.flatnonzero(self.c.ann["name"] == sid)
+            own = self.owner[e]
+            if len(own) > 1 and np.any(np.diff(own) <= 0):
+                raise Declined("an annotation name given twice on one slice")
+            got = self._by_name[sid] = (e, self.where_row[own])
+        return got
+
+    def raw(self, pos: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(kind, value) of ``name`` at slice positions ``pos``; kind 0 where absent."""
+        kind = np.zeros(len(pos), dtype=np.uint8)
+        val = np.zeros(len(pos), dtype=np.uint64)
+        sid = self.c.sid.get(name)
+        if sid is None or not len(pos):
+            return kind, val
+        e, rowpos = self._entries(sid)
+        back = np.full(len(self.c.rows), -1, dtype=np.int64)
+        back[pos] = np.arange(len(pos))
+        keep = rowpos >= 0
+        at = np.where(keep, back[np.where(keep, rowpos, 0)], -1)
+        m = at >= 0
+        kind[at[m]] = self.c.ann["kind"][e[m]]
+        val[at[m]] = self.c.ann["v"][e[m]]
+        return kind, val
+
+    def ints(self, pos: np.ndarray, name: str) -> IntCol:
+        """``_as_int`` of ``name`` (null where absent or not an integer)."""
+        kind, val = self.raw(pos, name)
+        return as_int(self.c, kind, val)
+
+    def int_or(self, pos: np.ndarray, name: str, other: IntCol) -> IntCol:
+        """The annotation where it is an integer, else ``other``."""
+        a = self.ints(pos, name)
+        return IntCol(np.where(a.ok, a.v, other.v), a.ok | other.ok)
+
+    def pid(self, pos: np.ndarray, track: IntCol) -> IntCol:
+        """The pid annotation where given (even a null one), else the track's."""
+        kind, val = self.raw(pos, "pid")
+        a = as_int(self.c, kind, val)
+        given = kind != 0
+        return IntCol(np.where(given, a.v, track.v), np.where(given, a.ok, track.ok))
+
+
+_I64 = 1 << 63
+
+
+def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
+    """``proto._as_int`` of annotation values, vectorised; Declined beyond int64."""
+    v = val.view(np.int64).copy()
+    ok = np.isin(kind, (V_BOOL, V_INT, V_UINT, V_PTR))
+    if np.any(((kind == V_UINT) | (kind == V_PTR)) & (val >= np.uint64(_I64))):
+        raise Declined("an unsigned annotation beyond int64")
+    dbl = kind == V_DOUBLE
+    if dbl.any():
+        d = val[dbl].view(np.float64)
+        fin = np.isfinite(d)
+        if np.any(np.abs(d[fin]) >= 2.0 ** 63):
+            raise Declined("a double annotation beyond int64")
+        v[dbl] = np.where(fin, np.rint(np.where(fin, d, 0)), 0).astype(np.int64)
+        ok[dbl] = fin
+    st = kind == V_STR
+    if st.any():
+        u, inv = np.unique(val[st], return_inverse=True)
+        got = [_as_int(c.strings[int(x)]) for x in u.tolist()]
+        if any(g is not None and not -_I64 <= g < _I64 for g in got):
+            raise Declined("a string annotation beyond int64")
+        v[st] = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]
+        ok[st] = np.array([g is not None for g in got], dtype=bool)[inv]
+    v[~ok] = 0
+    return IntCol(v, ok)
+
+
+def track_cols(b, tracks: np.ndarray) -> dict[str, IntCol]:
+    """pid, tid, queue (COMPUTE name) and stream of each slice's track."""
+    ut, inv = np.unique(tracks, return_inverse=True)
+    facts = [b.tinfo(int(t)) for t in ut.tolist()]
+    out = {}
+    for key, get in (("pid", lambda ti: ti.get("pid")), ("tid", lambda ti: ti.get("tid")),
+                     ("queue", lambda ti: ti["compute"][2] if ti.get("compute") is not None
+                      else None), ("stream", lambda ti: ti.get("stream"))):
+        vals = [get(ti) for ti in facts]
+        if any(x is not None and not -_I64 <= x < _I64 for x in vals):
+            raise Declined("a track value beyond int64")
+        v = np.array([0 if x is None else x for x in vals], dtype=np.int64)
+        ok = np.array([x is not None for x in vals], dtype=bool)
+        out[key] = IntCol(v[inv], ok[inv])
+    return out
