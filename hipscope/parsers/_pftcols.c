@@ -52,7 +52,7 @@ fail:
 
 /* ------------------------------------------------------------------ the column walk
  * With walk(..., columns=True) _pftscan.c records each begun slice as a SliceRec, its
- * annotations as AnnRecs and its categories / flows in flat arrays (string ids into
+ * annotations in one column per name and its categories / flows in flat arrays (string ids into
  * one table of distinct strings), touching no Python object per event; pftrace/
  * colwalk.py turns the buffers into numpy columns. */
 #include "_pftscan.h"
@@ -156,30 +156,52 @@ static int push_open(Cols *cl, uint64_t track, int64_t idx)
     return 1;
 }
 
-static int col_anns(Cols *cl, Ctx *c, Seq *s, const Pkt *k, int64_t empty)
+static NameCol *name_col(Cols *cl, uint32_t name)
 {
+    if (name >= cl->nc_cap) {
+        size_t cap = cl->nc_cap ? cl->nc_cap : 256;
+        while (cap <= name) cap *= 2;
+        NameCol **t = realloc(cl->nc, cap * sizeof(NameCol *));
+        if (!t) return NULL;
+        memset(t + cl->nc_cap, 0, (cap - cl->nc_cap) * sizeof(NameCol *));
+        cl->nc = t; cl->nc_cap = cap;
+    }
+    if (!cl->nc[name]) cl->nc[name] = calloc(1, sizeof(NameCol));
+    return cl->nc[name];
+}
+
+static int col_anns(Cols *cl, Ctx *c, Seq *s, const Pkt *k, int64_t empty, uint32_t idx)
+{
+    uint32_t j = 0;
     for (uint32_t i = k->ann_lo; i < k->ann_hi; i++) {
         const Ann *a = &c->an[i];
         int64_t name = empty, v;
         if (a->nkind == 1 && a->name) {
             if ((name = idof(s, 2, a->name)) < 0) continue;
-        } else if (a->nkind == 2 && (name = sid(cl, c->base, a->s, 0)) < 0) return 0;
-        AnnRec *r = PUSH(cl, ar);
-        if (!r) return 0;
-        memset(r, 0, sizeof(*r));
-        r->name = (uint32_t)name; r->kind = a->vkind; r->v = a->v;
-        if (a->vkind == V_STR) {
+        } else if (a->nkind == 2 && (name = sid(cl, c->base, a->s, 0)) < 0) return -1;
+        uint8_t kind = a->vkind;
+        uint64_t val = a->v;
+        if (kind == V_STR) {
             Span sp = {(uint32_t)(a->v >> 32), (uint32_t)a->v};
-            if ((v = sid(cl, c->base, sp, 0)) < 0) return 0;
-            r->v = (uint64_t)v;
-        } else if (a->vkind == V_STRIID) {
+            if ((v = sid(cl, c->base, sp, 0)) < 0) return -1;
+            val = (uint64_t)v;
+        } else if (kind == V_STRIID) {
             v = idof(s, 3, a->v);
-            r->kind = v < 0 ? V_NULL : V_STR;
-            r->v = v < 0 ? 0 : (uint64_t)v;
-        } else if (a->vkind == V_BOOL) r->v = a->v != 0;
-        else if (a->vkind < V_BOOL || a->vkind > V_PTR) { r->kind = V_NULL; r->v = 0; }
+            kind = v < 0 ? V_NULL : V_STR;
+            val = v < 0 ? 0 : (uint64_t)v;
+        } else if (kind == V_BOOL) val = a->v != 0;
+        else if (kind < V_BOOL || kind > V_PTR) { kind = V_NULL; val = 0; }
+        NameCol *nc = name_col(cl, (uint32_t)name);
+        if (!nc || j > 0xFFFF) return -1;
+        if (nc->idx_n && nc->idx[nc->idx_n - 1] == idx) nc->dup = 1;
+        uint32_t *pi = PUSH(nc, idx);
+        uint64_t *pv = PUSH(nc, val);
+        uint8_t *pk = PUSH(nc, kind);
+        uint16_t *pp = PUSH(nc, pos);
+        if (!pi || !pv || !pk || !pp) return -1;
+        *pi = idx; *pv = val; *pk = kind; *pp = (uint16_t)j++;
     }
-    return 1;
+    return j;
 }
 
 static int col_begin(W *w, Ctx *c, Seq *s, const Pkt *k, uint64_t track, int64_t ts,
@@ -222,11 +244,10 @@ static int col_begin(W *w, Ctx *c, Seq *s, const Pkt *k, uint64_t track, int64_t
         if (!d) return 0;
         *d = c->fl[lo + i];
     }
-    r->ann_lo = (uint32_t)cl->ar_n;
-    size_t idx = cl->sl_n - 1; /* r may move when anns grow other arrays: index it */
-    if (!col_anns(cl, c, s, k, empty)) return 0;
-    r = &cl->sl[idx];
-    r->ann_n = (uint32_t)cl->ar_n - r->ann_lo;
+    size_t idx = cl->sl_n - 1;
+    int n_ann = col_anns(cl, c, s, k, empty, (uint32_t)idx);
+    if (n_ann < 0) return 0;
+    r->ann_n = (uint32_t)n_ann;
     w->n_begun++;
     if (k->etype == 3) { r->t1 = ts; r->c1 = r->c0; r->fg |= (none ? 2 : 0) | 4; return 1; }
     return push_open(cl, track, (int64_t)idx);
@@ -283,15 +304,33 @@ PyObject *col_result(W *w, const uint8_t *base)
         if (!v) { Py_DECREF(strs); return NULL; }
         PyList_SET_ITEM(strs, (Py_ssize_t)i, v);
     }
-    return Py_BuildValue("(NNNNNNL)", bytes_of(cl->sl, cl->sl_n * sizeof(SliceRec)),
-                         bytes_of(cl->ar, cl->ar_n * sizeof(AnnRec)),
+    PyObject *names = PyList_New(0);
+    if (!names) { Py_DECREF(strs); return NULL; }
+    for (size_t i = 0; i < cl->nc_cap; i++) {
+        NameCol *nc = cl->nc[i];
+        if (!nc || !nc->idx_n) continue;
+        PyObject *t = Py_BuildValue("(nNNNNi)", (Py_ssize_t)i, bytes_of(nc->idx, nc->idx_n * 4),
+                                    bytes_of(nc->kind, nc->kind_n), bytes_of(nc->val, nc->val_n * 8),
+                                    bytes_of(nc->pos, nc->pos_n * 2), (int)nc->dup);
+        if (!t || PyList_Append(names, t) < 0) {
+            Py_XDECREF(t); Py_DECREF(names); Py_DECREF(strs); return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return Py_BuildValue("(NNNNNNL)", bytes_of(cl->sl, cl->sl_n * sizeof(SliceRec)), names,
                          bytes_of(cl->ct, cl->ct_n * 4), bytes_of(cl->fw, cl->fw_n * 8),
                          bytes_of(cl->ctr, cl->ctr_n * 8), strs, left);
 }
 
 void col_free(Cols *cl)
 {
-    free(cl->st); free(cl->tab); free(cl->sl); free(cl->ar); free(cl->ct); free(cl->fw);
+    for (size_t i = 0; i < cl->nc_cap; i++) {
+        NameCol *nc = cl->nc[i];
+        if (!nc) continue;
+        free(nc->idx); free(nc->val); free(nc->kind); free(nc->pos); free(nc);
+    }
+    free(cl->nc);
+    free(cl->st); free(cl->tab); free(cl->sl); free(cl->ct); free(cl->fw);
     free(cl->ctr);
     for (size_t i = 0; i < cl->stkcap; i++) free(cl->stk[i].v);
     free(cl->stk);

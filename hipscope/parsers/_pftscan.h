@@ -77,22 +77,27 @@ typedef struct {
     Scoped clocks[64];
 } Seq;
 
-/* column walk: one record per begun slice, one per annotation (layouts mirrored by
-   numpy dtypes in pftrace/colwalk.py) */
+/* column walk: one record per begun slice (layout mirrored by a numpy dtype in
+   pftrace/colwalk.py) and one column per annotation name */
 typedef struct {
     uint64_t track;
     int64_t t0, t1;
     uint32_t name, cat_lo, cat_n, flow_lo, flow_n, ann_lo, ann_n;
     uint8_t c0, c1, fg, pad; /* fg: 1 start has no time, 2 end has none, 4 ended */
 } SliceRec;
-typedef struct { uint64_t v; uint32_t name; uint8_t kind, pad[3]; } AnnRec;
+/* the annotations of one name over the slices, in slice order */
+typedef struct {
+    VEC(uint32_t, idx) VEC(uint64_t, val) VEC(uint8_t, kind) VEC(uint16_t, pos)
+    uint8_t dup; /* the name twice on one slice */
+} NameCol;
 typedef struct { Span s; uint32_t hash; uint8_t mode; } Str;
 typedef struct { uint64_t key; int64_t *v; size_t n, cap; uint8_t used; } Stack;
 
 typedef struct {
     VEC(Str, st) uint32_t *tab; size_t tabcap; /* distinct strings, hashed */
-    VEC(SliceRec, sl) VEC(AnnRec, ar) VEC(uint32_t, ct) VEC(uint64_t, fw) VEC(uint64_t, ctr)
+    VEC(SliceRec, sl) VEC(uint32_t, ct) VEC(uint64_t, fw) VEC(uint64_t, ctr)
     Stack *stk; size_t stkcap, stkn; /* open slices per track */
+    NameCol **nc; size_t nc_cap; /* by the name's string id */
     uint64_t clocks[2];
 } Cols;
 

@@ -20,9 +20,8 @@ class IntCol(NamedTuple):
         return [x if o else None for x, o in zip(self.v.tolist(), self.ok.tolist())]
 
 
-def ann_value(c, a) -> Any:
+def ann_value(c, k: int, v: int) -> Any:
     """The Python value the record walk puts in the annotation dict."""
-    k, v = int(a["kind"]), int(a["v"])
     if k == V_BOOL:
         return bool(v)
     if k in (V_UINT, V_PTR):
@@ -36,46 +35,38 @@ def ann_value(c, a) -> Any:
     return None
 
 
-def owners_of(c) -> np.ndarray:
-    """The slice (index into ``c.sl``) of each annotation record."""
-    return np.repeat(np.arange(len(c.sl)), c.sl["ann_n"].astype(np.int64))
-
-
 class AnnCols:
     """Columns of annotation names over positions (in ``c.rows``) of slices."""
 
     def __init__(self, c):
         self.c = c
-        self.owner = owners_of(c)
         self.where_row = np.full(len(c.sl), -1, dtype=np.int64)
         self.where_row[c.rows] = np.arange(len(c.rows))
-        self._by_name: dict[int, tuple] = {}
+        self._back: dict[int, tuple] = {}
 
-    def _entries(self, sid: int) -> tuple[np.ndarray, np.ndarray]:
-        got = self._by_name.get(sid)
-        if got is None:
-            e = np.flatnonzero(self.c.ann["name"] == sid)
-            own = self.owner[e]
-            if len(own) > 1 and np.any(np.diff(own) <= 0):
-                raise Declined("an annotation name given twice on one slice")
-            got = self._by_name[sid] = (e, self.where_row[own])
-        return got
+    def _back_of(self, pos: np.ndarray) -> np.ndarray:
+        """Row position -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
+        got = self._back.get(id(pos))
+        if got is None or got[0] is not pos:
+            back = np.full(len(self.c.rows) + 1, -1, dtype=np.int64)  # [-1]: not a row
+            back[pos] = np.arange(len(pos))
+            got = self._back[id(pos)] = (pos, back)
+        return got[1]
 
     def raw(self, pos: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(kind, value) of ``name`` at slice positions ``pos``; kind 0 where absent."""
         kind = np.zeros(len(pos), dtype=np.uint8)
         val = np.zeros(len(pos), dtype=np.uint64)
-        sid = self.c.sid.get(name)
-        if sid is None or not len(pos):
+        col = self.c.names.get(self.c.sid.get(name, -1))
+        if col is None or not len(pos):
             return kind, val
-        e, rowpos = self._entries(sid)
-        back = np.full(len(self.c.rows), -1, dtype=np.int64)
-        back[pos] = np.arange(len(pos))
-        keep = rowpos >= 0
-        at = np.where(keep, back[np.where(keep, rowpos, 0)], -1)
+        idx, k, v, _, dup = col
+        if dup:
+            raise Declined(f"annotation {name!r} given twice on one slice")
+        at = self._back_of(pos)[self.where_row[idx]]
         m = at >= 0
-        kind[at[m]] = self.c.ann["kind"][e[m]]
-        val[at[m]] = self.c.ann["v"][e[m]]
+        kind[at[m]] = k[m]
+        val[at[m]] = v[m]
         return kind, val
 
     def ints(self, pos: np.ndarray, name: str) -> IntCol:

@@ -72,17 +72,33 @@ class ColBuilder(Builder):
     def records(self, pos: np.ndarray) -> list:
         """The record walk's ``[track, start, end, name, cats, ann, flows, order]``."""
         c = self.cols
+        rows = c.rows[pos]
+        anns = self._ann_dicts(rows)
         out = []
-        for p in pos.tolist():
-            i = int(c.rows[p])
+        for p, i, ann in zip(pos.tolist(), rows.tolist(), anns):
             s = c.sl[i]
-            lo, an = int(s["ann_lo"]), int(s["ann_n"])
-            ann = {c.strings[int(a["name"])]: ann_value(c, a) for a in c.ann[lo:lo + an]}
             cl, cn, fl, fn = (int(s[k]) for k in ("cat_lo", "cat_n", "flow_lo", "flow_n"))
             out.append([int(s["track"]), int(c.start[p]), int(c.end[p]),
                         c.strings[int(s["name"])],
                         tuple(c.strings[x] for x in c.cats[cl:cl + cn].tolist()), ann,
                         tuple(c.flows[fl:fl + fn].tolist()), i])
+        return out
+
+    def _ann_dicts(self, rows: np.ndarray) -> list[dict]:
+        """The annotation dict of each slice ``rows`` (insertion order, last value)."""
+        c = self.cols
+        at = np.full(len(c.sl), -1, dtype=np.int64)
+        at[rows] = np.arange(len(rows))
+        got = []
+        for name, (idx, kind, val, p, _) in c.names.items():
+            j = at[idx]
+            m = np.flatnonzero(j >= 0)
+            got += zip(j[m].tolist(), p[m].tolist(), [name] * len(m), kind[m].tolist(),
+                       val[m].tolist())
+        got.sort(key=lambda e: (e[0], e[1]))
+        out: list[dict] = [{} for _ in range(len(rows))]
+        for j, _, name, k, v in got:
+            out[j][c.strings[name]] = ann_value(c, k, v)
         return out
 
     # ------------------------------------------------------------------ devices
@@ -105,7 +121,7 @@ class ColBuilder(Builder):
             k, v, t = (int(x) for x in uk[u])
             if not k and not gpu_work:
                 continue  # no agent annotation on an API call or marker: no device
-            pyv = ann_value(self.cols, {"kind": k, "v": v}) if k else None
+            pyv = ann_value(self.cols, k, v) if k else None
             got[u] = self.dev_of(pyv, self.tinfo(t)) if gpu_work else \
                 self.dev_of(pyv, {}, False)
         return [got[u] for u in inv.reshape(-1).tolist()]
@@ -226,24 +242,32 @@ class ColBuilder(Builder):
         self._pmc(pos)
 
     def _pmc(self, pos: np.ndarray) -> None:
-        """Numeric kernel annotations that are not the writer's fields: one row each."""
-        c, ac = self.cols, self.ac
+        """Numeric kernel annotations that are not the writer's fields: one row each,
+        by kernel then in the slice's order."""
+        c = self.cols
         kj = np.full(len(c.sl), -1, dtype=np.int64)
         kj[c.rows[pos]] = np.arange(len(pos))
-        known = [c.sid[n] for n in _KERNEL_KNOWN if n in c.sid]
-        j = kj[ac.owner]
-        other = np.flatnonzero((j >= 0) & ~np.isin(c.ann["name"], known))
-        key = (ac.owner[other].astype(np.uint64) << np.uint64(32)) | c.ann["name"][other]
-        if len(np.unique(key)) != len(key):
-            raise Declined("an annotation name given twice on one kernel")
-        kind = c.ann["kind"][other]
-        e = other[np.isin(kind, (V_INT, V_UINT, V_PTR, V_DOUBLE))]
-        e = e[np.argsort(j[e], kind="stable")]
-        kind, raw = c.ann["kind"][e], c.ann["v"][e]
+        parts = []
+        for name, (idx, kind, val, p, dup) in c.names.items():
+            if c.strings[name] in _KERNEL_KNOWN:
+                continue
+            j = kj[idx]
+            m = j >= 0
+            if dup and m.any():
+                raise Declined("an annotation name given twice on one kernel")
+            m &= np.isin(kind, (V_INT, V_UINT, V_PTR, V_DOUBLE))
+            if m.any():
+                parts.append((j[m], p[m], np.full(int(m.sum()), name), kind[m], val[m]))
+        if not parts:
+            self.pmc_cols = ([], np.zeros(0, np.float64), np.zeros(0, np.int32))
+            return
+        j, p, name, kind, raw = (np.concatenate(x) for x in zip(*parts))
+        o = np.lexsort((p, j))
+        j, name, kind, raw = j[o], name[o], kind[o], raw[o]
         val = np.where(kind == V_DOUBLE, raw.view(np.float64),
                        np.where(kind == V_INT, raw.view(np.int64).astype(np.float64),
                                 raw.astype(np.float64)))
-        self.pmc_cols = (c.str_np[c.ann["name"][e]], val, j[e].astype(np.int32))
+        self.pmc_cols = (c.str_np[name], val, j.astype(np.int32))
 
     # ------------------------------------------------------------------ tables
     def mk(self, spec: str, cols: dict, n: int) -> Any:

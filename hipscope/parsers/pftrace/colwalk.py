@@ -1,6 +1,6 @@
 """The column walk of a Perfetto trace (``_pftscan.walk(..., columns=True)``): the C
-scanner hands over one record per slice and per debug annotation as flat buffers
-(string ids into one table of distinct strings), viewed here as numpy arrays, so no
+scanner hands over one record per slice and one column per debug-annotation name as
+flat buffers (string ids into one table of distinct strings), viewed here as numpy arrays, so no
 Python object is made per event. :mod:`.colbuild` makes the tables from them.
 
 ``walk_columns`` returns None where the C walk declines; :class:`Declined` is raised
@@ -24,7 +24,6 @@ SLICE = np.dtype([("track", "<u8"), ("t0", "<i8"), ("t1", "<i8"), ("name", "<u4"
                   ("cat_lo", "<u4"), ("cat_n", "<u4"), ("flow_lo", "<u4"),
                   ("flow_n", "<u4"), ("ann_lo", "<u4"), ("ann_n", "<u4"), ("c0", "u1"),
                   ("c1", "u1"), ("fg", "u1"), ("pad", "u1")])
-ANN = np.dtype([("v", "<u8"), ("name", "<u4"), ("kind", "u1"), ("pad", "V3")])
 # DebugAnnotation value kinds (the V_* enum of _pftscan.h)
 V_BOOL, V_UINT, V_INT, V_DOUBLE, V_STR, V_PTR, V_NULL = 1, 2, 3, 4, 5, 6, 7
 
@@ -40,10 +39,13 @@ class Columns:
     def __init__(self, got: tuple):
         (bufs, self.snaps, self.primary, self.clocks_used, self.unresolved, self.skipped,
          self.n_begun, self.unmatched, hipscope_made, self.source_clock, self.descs) = got
-        sl, an, ct, fw, ctr, strs, self.open_left = bufs
+        sl, names, ct, fw, ctr, strs, self.open_left = bufs
         self.hipscope_made = bool(hipscope_made)
         self.sl = np.frombuffer(sl, dtype=SLICE)
-        self.ann = np.frombuffer(an, dtype=ANN)
+        # annotation name id -> (slice, kind, value, position on the slice, given twice)
+        self.names = {n: (np.frombuffer(i, np.uint32), np.frombuffer(k, np.uint8),
+                          np.frombuffer(v, np.uint64), np.frombuffer(p, np.uint16), bool(d))
+                      for n, i, k, v, p, d in names}
         self.cats = np.frombuffer(ct, dtype=np.uint32)
         self.flows = np.frombuffer(fw, dtype=np.uint64)
         tracks, counts = np.unique(np.frombuffer(ctr, dtype=np.uint64), return_counts=True)
