@@ -114,17 +114,18 @@ class ColBuilder(Builder):
         kind, val = self.ac.raw(pos, "agent")
         tracks = self.cols.sl["track"][self.cols.rows[pos]] if gpu_work else \
             np.zeros(len(pos), dtype=np.uint64)
-        key = np.stack([kind.astype(np.uint64), val, tracks], axis=1)
-        uk, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        got: list[Any] = [None] * len(uk)
+        _, first, inv = np.unique(_key(kind, val, tracks), return_index=True,
+                                  return_inverse=True)
+        got: list[Any] = [None] * len(first)
         for u in np.argsort(first, kind="stable").tolist():
-            k, v, t = (int(x) for x in uk[u])
+            at = int(first[u])
+            k, v, t = int(kind[at]), int(val[at]), int(tracks[at])
             if not k and not gpu_work:
                 continue  # no agent annotation on an API call or marker: no device
             pyv = ann_value(self.cols, k, v) if k else None
             got[u] = self.dev_of(pyv, self.tinfo(t)) if gpu_work else \
                 self.dev_of(pyv, {}, False)
-        return [got[u] for u in inv.reshape(-1).tolist()]
+        return DevList(got, inv.reshape(-1))
 
     # ------------------------------------------------------------------ api and links
     def api_cols(self) -> None:
@@ -144,20 +145,25 @@ class ColBuilder(Builder):
         self.api_fj = fo[first]
         self.a_cols = a_cols
 
-    def _domains(self, sl: np.ndarray) -> list:
+    def _domains(self, sl: np.ndarray) -> np.ndarray:
+        """The API domain of each slice, once per distinct (name, categories)."""
         c = self.cols
-        memo: dict[tuple, str] = {}
+        n, lo = sl["cat_n"].astype(np.int64), sl["cat_lo"].astype(np.int64)
+        cats = np.append(c.cats.astype(np.int64), -1)  # [-1]: no category
+        c0 = cats[np.where(n >= 1, lo, -1)]
+        c1 = cats[np.where(n >= 2, lo + 1, -1)]
+        many = np.flatnonzero(n > 2)
+        c1[many] = -2 - many  # more than two categories: a key of their own (rare)
+        _, first, inv = np.unique(_key(sl["name"], n, c0, c1), return_index=True,
+                                  return_inverse=True)
         out = []
-        for nm, lo, n in zip(sl["name"].tolist(), sl["cat_lo"].tolist(), sl["cat_n"].tolist()):
-            key = (nm, *c.cats[lo:lo + n].tolist()) if n != 1 else (nm, int(c.cats[lo]))
-            d = memo.get(key)
-            if d is None:
-                cats = [c.strings[x] for x in key[1:]] or [""]
-                name = c.strings[nm]
-                d = next((x[4:] for x in cats[1:] if x.startswith("api:")), None)
-                d = memo[key] = d if d is not None else _api_domain(cats[0], name)
-            out.append(d)
-        return out
+        for at in first.tolist():
+            lo, n = int(sl["cat_lo"][at]), int(sl["cat_n"][at])
+            cats = [c.strings[x] for x in c.cats[lo:lo + n].tolist()] or [""]
+            d = next((x[4:] for x in cats[1:] if x.startswith("api:")), None)
+            out.append(d if d is not None else _api_domain(cats[0],
+                                                            c.strings[int(sl["name"][at])]))
+        return np.array(out, dtype=object)[inv.reshape(-1)]
 
     def _flows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The flow ids of slices ``rows`` flattened, and the position of each's slice."""
@@ -211,6 +217,9 @@ class ColBuilder(Builder):
         return super()._devs(rows, gpu_work)
 
     def _dev_index(self, keys: list) -> IntCol:
+        if isinstance(keys, DevList):  # per distinct key, then spread
+            u = self._dev_index(keys.got)
+            return IntCol(u.v[keys.inv], u.ok[keys.inv])
         idx = [self.di(k) for k in keys]
         return IntCol(np.array([-1 if i is None else i for i in idx], dtype=np.int64),
                       np.array([i is not None for i in idx], dtype=bool))
@@ -302,7 +311,8 @@ class ColBuilder(Builder):
         order = np.argsort(first, kind="stable")
         inv = inv.reshape(-1)
         qa = np.flatnonzero(qv.ok[has])
-        sq = np.unique(np.stack([inv[qa], qv.v[has][qa]], axis=1), axis=0)
+        sq = np.stack([inv[qa], qv.v[has][qa]], axis=1)
+        sq = sq[np.unique(_key(*sq.T), return_index=True)[1]] if len(sq) else sq
         nq = np.bincount(sq[:, 0], minlength=len(us)) if len(sq) else np.zeros(len(us), int)
         oneq = np.zeros(len(us), dtype=np.int64)
         if len(sq):
@@ -350,8 +360,25 @@ def _first_seen(rows: np.ndarray) -> np.ndarray:
     """The distinct rows of a 2-D array in the order they first appear."""
     if not len(rows):
         return rows.reshape(0, 2)
-    u, first = np.unique(rows, axis=0, return_index=True)
-    return u[np.argsort(first, kind="stable")]
+    _, first = np.unique(_key(*rows.T), return_index=True)
+    return rows[np.sort(first)]
+
+
+def _key(*cols: np.ndarray) -> np.ndarray:
+    """One int64 per row that is equal where the rows of ``cols`` are equal."""
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    for col in cols:
+        u, inv = np.unique(col, return_inverse=True)
+        key = key * len(u) + inv.reshape(-1)
+    return key
+
+
+class DevList(list):
+    """Device keys of many slices: ``got[inv[i]]`` (``list`` of them on demand)."""
+
+    def __init__(self, got: list, inv: np.ndarray):
+        super().__init__(got[u] for u in inv.tolist())
+        self.got, self.inv = got, inv
 
 
 def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: list[str],
