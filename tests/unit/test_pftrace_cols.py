@@ -36,7 +36,7 @@ def taken(path: Path, monkeypatch) -> bool:
     """Whether the column path reads the file itself (no fallback)."""
     monkeypatch.setenv("HIPSCOPE_PFTRACE_C", "1")
     monkeypatch.setenv("HIPSCOPE_PFTRACE_COLUMNS", "1")
-    return colread.read_columns("pftrace", Path(path), Path(path).read_bytes(), [], {},
+    return colread.read_columns("pftrace", Path(path), [Path(path).read_bytes()], [], {},
                                 lambda f: None, lambda: False) is not None
 
 
@@ -138,3 +138,15 @@ def test_mutated_bytes_through_columns(tmp_path, monkeypatch):
         assert_same(c, _read(path, "records", monkeypatch))
         assert_same(c, _read(path, "protobuf", monkeypatch))
     assert took >= 10
+
+
+def test_progress_and_cancel_inside_the_column_walk():
+    from hipscope.model.progress import Cancelled
+    from hipscope.parsers.pftrace.colwalk import walk_columns
+
+    data = FIXTURES[0].read_bytes()
+    seen: list[float] = []
+    assert walk_columns(data, seen.append) is not None
+    assert seen == [0.8]  # one chunk of packets, all of the file
+    with pytest.raises(Cancelled):
+        walk_columns(data, cancelled=lambda: True)

@@ -115,9 +115,13 @@ class PftraceReader:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
         check_cancel(cancelled)
-        got = read_columns(self.name, path, data, warnings, dropped, progress, cancelled)
+        box = [data]
+        del data  # the column path lets go of the bytes once they are walked
+        got = read_columns(self.name, path, box, warnings, dropped, progress, cancelled)
         if got is not None:
             return got
+        data = box[0] if box else read_input(path, [])
+        del box
         fast = walk_fast(data, progress, cancelled)
         if fast is None:
             ranges, used, problem = scan_packets(data)

@@ -20,21 +20,27 @@ def enabled() -> bool:
     return os.environ.get("HIPSCOPE_PFTRACE_COLUMNS", "1") != "0"
 
 
-def read_columns(name: str, path: Path, data: bytes, warnings: list[str], dropped: dict,
+def read_columns(name: str, path: Path, box: list, warnings: list[str], dropped: dict,
                  progress, cancelled) -> Trace | None:
-    """The Trace from the column walk, or None (declined: nothing was changed)."""
+    """The Trace from the column walk of the bytes in ``box``, or None (declined:
+    nothing was changed). ``box`` is emptied once the bytes are walked (then a decline
+    of the tables leaves it empty: the caller reads the file again)."""
     if not enabled():
         return None
+    data = box[0]
     got = walk_columns(data, progress, cancelled)
     if got is None:
         return None
+    size = len(data)
+    del data
+    box.clear()
     cols, n_packets, used, problem = got
     w, d = list(warnings), dict(dropped)
     if problem == "truncated":
         if not n_packets:
             raise TraceFormatError(path, "packet 0 at byte 0", "a whole TracePacket",
-                                   f"a record cut short ({len(data)} bytes in the file)")
-        lost = len(data) - used
+                                   f"a record cut short ({size} bytes in the file)")
+        lost = size - used
         w.append(f"{path}: the file ends inside packet {n_packets} at byte {used:,} "
                  f"(truncated); read {n_packets:,} whole packets and dropped the last "
                  f"{lost:,} bytes")
