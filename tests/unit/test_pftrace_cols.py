@@ -150,3 +150,22 @@ def test_progress_and_cancel_inside_the_column_walk():
     assert seen == [0.8]  # one chunk of packets, all of the file
     with pytest.raises(Cancelled):
         walk_columns(data, cancelled=lambda: True)
+
+
+def test_same_text_as_name_and_interned_value(tmp_path, monkeypatch):
+    """Interned annotation values decode with errors="replace", names strictly: the
+    same text from both is one string (the name's column is found)."""
+    t = pb2.Trace()
+    _pk(t, sequence_flags=1).interned_data.debug_annotation_string_values.add(
+        iid=1, str=b"queue")  # the value's text first, then the name's
+    p = _pk(t)
+    p.interned_data.event_names.add(iid=1, name="k")
+    p.interned_data.event_categories.add(iid=1, name="kernel_dispatch")
+    p.interned_data.debug_annotation_names.add(iid=3, name="queue")
+    p.interned_data.debug_annotation_names.add(iid=4, name="note")
+    ev = _event(t, 1000, 1, name_iid=1, category_iids=[1]).track_event
+    ev.debug_annotations.add(name_iid=4, string_value_iid=1)
+    ev.debug_annotations.add(name_iid=3, int_value=7)
+    _event(t, 2000, 2)
+    tr = three(_write(t, tmp_path), monkeypatch)
+    assert tr.kernels.strings("queue") == [7]

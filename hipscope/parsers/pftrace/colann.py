@@ -40,17 +40,15 @@ class AnnCols:
 
     def __init__(self, c):
         self.c = c
-        self.where_row = np.full(len(c.sl), -1, dtype=np.int64)
-        self.where_row[c.rows] = np.arange(len(c.rows))
-        self._back: dict[int, tuple] = {}
+        self._slots: dict[int, tuple] = {}
 
-    def _back_of(self, pos: np.ndarray) -> np.ndarray:
-        """Row position -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
-        got = self._back.get(id(pos))
+    def _slot_of(self, pos: np.ndarray) -> np.ndarray:
+        """Slice index -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
+        got = self._slots.get(id(pos))
         if got is None or got[0] is not pos:
-            back = np.full(len(self.c.rows) + 1, -1, dtype=np.int64)  # [-1]: not a row
-            back[pos] = np.arange(len(pos))
-            got = self._back[id(pos)] = (pos, back)
+            slot = np.full(len(self.c.sl), -1, dtype=np.int64)
+            slot[self.c.rows[pos]] = np.arange(len(pos))
+            got = self._slots[id(pos)] = (pos, slot)
         return got[1]
 
     def raw(self, pos: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +61,10 @@ class AnnCols:
         idx, k, v, _, dup = col
         if dup:
             raise Declined(f"annotation {name!r} given twice on one slice")
-        at = self._back_of(pos)[self.where_row[idx]]
+        at = self._slot_of(pos)[idx]
+        if len(at) == len(pos) and at.min() >= 0:  # on every slice of pos, only there
+            kind[at], val[at] = k, v
+            return kind, val
         m = at >= 0
         kind[at[m]] = k[m]
         val[at[m]] = v[m]

@@ -44,17 +44,22 @@ class ColBuilder(Builder):
 
     def _sort(self, slices: list) -> None:
         c = self.cols
-        sl = c.sl[c.rows]
-        empty = c.sid.get("", -1)
-        first = np.where(sl["cat_n"] > 0, c.cats[np.minimum(sl["cat_lo"], max(len(c.cats) - 1, 0))]
-                         if len(c.cats) else empty, empty).astype(np.int64)
-        ucat, first_at, inv = np.unique(first, return_index=True, return_inverse=True)
-        names = [c.strings[u] if u >= 0 else "" for u in ucat.tolist()]
-        klass = np.array([_class(n) for n in names], dtype=np.int8)[inv]
+        cats = np.append(c.cats, np.uint32(len(c.strings)))  # [-1]: no category
+        first = cats[np.where(c.sl["cat_n"][c.rows] > 0,
+                              c.sl["cat_lo"][c.rows].astype(np.int64), -1)]
+        counts = np.bincount(first, minlength=len(c.strings) + 1)
+        ucat = np.flatnonzero(counts)
+        names = [c.strings[u] if u < len(c.strings) else "" for u in ucat.tolist()]
+        table = np.zeros(len(counts), dtype=np.int8)
+        table[ucat] = [_class(n) for n in names]
+        klass = table[first]
         self.pos = {k: np.flatnonzero(klass == k) for k in range(5)}  # positions in rows
-        counts = np.bincount(inv, minlength=len(ucat))
-        for u in np.argsort(first_at, kind="stable").tolist():
+        first_at = np.full(len(counts), len(first))
+        if len(ucat) > 1:  # the order categories first appear in (the record code's)
+            first_at[ucat] = [int(np.argmax(first == u)) for u in ucat.tolist()]
+        for u in np.argsort(first_at[ucat], kind="stable").tolist():
             cat = names[u]
+            u = ucat[u]
             if _class(cat) == K_IGN:
                 self.ignored[cat or "(no category)"] += int(counts[u])
             elif not self.hipscope_made and (cat in API_CATEGORIES or cat in _GPU_CATS):
@@ -87,6 +92,8 @@ class ColBuilder(Builder):
     def _ann_dicts(self, rows: np.ndarray) -> list[dict]:
         """The annotation dict of each slice ``rows`` (insertion order, last value)."""
         c = self.cols
+        if not len(rows):
+            return []
         at = np.full(len(c.sl), -1, dtype=np.int64)
         at[rows] = np.arange(len(rows))
         got = []
@@ -105,6 +112,19 @@ class ColBuilder(Builder):
     def devices(self) -> None:
         self.k_dev = self._col_devs(self.kern, True)
         self.devices_rest()
+
+    def _unknown_kernel_devices(self) -> None:
+        k = self.k_dev
+        if not isinstance(k, DevList):
+            return super()._unknown_kernel_devices()
+        none = np.array([g is None for g in k.got], dtype=bool)
+        n_nodev = int(none[k.inv].sum()) if len(k.got) else 0
+        if n_nodev:
+            unknown = ("UNKNOWN", 0)
+            self.dev_keys.setdefault(unknown, {"raw": None, "hs": None})
+            k.got = [unknown if g is None else g for g in k.got]
+            self.warnings.append(f"{n_nodev} kernel(s) name no agent (no agent annotation, "
+                                 f"no COMPUTE track); put on an 'unknown device'")
 
     def _col_devs(self, pos: np.ndarray, gpu_work: bool) -> list:
         """``dev_of`` once per distinct (agent value, track), in first-seen order (as
@@ -131,8 +151,8 @@ class ColBuilder(Builder):
     def api_cols(self) -> None:
         c, pos = self.cols, self.api
         rows = c.rows[pos]
-        sl = c.sl[rows]
-        a_cols: dict[str, Any] = {"name": c.str_np[sl["name"]], "domain": self._domains(sl),
+        sl = {f: c.sl[f][rows] for f in ("name", "cat_lo", "cat_n", "track")}
+        a_cols: dict[str, Any] = {"name": c.names_of(sl["name"]), "domain": self._domains(sl),
                                   "start": c.start[pos], "end": c.end[pos]}
         tc = track_cols(self, sl["track"])
         a_cols["pid"] = self.ac.pid(pos, tc["pid"])
@@ -163,7 +183,9 @@ class ColBuilder(Builder):
             d = next((x[4:] for x in cats[1:] if x.startswith("api:")), None)
             out.append(d if d is not None else _api_domain(cats[0],
                                                             c.strings[int(sl["name"][at])]))
-        return np.array(out, dtype=object)[inv.reshape(-1)]
+        dom = {d: i for i, d in enumerate(dict.fromkeys(out))}  # distinct domains
+        return _dict_array(np.array([dom[d] for d in out], dtype=np.int64)[inv.reshape(-1)],
+                           list(dom))
 
     def _flows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The flow ids of slices ``rows`` flattened, and the position of each's slice."""
@@ -186,8 +208,9 @@ class ColBuilder(Builder):
         if len(fv) and len(self.api_fv):
             i = np.minimum(np.searchsorted(self.api_fv, fv), len(self.api_fv) - 1)
             hit = self.api_fv[i] == fv
-            ho, first = np.unique(fo[hit], return_index=True)
-            out[ho] = self.api_fj[i[hit][first]]
+            fh = fo[hit]  # owners ascending: the first hit of each owner
+            first = np.flatnonzero(np.r_[True, fh[1:] != fh[:-1]]) if len(fh) else fh
+            out[fh[first]] = self.api_fj[i[hit][first]]
         return out, int((out >= 0).sum())
 
     def link_by_corr(self, k_api, c_api) -> int:
@@ -232,9 +255,10 @@ class ColBuilder(Builder):
             self.k_cols = defaultdict(list)
             self.pmc_cols = ([], np.zeros(0, np.float64), np.zeros(0, np.int32))
             return
-        sl = c.sl[c.rows[pos]]
-        tc = track_cols(self, sl["track"])
-        k: dict[str, Any] = {"name": c.str_np[sl["name"]], "device": self._dev_index(self.k_dev)}
+        rows = c.rows[pos]
+        tc = track_cols(self, c.sl["track"][rows])
+        k: dict[str, Any] = {"name": c.names_of(c.sl["name"][rows]),
+                             "device": self._dev_index(self.k_dev)}
         b, e = ac.ints(pos, "begin_ns"), ac.ints(pos, "end_ns")
         start, end = c.start[pos], c.end[pos]
         use = b.ok & e.ok & (e.v >= b.v)
@@ -276,7 +300,7 @@ class ColBuilder(Builder):
         val = np.where(kind == V_DOUBLE, raw.view(np.float64),
                        np.where(kind == V_INT, raw.view(np.int64).astype(np.float64),
                                 raw.astype(np.float64)))
-        self.pmc_cols = (c.str_np[name], val, j.astype(np.int32))
+        self.pmc_cols = (c.names_of(name), val, j.astype(np.int32))
 
     # ------------------------------------------------------------------ tables
     def mk(self, spec: str, cols: dict, n: int) -> Any:
@@ -364,6 +388,22 @@ def _first_seen(rows: np.ndarray) -> np.ndarray:
     return rows[np.sort(first)]
 
 
+def _dict_array(codes: np.ndarray, values: list) -> Any:
+    """``values[codes]`` (distinct strings) as the dictionary array that
+    ``dictionary_encode`` makes of them (the dictionary in first-seen order)."""
+    import pyarrow as pa
+
+    if not len(codes):
+        return [values[i] for i in codes.tolist()]
+    u, first = np.unique(codes, return_index=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.zeros(len(values), dtype=np.int32)
+    rank[u[order]] = np.arange(len(u), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(rank[codes]),
+                                          pa.array([values[i] for i in u[order].tolist()],
+                                                   type=pa.string()))
+
+
 def _key(*cols: np.ndarray) -> np.ndarray:
     """One int64 per row that is equal where the rows of ``cols`` are equal."""
     key = np.zeros(len(cols[0]), dtype=np.int64)
@@ -373,12 +413,17 @@ def _key(*cols: np.ndarray) -> np.ndarray:
     return key
 
 
-class DevList(list):
-    """Device keys of many slices: ``got[inv[i]]`` (``list`` of them on demand)."""
+class DevList:
+    """Device keys of many slices: ``got[inv[i]]``, once per distinct key."""
 
     def __init__(self, got: list, inv: np.ndarray):
-        super().__init__(got[u] for u in inv.tolist())
         self.got, self.inv = got, inv
+
+    def __getitem__(self, i: int):
+        return self.got[self.inv[i]]
+
+    def __len__(self) -> int:
+        return len(self.inv)
 
 
 def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: list[str],

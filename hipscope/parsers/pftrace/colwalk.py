@@ -51,9 +51,30 @@ class Columns:
         tracks, counts = np.unique(np.frombuffer(ctr, dtype=np.uint64), return_counts=True)
         self.counters_seen = dict(zip(tracks.tolist(), counts.tolist()))
         self.strings = strs
-        self.str_np = np.array(strs, dtype=object)
-        self.sid = {s: i for i, s in enumerate(strs)}
+        self.sid: dict[str, int] = {}
+        canon = np.array([self.sid.setdefault(s, i) for i, s in enumerate(strs)],
+                         dtype=np.uint32)
+        if len(self.sid) != len(strs):
+            self._canonical(canon)
         self.tracks: dict = {}
+
+    def _canonical(self, canon: np.ndarray) -> None:
+        """One id per distinct string (the same text from bytes decoded strictly and
+        with errors="replace" had two)."""
+        self.sl = self.sl.copy()
+        self.sl["name"] = canon[self.sl["name"]]
+        self.cats = canon[self.cats]
+        names = {}
+        for n, (i, k, v, p, d) in self.names.items():
+            v = np.where(k == V_STR, canon[np.where(k == V_STR, v, 0)], v).astype(np.uint64)
+            names[int(canon[n])] = (i, k, v, p, d)  # names decode strictly: no two meet
+        self.names = names
+
+    def names_of(self, ids: np.ndarray):
+        """The strings ``ids`` as a dictionary array (as ``build_table`` encodes them)."""
+        from .colbuild import _dict_array
+
+        return _dict_array(ids.astype(np.int64), self.strings)
 
     def walk_view(self) -> Walk:
         """A :class:`Walk` holding the counts and clocks (for its ``finish`` texts)."""

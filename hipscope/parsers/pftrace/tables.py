@@ -117,6 +117,10 @@ class Builder:
 
     def devices_rest(self) -> None:
         """After the kernels' devices: the copies', API calls', markers' and the rows."""
+        self._unknown_kernel_devices()
+        self._other_devices()
+
+    def _unknown_kernel_devices(self) -> None:
         n_nodev = sum(k is None for k in self.k_dev)
         if n_nodev:
             unknown = ("UNKNOWN", 0)
@@ -124,6 +128,8 @@ class Builder:
             self.k_dev = [unknown if k is None else k for k in self.k_dev]
             self.warnings.append(f"{n_nodev} kernel(s) name no agent (no agent annotation, "
                                  f"no COMPUTE track); put on an 'unknown device'")
+
+    def _other_devices(self) -> None:
         self.c_dir, self.c_src, self.c_dst = [], [], []
         for s in self.copies:
             d, src, dst = self._copy_sides(s)
