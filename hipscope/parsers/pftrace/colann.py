@@ -91,6 +91,31 @@ class AnnCols:
 _I64 = 1 << 63
 
 
+def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, first): equal values get equal codes, numbered in the order they first
+    appear; ``first[c]`` is where code c first appears. Hashed (pyarrow), no sort."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(a):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    codes = pc.dictionary_encode(pa.array(np.ascontiguousarray(a))).indices
+    codes = codes.to_numpy(zero_copy_only=False).astype(np.int64)
+    new = np.empty(len(codes), dtype=bool)
+    new[0] = True
+    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
+    return codes, np.flatnonzero(new)
+
+
+def key_of(*cols: np.ndarray) -> np.ndarray:
+    """One code per row, equal where the rows of ``cols`` are equal."""
+    key, first = factorize(cols[0])
+    for col in cols[1:]:
+        codes, f2 = factorize(col)
+        key, first = factorize(key * len(f2) + codes)
+    return key
+
+
 def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
     """``proto._as_int`` of annotation values, vectorised; Declined beyond int64."""
     v = val.view(np.int64).copy()
@@ -119,7 +144,8 @@ def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
 
 def track_cols(b, tracks: np.ndarray) -> dict[str, IntCol]:
     """pid, tid, queue (COMPUTE name) and stream of each slice's track."""
-    ut, inv = np.unique(tracks, return_inverse=True)
+    inv, first = factorize(tracks)
+    ut = tracks[first]
     facts = [b.tinfo(int(t)) for t in ut.tolist()]
     out = {}
     for key, get in (("pid", lambda ti: ti.get("pid")), ("tid", lambda ti: ti.get("tid")),

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...model import Trace, build_table
 from .._common import devices_table
-from .colann import AnnCols, IntCol, ann_value, track_cols
+from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
 from .proto import _KERNEL_KNOWN, API_CATEGORIES, _api_domain, _int_column, fit_int
 from .tables import _KERNEL_ANNS, _PRODUCT_ANNS, Builder
@@ -134,18 +134,16 @@ class ColBuilder(Builder):
         kind, val = self.ac.raw(pos, "agent")
         tracks = self.cols.sl["track"][self.cols.rows[pos]] if gpu_work else \
             np.zeros(len(pos), dtype=np.uint64)
-        _, first, inv = np.unique(_key(kind, val, tracks), return_index=True,
-                                  return_inverse=True)
+        inv, first = factorize(key_of(kind, val, tracks))
         got: list[Any] = [None] * len(first)
-        for u in np.argsort(first, kind="stable").tolist():
-            at = int(first[u])
+        for u, at in enumerate(first.tolist()):
             k, v, t = int(kind[at]), int(val[at]), int(tracks[at])
             if not k and not gpu_work:
                 continue  # no agent annotation on an API call or marker: no device
             pyv = ann_value(self.cols, k, v) if k else None
             got[u] = self.dev_of(pyv, self.tinfo(t)) if gpu_work else \
                 self.dev_of(pyv, {}, False)
-        return DevList(got, inv.reshape(-1))
+        return DevList(got, inv)
 
     # ------------------------------------------------------------------ api and links
     def api_cols(self) -> None:
@@ -174,8 +172,7 @@ class ColBuilder(Builder):
         c1 = cats[np.where(n >= 2, lo + 1, -1)]
         many = np.flatnonzero(n > 2)
         c1[many] = -2 - many  # more than two categories: a key of their own (rare)
-        _, first, inv = np.unique(_key(sl["name"], n, c0, c1), return_index=True,
-                                  return_inverse=True)
+        inv, first = factorize(key_of(sl["name"], n, c0, c1))
         out = []
         for at in first.tolist():
             lo, n = int(sl["cat_lo"][at]), int(sl["cat_n"][at])
@@ -184,7 +181,7 @@ class ColBuilder(Builder):
             out.append(d if d is not None else _api_domain(cats[0],
                                                             c.strings[int(sl["name"][at])]))
         dom = {d: i for i, d in enumerate(dict.fromkeys(out))}  # distinct domains
-        return _dict_array(np.array([dom[d] for d in out], dtype=np.int64)[inv.reshape(-1)],
+        return _dict_array(np.array([dom[d] for d in out], dtype=np.int64)[inv],
                            list(dom))
 
     def _flows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -331,12 +328,12 @@ class ColBuilder(Builder):
         st, dv, qv, pv = (_cat([_icol(p[n]) for p in parts])
                           for n in ("stream", "device", "queue", "pid"))
         has = np.flatnonzero(st.ok)
-        us, first, inv = np.unique(st.v[has], return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        inv = inv.reshape(-1)
+        inv, first = factorize(st.v[has])
+        us = st.v[has][first]
+        order = np.arange(len(us))
         qa = np.flatnonzero(qv.ok[has])
         sq = np.stack([inv[qa], qv.v[has][qa]], axis=1)
-        sq = sq[np.unique(_key(*sq.T), return_index=True)[1]] if len(sq) else sq
+        sq = sq[factorize(key_of(*sq.T))[1]] if len(sq) else sq
         nq = np.bincount(sq[:, 0], minlength=len(us)) if len(sq) else np.zeros(len(us), int)
         oneq = np.zeros(len(us), dtype=np.int64)
         if len(sq):
@@ -384,8 +381,7 @@ def _first_seen(rows: np.ndarray) -> np.ndarray:
     """The distinct rows of a 2-D array in the order they first appear."""
     if not len(rows):
         return rows.reshape(0, 2)
-    _, first = np.unique(_key(*rows.T), return_index=True)
-    return rows[np.sort(first)]
+    return rows[factorize(key_of(*rows.T))[1]]
 
 
 def _dict_array(codes: np.ndarray, values: list) -> Any:
@@ -395,22 +391,10 @@ def _dict_array(codes: np.ndarray, values: list) -> Any:
 
     if not len(codes):
         return [values[i] for i in codes.tolist()]
-    u, first = np.unique(codes, return_index=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.zeros(len(values), dtype=np.int32)
-    rank[u[order]] = np.arange(len(u), dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(rank[codes]),
-                                          pa.array([values[i] for i in u[order].tolist()],
+    idx, first = factorize(codes)
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)),
+                                          pa.array([values[i] for i in codes[first].tolist()],
                                                    type=pa.string()))
-
-
-def _key(*cols: np.ndarray) -> np.ndarray:
-    """One int64 per row that is equal where the rows of ``cols`` are equal."""
-    key = np.zeros(len(cols[0]), dtype=np.int64)
-    for col in cols:
-        u, inv = np.unique(col, return_inverse=True)
-        key = key * len(u) + inv.reshape(-1)
-    return key
 
 
 class DevList:
