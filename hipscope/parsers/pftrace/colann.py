@@ -40,7 +40,13 @@ class AnnCols:
 
     def __init__(self, c):
         self.c = c
-        self._slots: dict[int, tuple] = {}
+        self._slots: dict = {}
+        self._conv: dict[str, IntCol] = {}
+
+    def clear(self) -> None:
+        """Forget the kept maps and conversions (memory for what follows)."""
+        self._slots.clear()
+        self._conv.clear()
 
     def _slot_of(self, pos: np.ndarray) -> np.ndarray:
         """Slice index -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
@@ -51,40 +57,85 @@ class AnnCols:
             got = self._slots[id(pos)] = (pos, slot)
         return got[1]
 
+    def _plan(self, pos: np.ndarray, idx: np.ndarray) -> tuple:
+        """How the entries ``idx`` of a name land on the slices of ``pos``: (entries
+        taken, their places, every slice given, in order). Kept per distinct ``idx``
+        (most names of a table are on the same slices)."""
+        plans = self._slots.setdefault(("plans", id(pos)), (pos, []))
+        if plans[0] is not pos:
+            plans = self._slots[("plans", id(pos))] = (pos, [])
+        for known, plan in plans[1]:
+            if known is idx or (len(known) == len(idx) and np.array_equal(known, idx)):
+                return plan
+        at = self._slot_of(pos)[idx]
+        m = at >= 0
+        am = at[m]
+        full = len(am) == len(pos)
+        ordered = full and bool(np.all(am[1:] > am[:-1]))
+        plan = (slice(None) if m.all() else m, am, full, ordered)
+        plans[1].append((idx, plan))
+        return plan
+
+    def _col(self, name: str):
+        col = self.c.names.get(self.c.sid.get(name, -1))
+        if col is not None and col[4]:
+            raise Declined(f"annotation {name!r} given twice on one slice")
+        return col
+
     def raw(self, pos: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(kind, value) of ``name`` at slice positions ``pos``; kind 0 where absent."""
-        kind = np.zeros(len(pos), dtype=np.uint8)
-        val = np.zeros(len(pos), dtype=np.uint64)
-        col = self.c.names.get(self.c.sid.get(name, -1))
+        col = self._col(name)
         if col is None or not len(pos):
-            return kind, val
-        idx, k, v, _, dup = col
-        if dup:
-            raise Declined(f"annotation {name!r} given twice on one slice")
-        at = self._slot_of(pos)[idx]
-        if len(at) == len(pos) and at.min() >= 0:  # on every slice of pos, only there
-            kind[at], val[at] = k, v
-            return kind, val
-        m = at >= 0
-        kind[at[m]] = k[m]
-        val[at[m]] = v[m]
-        return kind, val
+            return np.zeros(len(pos), dtype=np.uint8), np.zeros(len(pos), dtype=np.uint64)
+        return self._place(pos, col[0], col[1], col[2])
+
+    def _place(self, pos: np.ndarray, idx: np.ndarray, *cols: np.ndarray) -> list:
+        """``cols`` (one value per entry of ``idx``) at the slices of ``pos`` (0 where
+        the name is absent)."""
+        m, am, full, ordered = self._plan(pos, idx)
+        out = []
+        for c in cols:
+            cm = c[m]
+            if not ordered:
+                o = np.zeros(len(pos), dtype=c.dtype)
+                o[am] = cm
+                cm = o
+            out.append(cm)
+        return out
+
+    def _ints(self, pos: np.ndarray, name: str) -> tuple[IntCol, np.ndarray | None]:
+        """``_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere);
+        converted once per name, over all its entries."""
+        col = self._col(name)
+        if col is None or not len(pos):
+            z = np.zeros(len(pos), dtype=bool)
+            return IntCol(np.zeros(len(pos), dtype=np.int64), z), z
+        conv = self._conv.get(name)
+        if conv is None:
+            conv = self._conv[name] = as_int(self.c, col[1], col[2])
+        if self._plan(pos, col[0])[2]:
+            v, ok = self._place(pos, col[0], conv.v, conv.ok)
+            return IntCol(v, ok), None
+        v, ok, given = self._place(pos, col[0], conv.v, conv.ok,
+                                   np.ones(len(col[0]), dtype=bool))
+        return IntCol(v, ok), given
 
     def ints(self, pos: np.ndarray, name: str) -> IntCol:
         """``_as_int`` of ``name`` (null where absent or not an integer)."""
-        kind, val = self.raw(pos, name)
-        return as_int(self.c, kind, val)
+        return self._ints(pos, name)[0]
 
     def int_or(self, pos: np.ndarray, name: str, other: IntCol) -> IntCol:
         """The annotation where it is an integer, else ``other``."""
         a = self.ints(pos, name)
+        if a.ok.all():
+            return a
         return IntCol(np.where(a.ok, a.v, other.v), a.ok | other.ok)
 
     def pid(self, pos: np.ndarray, track: IntCol) -> IntCol:
         """The pid annotation where given (even a null one), else the track's."""
-        kind, val = self.raw(pos, "pid")
-        a = as_int(self.c, kind, val)
-        given = kind != 0
+        a, given = self._ints(pos, "pid")
+        if given is None:
+            return a
         return IntCol(np.where(given, a.v, track.v), np.where(given, a.ok, track.ok))
 
 
@@ -116,10 +167,17 @@ def key_of(*cols: np.ndarray) -> np.ndarray:
     return key
 
 
+_INTS = np.zeros(256, dtype=bool)
+_INTS[[V_BOOL, V_INT, V_UINT, V_PTR]] = True
+
+
 def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
     """``proto._as_int`` of annotation values, vectorised; Declined beyond int64."""
     v = val.view(np.int64).copy()
-    ok = np.isin(kind, (V_BOOL, V_INT, V_UINT, V_PTR))
+    present = np.bincount(kind, minlength=8)
+    if present[V_INT] == len(kind):  # the common case: every value an int
+        return IntCol(v, np.ones(len(kind), dtype=bool))
+    ok = _INTS[kind]
     if np.any(((kind == V_UINT) | (kind == V_PTR)) & (val >= np.uint64(_I64))):
         raise Declined("an unsigned annotation beyond int64")
     dbl = kind == V_DOUBLE

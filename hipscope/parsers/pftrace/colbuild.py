@@ -418,6 +418,7 @@ def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: lis
     b.devices()
     b.api_cols()
     b.kernel_cols()
+    b.ac.clear()
     k_api, k_by_flow = b.link(b.kern)
     b.copy_cols()
     c_api, c_by_flow = b.link(b.copies)
