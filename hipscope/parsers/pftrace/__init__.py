@@ -13,11 +13,14 @@ writes (the same conventions plus a few hipscope annotations).
 
 The ``Trace`` proto is ``repeated TracePacket packet = 1``; the file is walked record
 by record (tag 0x0a, varint length), so a file cut short keeps its whole packets.
-Packets are decoded by the C wire-format walk (:mod:`.fast`, ``_pftscan.c``) when it
-is built and takes the file, else (``HIPSCOPE_PFTRACE_C=0``, or anything it declines)
-with the protobuf classes shipped in the ``perfetto`` package
-(``perfetto.protos.perfetto.trace.perfetto_trace_pb2``); both fill the same
-:class:`~.walk.Walk`, so the tables are built by the same code.
+Packets are decoded by the C wire-format walk (``_pftscan.c``) when it is built and
+takes the file: first as columns (:mod:`.colwalk`, one record per slice and one column
+per annotation name, the tables built with numpy in :mod:`.colbuild`), else
+(``HIPSCOPE_PFTRACE_COLUMNS=0``, or what the column tables decline) as records
+(:mod:`.fast`); else (``HIPSCOPE_PFTRACE_C=0``, or anything the C walk declines) with
+the protobuf classes shipped in the ``perfetto`` package
+(``perfetto.protos.perfetto.trace.perfetto_trace_pb2``). The record walks fill the same
+:class:`~.walk.Walk` and share the table code; all three give the same Trace.
 """
 
 

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_NULL, V_PTR, V_STR, V_UINT, Declined
+from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_PTR, V_STR, V_UINT, Declined
 from .proto import _as_int
 
 

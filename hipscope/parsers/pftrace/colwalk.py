@@ -98,7 +98,7 @@ class Columns:
         _, clock_name = w.finish(warnings, dropped)
         sl = self.sl
         keep = np.flatnonzero((sl["fg"] & 7) == 4)
-        conv = w._clock_offsets([]) if len(keep) else {}  # finish gave its warnings
+        conv = w.clock_offsets([]) if len(keep) else {}  # finish gave its warnings
         start, end = sl["t0"][keep], sl["t1"][keep]
         if any(o for o in conv.values()):
             if any(not -(1 << 62) <= o < (1 << 62) for o in conv.values()):
