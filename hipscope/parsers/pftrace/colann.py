@@ -159,11 +159,26 @@ def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def key_of(*cols: np.ndarray) -> np.ndarray:
-    """One code per row, equal where the rows of ``cols`` are equal."""
-    key, first = factorize(cols[0])
-    for col in cols[1:]:
-        codes, f2 = factorize(col)
-        key, first = factorize(key * len(f2) + codes)
+    """One int64 per row, equal where the rows of ``cols`` are equal: small
+    non-negative columns are combined as they are, others by their codes."""
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    span = 1
+    for col in cols:
+        if not len(col):
+            return key
+        lo, hi = int(col.min()), int(col.max())
+        if lo == hi:
+            continue  # one value: it tells no rows apart
+        if lo >= 0 and hi < 1 << 24:
+            codes, n = col.astype(np.int64), hi + 1
+        else:
+            codes, first = factorize(col)
+            n = len(first)
+        if span * n >= 1 << 62:
+            key, first = factorize(key)
+            span = len(first)
+        key = key * n + codes
+        span *= n
     return key
 
 
@@ -173,10 +188,9 @@ _INTS[[V_BOOL, V_INT, V_UINT, V_PTR]] = True
 
 def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
     """``proto._as_int`` of annotation values, vectorised; Declined beyond int64."""
+    if len(kind) and np.bincount(kind, minlength=8)[V_INT] == len(kind):
+        return IntCol(val.view(np.int64), np.ones(len(kind), dtype=bool))  # all ints
     v = val.view(np.int64).copy()
-    present = np.bincount(kind, minlength=8)
-    if present[V_INT] == len(kind):  # the common case: every value an int
-        return IntCol(v, np.ones(len(kind), dtype=bool))
     ok = _INTS[kind]
     if np.any(((kind == V_UINT) | (kind == V_PTR)) & (val >= np.uint64(_I64))):
         raise Declined("an unsigned annotation beyond int64")
