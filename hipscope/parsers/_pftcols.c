@@ -277,10 +277,44 @@ int col_event(W *w, Ctx *c, Seq *s, const Pkt *k, uint64_t track, int64_t ts, ui
     return 1;
 }
 
-static PyObject *bytes_of(const void *p, size_t n)
+/* the arrays go to Python without a copy: a read-only buffer object that owns the
+   malloc'd memory (numpy.frombuffer views it; freed with the last view) */
+typedef struct { PyObject_HEAD void *p; Py_ssize_t n; } Buf;
+
+static int buf_get(PyObject *o, Py_buffer *view, int flags)
 {
-    return PyBytes_FromStringAndSize(n ? (const char *)p : "", (Py_ssize_t)n);
+    static char empty[1];
+    Buf *b = (Buf *)o;
+    return PyBuffer_FillInfo(view, o, b->p ? b->p : empty, b->n, 1, flags);
 }
+
+static void buf_dealloc(PyObject *o)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    free(((Buf *)o)->p);
+    tp->tp_free(o);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot buf_slots[] = {{Py_bf_getbuffer, buf_get}, {Py_tp_dealloc, buf_dealloc},
+                                  {0, NULL}};
+static PyType_Spec buf_spec = {"hipscope.parsers._pftscan.Buffer", sizeof(Buf), 0,
+                               Py_TPFLAGS_DEFAULT, buf_slots};
+static PyObject *buf_type;
+
+/* a Buf owning *p (n bytes); *p and *cap are reset, so col_free leaves it alone */
+static PyObject *take(void *pp, size_t *cap, size_t n)
+{
+    void **p = pp;
+    if (!buf_type && !(buf_type = PyType_FromSpec(&buf_spec))) return NULL;
+    Buf *b = PyObject_New(Buf, (PyTypeObject *)buf_type);
+    if (!b) return NULL;
+    Py_INCREF(buf_type); /* each instance of a heap type holds its type */
+    b->p = *p; b->n = (Py_ssize_t)n;
+    *p = NULL; *cap = 0;
+    return (PyObject *)b;
+}
+#define TAKE(o, name, size) take(&(o)->name, &(o)->name##_cap, (o)->name##_n * (size))
 
 /* (slices, annotations, categories, flows, counter tracks, strings, open left) */
 PyObject *col_result(W *w, const uint8_t *base)
@@ -309,17 +343,16 @@ PyObject *col_result(W *w, const uint8_t *base)
     for (size_t i = 0; i < cl->nc_cap; i++) {
         NameCol *nc = cl->nc[i];
         if (!nc || !nc->idx_n) continue;
-        PyObject *t = Py_BuildValue("(nNNNNi)", (Py_ssize_t)i, bytes_of(nc->idx, nc->idx_n * 4),
-                                    bytes_of(nc->kind, nc->kind_n), bytes_of(nc->val, nc->val_n * 8),
-                                    bytes_of(nc->pos, nc->pos_n * 2), (int)nc->dup);
+        PyObject *t = Py_BuildValue("(nNNNNi)", (Py_ssize_t)i, TAKE(nc, idx, 4),
+                                    TAKE(nc, kind, 1), TAKE(nc, val, 8), TAKE(nc, pos, 2),
+                                    (int)nc->dup);
         if (!t || PyList_Append(names, t) < 0) {
             Py_XDECREF(t); Py_DECREF(names); Py_DECREF(strs); return NULL;
         }
         Py_DECREF(t);
     }
-    return Py_BuildValue("(NNNNNNL)", bytes_of(cl->sl, cl->sl_n * sizeof(SliceRec)), names,
-                         bytes_of(cl->ct, cl->ct_n * 4), bytes_of(cl->fw, cl->fw_n * 8),
-                         bytes_of(cl->ctr, cl->ctr_n * 8), strs, left);
+    return Py_BuildValue("(NNNNNNL)", TAKE(cl, sl, sizeof(SliceRec)), names, TAKE(cl, ct, 4),
+                         TAKE(cl, fw, 8), TAKE(cl, ctr, 8), strs, left);
 }
 
 void col_free(Cols *cl)

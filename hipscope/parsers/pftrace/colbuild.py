@@ -15,7 +15,14 @@ from ...model import Trace, build_table
 from .._common import devices_table
 from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
-from .proto import _KERNEL_KNOWN, API_CATEGORIES, _api_domain, _int_column, fit_int
+from .proto import (
+    _KERNEL_KNOWN,
+    API_CATEGORIES,
+    IGNORED_CATEGORIES,
+    _api_domain,
+    _int_column,
+    fit_int,
+)
 from .tables import _KERNEL_ANNS, _PRODUCT_ANNS, Builder
 
 _GPU_CATS = ("kernel_dispatch", "memory_copy", "marker_api")
@@ -65,8 +72,7 @@ class ColBuilder(Builder):
             elif not self.hipscope_made and (cat in API_CATEGORIES or cat in _GPU_CATS):
                 self.tools.add("rocprofiler-sdk")
         for cat, n in self.ignored.items():
-            if cat not in ("memory_allocation", "scratch_memory", "counter_collection",
-                           "kfd_events", "none"):
+            if cat not in IGNORED_CATEGORIES:
                 self.warnings.append(f"{n} slice(s) of category {cat!r} are not GPU work or "
                                      f"API calls hipscope knows; skipped")
         self.copies = self.records(self.pos[K_COPY])
