@@ -38,7 +38,7 @@ def ann_value(c, k: int, v: int) -> Any:
 class AnnCols:
     """Columns of annotation names over positions (in ``c.rows``) of slices."""
 
-    def __init__(self, c):
+    def __init__(self, c: Any) -> None:
         self.c = c
         self._slots: dict = {}
         self._conv: dict[str, IntCol] = {}
@@ -82,7 +82,7 @@ class AnnCols:
             raise Declined(f"annotation {name!r} given twice on one slice")
         return col
 
-    def raw(self, pos: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def raw(self, pos: np.ndarray, name: str) -> Any:
         """(kind, value) of ``name`` at slice positions ``pos``; kind 0 where absent."""
         col = self._col(name)
         if col is None or not len(pos):

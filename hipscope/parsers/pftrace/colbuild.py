@@ -42,7 +42,17 @@ def _class(cat: str) -> int:
 
 
 class ColBuilder(Builder):
-    """:class:`Builder` over columns: the same methods fill the same attributes."""
+    """:class:`Builder` over columns: the same methods fill the same attributes
+    (kernels and API calls as positions in ``cols.rows``, their columns as arrays)."""
+
+    kern: Any
+    api: Any
+    k_cols: Any
+    a_cols: Any
+    c_cols: Any
+    k_dev: Any
+    a_dev: Any
+    pmc_cols: Any
 
     def __init__(self, name, path, cols: Columns, warnings, dropped):
         self.cols = cols
@@ -102,7 +112,7 @@ class ColBuilder(Builder):
             return []
         at = np.full(len(c.sl), -1, dtype=np.int64)
         at[rows] = np.arange(len(rows))
-        got = []
+        got: list[tuple] = []
         for name, (idx, kind, val, p, _) in c.names.items():
             j = at[idx]
             m = np.flatnonzero(j >= 0)
@@ -132,7 +142,7 @@ class ColBuilder(Builder):
             self.warnings.append(f"{n_nodev} kernel(s) name no agent (no agent annotation, "
                                  f"no COMPUTE track); put on an 'unknown device'")
 
-    def _col_devs(self, pos: np.ndarray, gpu_work: bool) -> list:
+    def _col_devs(self, pos: np.ndarray, gpu_work: bool) -> Any:
         """``dev_of`` once per distinct (agent value, track), in first-seen order (as
         the record code's memo: the first call of each registers the device)."""
         if not len(pos):
@@ -169,7 +179,7 @@ class ColBuilder(Builder):
         self.api_fj = fo[first]
         self.a_cols = a_cols
 
-    def _domains(self, sl: np.ndarray) -> np.ndarray:
+    def _domains(self, sl: dict[str, np.ndarray]) -> Any:
         """The API domain of each slice, once per distinct (name, categories)."""
         c = self.cols
         n, lo = sl["cat_n"].astype(np.int64), sl["cat_lo"].astype(np.int64)
@@ -181,10 +191,10 @@ class ColBuilder(Builder):
         inv, first = factorize(key_of(sl["name"], n, c0, c1))
         out = []
         for at in first.tolist():
-            lo, n = int(sl["cat_lo"][at]), int(sl["cat_n"][at])
-            cats = [c.strings[x] for x in c.cats[lo:lo + n].tolist()] or [""]
-            d = next((x[4:] for x in cats[1:] if x.startswith("api:")), None)
-            out.append(d if d is not None else _api_domain(cats[0],
+            a, k = int(sl["cat_lo"][at]), int(sl["cat_n"][at])
+            texts = [c.strings[x] for x in c.cats[a:a + k].tolist()] or [""]
+            d = next((x[4:] for x in texts[1:] if x.startswith("api:")), None)
+            out.append(d if d is not None else _api_domain(texts[0],
                                                             c.strings[int(sl["name"][at])]))
         dom = {d: i for i, d in enumerate(dict.fromkeys(out))}  # distinct domains
         return _dict_array(np.array([dom[d] for d in out], dtype=np.int64)[inv],
