@@ -12,6 +12,9 @@ issue's table says. Then measures, each in a fresh subprocess (so peak RSS is it
 * ``export_s``: ``write_pftrace`` of the trace read from the database (timed alone);
 * ``report_protobuf_s``: the report with the C walk off (``HIPSCOPE_PFTRACE_C=0``,
   ``--protobuf-report``);
+* ``report_records_s`` / ``report_records_cpu_s``: the report with the column path off
+  (``HIPSCOPE_PFTRACE_COLUMNS=0``: the C record walk and the dict tables,
+  ``--records-report``);
 * ``*_cpu_s``: the CPU seconds (user + system) of the same runs, steadier than the
   wall clock when the machine is shared.
 
@@ -87,7 +90,7 @@ def generate(data: Path, n: int) -> tuple[Path, Path, dict]:
     return db, out, json.loads(facts.read_text())
 
 
-def bench(data: Path, n: int, protobuf_report: bool) -> dict:
+def bench(data: Path, n: int, protobuf_report: bool, records_report: bool = False) -> dict:
     db, path, facts = generate(data, n)
     report = _report(path)
     pb = _run(_PROTOBUF, str(path))
@@ -102,6 +105,11 @@ def bench(data: Path, n: int, protobuf_report: bool) -> dict:
            "api_calls": facts["api_calls"]}
     if protobuf_report:
         out["report_protobuf_s"] = round(_report(path, HIPSCOPE_PFTRACE_C="0")["s"], 3)
+    if records_report:
+        rec = _report(path, HIPSCOPE_PFTRACE_COLUMNS="0")
+        out["report_records_s"] = round(rec["s"], 3)
+        out["report_records_cpu_s"] = round(rec["cpu_s"], 3)
+        out["report_records_peak_rss_mb"] = round(rec["rss_mb"])
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
@@ -114,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=ROOT / "bench-data")
     p.add_argument("--protobuf-report", action="store_true",
                    help="also time the report with HIPSCOPE_PFTRACE_C=0 (slow)")
+    p.add_argument("--records-report", action="store_true",
+                   help="also time the report with HIPSCOPE_PFTRACE_COLUMNS=0 (slow)")
     a = p.parse_args(argv)
-    r = bench(a.data, a.kernels, a.protobuf_report)
+    r = bench(a.data, a.kernels, a.protobuf_report, a.records_report)
     if a.json:
         print(json.dumps(r))
         return 0

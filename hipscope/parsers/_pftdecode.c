@@ -11,6 +11,7 @@ static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t r = 0;
+    if (p < end && !(*p & 0x80)) { *out = *p; *pp = p + 1; return 1; } /* one byte: most */
     for (int i = 0; i < 10; i++) {
         if (p >= end) return 0;
         uint8_t b = *p++;

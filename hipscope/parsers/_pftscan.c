@@ -25,29 +25,6 @@
 #include "_pftscan.h"
 
 /* ------------------------------------------------------------------ walk (GIL held) */
-#define FASTN 1024
-
-typedef struct { __int128 last, ref_ts, base; uint64_t mult; uint32_t ref; uint8_t present, incr; } Scoped;
-
-typedef struct {
-    uint32_t id;
-    PyObject *d[4]; /* names, categories, annotation names, annotation strings */
-    PyObject **fast[4]; /* d[j][iid] for iid < FASTN, borrowed from d[j] (NULL: absent) */
-    uint64_t def_track;
-    uint32_t def_clock;
-    uint8_t has_def_track, has_def_clock, valid;
-    Scoped clocks[64];
-} Seq;
-
-typedef struct {
-    Seq *seqs; size_t nseq, capseq, last;
-    PyObject *slices, *open, *counters, *clocks_used, *snaps, *descs, *empty_tuple, *empty_str;
-    PyObject *source_clock;
-    uint32_t primary;
-    long long unresolved, skipped, n_begun, unmatched;
-    int hipscope_made;
-} W;
-
 static Seq *seq_of(W *w, uint32_t id)
 {
     if (w->nseq && w->seqs[w->last].id == id) return &w->seqs[w->last];
@@ -97,6 +74,7 @@ static int w_intern(W *w, Ctx *c, Seq *s, const Pkt *k)
             PyObject *v = str_of(c->base, it->s, kind == 3 ? "replace" : NULL);
             int bad = !key || !v || PyDict_SetItem(s->d[kind], key, v) < 0;
             if (!bad && it->iid < FASTN) s->fast[kind][it->iid] = v; /* the dict holds it */
+            if (!bad && w->cols && !col_intern(w->cols, c->base, s, kind, it->iid, it->s)) bad = 1;
             if (!bad && kind == 1) {
                 if (PyUnicode_CompareWithASCIIString(v, "hipscope") == 0) w->hipscope_made = 1;
                 else if (it->s.len >= 15 && !memcmp(c->base + it->s.off, "hipscope-clock:", 15)) {
@@ -146,28 +124,38 @@ static int w_snap(W *w, Ctx *c, Seq *s, const Pkt *k)
     return 1;
 }
 
-/* the event's (ts, clock) as a new tuple; Py_None for an unknown scoped clock; NULL: decline */
-static PyObject *w_when(W *w, Seq *s, const Pkt *k)
+/* the event's time: 1 known (*none: no timestamp), -1 an unknown scoped clock, 0 decline */
+static int when_of(W *w, Seq *s, const Pkt *k, int64_t *out, uint32_t *clk, int *none)
 {
-    __int128 ts;
+    __int128 ts = 0;
     uint32_t clock = w->primary;
-    int none = 0;
+    *none = 0;
     if (k->has_ts) {
         ts = k->ts;
         clock = k->has_clock ? k->clock : s->has_def_clock ? s->def_clock : w->primary;
         if (clock >= 64 && clock <= 127) {
             Scoped *sc = &s->clocks[clock - 64];
-            if (!sc->present) { Py_RETURN_NONE; }
+            if (!sc->present) return -1;
             if (sc->incr) { sc->last += ts; ts = sc->last; }
             ts = sc->ref_ts + (ts - sc->base) * (__int128)sc->mult;
             clock = sc->ref;
-        } else if (clock > 127) return NULL;
+        } else if (clock > 127) return 0;
     } else if (k->has_abs) {
         ts = (__int128)k->abs_us * 1000;
-    } else {
-        none = 1; ts = 0;
-    }
-    if (!none && (ts > INT64_MAX || ts < INT64_MIN)) return NULL;
+    } else *none = 1;
+    if (!*none && (ts > INT64_MAX || ts < INT64_MIN)) return 0;
+    *out = (int64_t)ts; *clk = clock;
+    return 1;
+}
+
+/* the event's (ts, clock) as a new tuple; Py_None for an unknown scoped clock; NULL: decline */
+static PyObject *w_when(W *w, Seq *s, const Pkt *k)
+{
+    int64_t ts;
+    uint32_t clock;
+    int none, st = when_of(w, s, k, &ts, &clock, &none);
+    if (st < 0) Py_RETURN_NONE;
+    if (!st) return NULL;
     PyObject *c = PyLong_FromUnsignedLong(clock);
     if (!c || PySet_Add(w->clocks_used, c) < 0) { Py_XDECREF(c); return NULL; }
     PyObject *t = none ? Py_NewRef(Py_None) : PyLong_FromLongLong((long long)ts);
@@ -320,6 +308,16 @@ static int w_begin(W *w, Ctx *c, Seq *s, const Pkt *k, PyObject *track, PyObject
 
 static int w_event(W *w, Ctx *c, Seq *s, const Pkt *k)
 {
+    if (w->cols) {
+        int64_t ts;
+        uint32_t clock;
+        int none, st = when_of(w, s, k, &ts, &clock, &none);
+        if (st < 0) { w->unresolved++; return 1; }
+        if (!st) return 0;
+        w->cols->clocks[clock >> 6] |= 1ull << (clock & 63);
+        return col_event(w, c, s, k, k->has_track ? k->track : s->has_def_track ?
+                         s->def_track : 0, ts, clock, none);
+    }
     PyObject *when = w_when(w, s, k);
     if (!when) return 0;
     if (when == Py_None) { Py_DECREF(when); w->unresolved++; return 1; }
@@ -365,6 +363,7 @@ static int w_packet(W *w, Ctx *c, const Pkt *k)
             memset(s->fast[j], 0, FASTN * sizeof(PyObject *));
             PyDict_Clear(s->d[j]);
         }
+        col_clear(s);
         s->has_def_track = s->has_def_clock = 0;
         s->valid = 1;
     } else if (k->dropped) s->valid = 0;
@@ -389,7 +388,9 @@ static void w_free(W *w)
         for (int j = 0; j < 4; j++) {
             Py_XDECREF(w->seqs[i].d[j]);
             free(w->seqs[i].fast[j]);
+            free(w->seqs[i].ids[j]);
         }
+    if (w->cols) col_free(w->cols);
     free(w->seqs);
     Py_XDECREF(w->slices); Py_XDECREF(w->open); Py_XDECREF(w->counters);
     Py_XDECREF(w->clocks_used); Py_XDECREF(w->snaps); Py_XDECREF(w->descs);
@@ -409,7 +410,9 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
     Py_buffer buf, oneof;
     unsigned int primary;
     PyObject *tick;
-    if (!PyArg_ParseTuple(args, "y*y*IO", &buf, &oneof, &primary, &tick)) return NULL;
+    int columns = 0;
+    if (!PyArg_ParseTuple(args, "y*y*IO|p", &buf, &oneof, &primary, &tick, &columns))
+        return NULL;
     if (oneof.len < 128 || buf.len > (Py_ssize_t)UINT32_MAX) {
         PyBuffer_Release(&buf); PyBuffer_Release(&oneof);
         Py_RETURN_NONE;
@@ -421,11 +424,15 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
     c.base = buf.buf;
     c.data_oneof = oneof.buf;
     w.primary = primary;
+    static Cols cols0;
+    Cols *cl = columns ? malloc(sizeof(Cols)) : NULL;
+    if (cl) *cl = cols0;
+    w.cols = cl;
     int ok = (w.slices = PyList_New(0)) && (w.open = PyDict_New()) &&
              (w.counters = PyDict_New()) && (w.clocks_used = PySet_New(NULL)) &&
              (w.snaps = PyList_New(0)) && (w.descs = PyList_New(0)) &&
              (w.empty_tuple = PyTuple_New(0)) && (w.empty_str = PyUnicode_FromString("")) &&
-             (w.source_clock = Py_NewRef(Py_None));
+             (w.source_clock = Py_NewRef(Py_None)) && (!columns || cl);
     Frame f = {0, 0, 0, 0, 0};
     int raised = 0;
     size_t size = (size_t)buf.len;
@@ -443,7 +450,16 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
         }
     }
     PyObject *out = NULL;
-    if (ok) {
+    if (ok && cl) {
+        out = col_result(&w, c.base);
+        if (out) {
+            PyObject *o = Py_BuildValue("(nniiNOIOLLLLiOO)", (Py_ssize_t)f.n, (Py_ssize_t)f.used,
+                                        f.problem, (int)f.bad, out, w.snaps, w.primary,
+                                        w.clocks_used, w.unresolved, w.skipped, w.n_begun,
+                                        w.unmatched, w.hipscope_made, w.source_clock, w.descs);
+            out = o;
+        }
+    } else if (ok) {
         out = Py_BuildValue("(nniiOOOOOILLLLiOO)", (Py_ssize_t)f.n, (Py_ssize_t)f.used,
                             f.problem, (int)f.bad, w.slices, w.open, w.counters,
                             w.clocks_used, w.snaps, w.primary, w.unresolved, w.skipped,
@@ -464,7 +480,8 @@ static PyMethodDef methods[] = {
     {"ann_ints", pft_ann_ints, METH_VARARGS,
      "ann_ints(dicts, keys, defaults) -> (columns, exact)"},
     {"walk", py_walk, METH_VARARGS,
-     "walk(data, data_oneof_bitmap, primary_clock, tick) -> the walk's results, or None"},
+     "walk(data, data_oneof_bitmap, primary_clock, tick, columns=False) -> the walk's "
+     "results (records, or columns), or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -59,4 +59,65 @@ typedef struct { size_t pos, n, used; int problem; uint8_t bad; } Frame;
 /* decode packets from f->pos until CHUNK packets or the end: 0 = decline */
 int pft_decode_chunk(Ctx *c, size_t size, Frame *f);
 
+#ifdef Py_PYTHON_H
+/* ------------------------------------------------------------------ walk state (GIL) */
+#define FASTN 1024
+#define MAXIID (1u << 22) /* interned ids the column walk keeps in flat tables */
+
+typedef struct { __int128 last, ref_ts, base; uint64_t mult; uint32_t ref; uint8_t present, incr; } Scoped;
+
+typedef struct {
+    uint32_t id;
+    PyObject *d[4]; /* names, categories, annotation names, annotation strings */
+    PyObject **fast[4]; /* d[j][iid] for iid < FASTN, borrowed from d[j] (NULL: absent) */
+    uint32_t *ids[4]; size_t idcap[4]; /* column walk: iid -> string id + 1 (0: absent) */
+    uint64_t def_track;
+    uint32_t def_clock;
+    uint8_t has_def_track, has_def_clock, valid;
+    Scoped clocks[64];
+} Seq;
+
+/* column walk: one record per begun slice (layout mirrored by a numpy dtype in
+   pftrace/colwalk.py) and one column per annotation name */
+typedef struct {
+    uint64_t track;
+    int64_t t0, t1;
+    uint32_t name, cat_lo, cat_n, flow_lo, flow_n, ann_lo, ann_n;
+    uint8_t c0, c1, fg, pad; /* fg: 1 start has no time, 2 end has none, 4 ended */
+} SliceRec;
+/* the annotations of one name over the slices, in slice order */
+typedef struct {
+    VEC(uint32_t, idx) VEC(uint64_t, val) VEC(uint8_t, kind) VEC(uint16_t, pos)
+    uint8_t dup; /* the name twice on one slice */
+} NameCol;
+typedef struct { Span s; uint32_t hash; uint8_t mode; } Str;
+typedef struct { uint64_t key; int64_t *v; size_t n, cap; uint8_t used; } Stack;
+
+typedef struct {
+    VEC(Str, st) uint32_t *tab; size_t tabcap; /* distinct strings, hashed */
+    VEC(SliceRec, sl) VEC(uint32_t, ct) VEC(uint64_t, fw) VEC(uint64_t, ctr)
+    Stack *stk; size_t stkcap, stkn; /* open slices per track */
+    NameCol **nc; size_t nc_cap; /* by the name's string id */
+    uint64_t clocks[2];
+} Cols;
+
+typedef struct {
+    Seq *seqs; size_t nseq, capseq, last;
+    PyObject *slices, *open, *counters, *clocks_used, *snaps, *descs, *empty_tuple, *empty_str;
+    PyObject *source_clock;
+    uint32_t primary;
+    long long unresolved, skipped, n_begun, unmatched;
+    int hipscope_made;
+    Cols *cols; /* the column walk (NULL: records and dicts) */
+} W;
+
+/* _pftcols.c */
+int col_intern(Cols *cl, const uint8_t *base, Seq *s, int kind, uint64_t iid, Span sp);
+void col_clear(Seq *s);
+int col_event(W *w, Ctx *c, Seq *s, const Pkt *k, uint64_t track, int64_t ts, uint32_t clock,
+              int none);
+PyObject *col_result(W *w, const uint8_t *base);
+void col_free(Cols *cl);
+#endif
+
 #endif

@@ -13,11 +13,14 @@ writes (the same conventions plus a few hipscope annotations).
 
 The ``Trace`` proto is ``repeated TracePacket packet = 1``; the file is walked record
 by record (tag 0x0a, varint length), so a file cut short keeps its whole packets.
-Packets are decoded by the C wire-format walk (:mod:`.fast`, ``_pftscan.c``) when it
-is built and takes the file, else (``HIPSCOPE_PFTRACE_C=0``, or anything it declines)
-with the protobuf classes shipped in the ``perfetto`` package
-(``perfetto.protos.perfetto.trace.perfetto_trace_pb2``); both fill the same
-:class:`~.walk.Walk`, so the tables are built by the same code.
+Packets are decoded by the C wire-format walk (``_pftscan.c``) when it is built and
+takes the file: first as columns (:mod:`.colwalk`, one record per slice and one column
+per annotation name, the tables built with numpy in :mod:`.colbuild`), else
+(``HIPSCOPE_PFTRACE_COLUMNS=0``, or what the column tables decline) as records
+(:mod:`.fast`); else (``HIPSCOPE_PFTRACE_C=0``, or anything the C walk declines) with
+the protobuf classes shipped in the ``perfetto`` package
+(``perfetto.protos.perfetto.trace.perfetto_trace_pb2``). The record walks fill the same
+:class:`~.walk.Walk` and share the table code; all three give the same Trace.
 """
 
 
@@ -37,6 +40,7 @@ from ..base import (
     register,
 )
 from .proto import EXTENSIONS, _pb2, _varint, scan_packets
+from .colread import read_columns
 from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
@@ -106,6 +110,7 @@ class PftraceReader:
                                    f"{type(exc).__name__}: {exc}") from exc
 
     def _read(self, path: Path, progress, cancelled) -> Trace:
+        """The column walk and numpy tables, else the record walk (C, else protobuf)."""
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         data = read_input(path, warnings)
@@ -113,6 +118,13 @@ class PftraceReader:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
         check_cancel(cancelled)
+        box = [data]
+        del data  # the column path lets go of the bytes once they are walked
+        got = read_columns(self.name, path, box, warnings, dropped, progress, cancelled)
+        if got is not None:
+            return got
+        data = box[0] if box else read_input(path, [])
+        del box
         fast = walk_fast(data, progress, cancelled)
         if fast is None:
             ranges, used, problem = scan_packets(data)

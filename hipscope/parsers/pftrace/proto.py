@@ -168,14 +168,21 @@ def _direction(name: str | None, ann: dict) -> str:
 def _int_column(values: list, dtype, what: str, warnings: list[str]) -> Any:
     """A list of int|None as a pyarrow array of ``dtype``; out-of-range values -> null."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    target = pa.from_numpy_dtype(dtype)
     try:
         arr = pa.array(values, type=pa.int64())
     except (OverflowError, pa.ArrowInvalid):  # beyond int64: go one by one
         arr = pa.array([v if v is None or -(1 << 63) <= v < (1 << 63) else None
                         for v in values], type=pa.int64())
+    return fit_int(arr, dtype, what, warnings)
+
+
+def fit_int(arr, dtype, what: str, warnings: list[str]) -> Any:
+    """An int64 pyarrow array as ``dtype``; values out of its range -> null (counted)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    target = pa.from_numpy_dtype(dtype)
     if target == pa.int64():
         return arr
     info = np.iinfo(dtype)

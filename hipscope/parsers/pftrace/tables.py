@@ -113,6 +113,14 @@ class Builder:
     def devices(self) -> None:
         """Device keys of every slice, then their indices and the devices rows."""
         self.k_dev = self._devs(self.kern, True)
+        self.devices_rest()
+
+    def devices_rest(self) -> None:
+        """After the kernels' devices: the copies', API calls', markers' and the rows."""
+        self._unknown_kernel_devices()
+        self._other_devices()
+
+    def _unknown_kernel_devices(self) -> None:
         n_nodev = sum(k is None for k in self.k_dev)
         if n_nodev:
             unknown = ("UNKNOWN", 0)
@@ -120,6 +128,8 @@ class Builder:
             self.k_dev = [unknown if k is None else k for k in self.k_dev]
             self.warnings.append(f"{n_nodev} kernel(s) name no agent (no agent annotation, "
                                  f"no COMPUTE track); put on an 'unknown device'")
+
+    def _other_devices(self) -> None:
         self.c_dir, self.c_src, self.c_dst = [], [], []
         for s in self.copies:
             d, src, dst = self._copy_sides(s)
@@ -387,11 +397,13 @@ class Builder:
             }, n=len(sset)),
         }
 
+    def pids(self) -> list:
+        return sorted({p for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
+                       for p in t.get("pid", []) if p is not None})
+
     def meta(self, clock_name: str, n_packets: int, counters_seen: dict,
              links: dict[str, int]) -> dict[str, Any]:
-        pids = sorted({p for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
-                       for p in t.get("pid", []) if p is not None})
-        meta = new_meta(self.name, [self.path], clock_name, pids=pids,
+        meta = new_meta(self.name, [self.path], clock_name, pids=self.pids(),
                         provenance=dict(PROVENANCE), warnings=self.warnings,
                         packets=n_packets)
         if "rocprofiler-sdk" in self.tools:

@@ -277,7 +277,7 @@ class Walk:
                             f"lost (previous_packet_dropped); dropped")
         # drop placeholder records for unresolved begins
         slices = [s for s in self.slices if s[3] is not None]
-        conv = self._clock_offsets(warnings)
+        conv = self.clock_offsets(warnings)
 
         def tconv(t):
             return None if t[0] is None else t[0] + conv.get(t[1], 0)
@@ -298,7 +298,7 @@ class Walk:
             clock_name = self.source_clock  # hipscope's export keeps the source's clock
         return slices, clock_name
 
-    def _clock_offsets(self, warnings: list[str]) -> dict[int, int]:
+    def clock_offsets(self, warnings: list[str]) -> dict[int, int]:
         """Offset of each clock used to the primary trace clock."""
         target = self.primary_clock[0]
         conv: dict[int, int] = {}

@@ -1,0 +1,232 @@
+"""Annotation columns of the column walk: one debug-annotation name over many slices as
+numpy (kind, value), and ``_as_int`` of it done on arrays, with a validity mask."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_PTR, V_STR, V_UINT, Declined
+from .proto import _as_int
+
+
+class IntCol(NamedTuple):
+    """An integer column: values and where they are not null."""
+    v: np.ndarray
+    ok: np.ndarray
+
+    def tolist(self) -> list:
+        return [x if o else None for x, o in zip(self.v.tolist(), self.ok.tolist())]
+
+
+def ann_value(c, k: int, v: int) -> Any:
+    """The Python value the record walk puts in the annotation dict."""
+    if k == V_BOOL:
+        return bool(v)
+    if k in (V_UINT, V_PTR):
+        return v
+    if k == V_INT:
+        return v - (1 << 64) if v >= 1 << 63 else v
+    if k == V_DOUBLE:
+        return float(np.array([v], dtype=np.uint64).view(np.float64)[0])
+    if k == V_STR:
+        return c.strings[v]
+    return None
+
+
+class AnnCols:
+    """Columns of annotation names over positions (in ``c.rows``) of slices."""
+
+    def __init__(self, c: Any) -> None:
+        self.c = c
+        self._slots: dict = {}
+        self._conv: dict[str, IntCol] = {}
+
+    def clear(self) -> None:
+        """Forget the kept maps and conversions (memory for what follows)."""
+        self._slots.clear()
+        self._conv.clear()
+
+    def _slot_of(self, pos: np.ndarray) -> np.ndarray:
+        """Slice index -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
+        got = self._slots.get(id(pos))
+        if got is None or got[0] is not pos:
+            slot = np.full(len(self.c.sl), -1, dtype=np.int64)
+            slot[self.c.rows[pos]] = np.arange(len(pos))
+            got = self._slots[id(pos)] = (pos, slot)
+        return got[1]
+
+    def _plan(self, pos: np.ndarray, idx: np.ndarray) -> tuple:
+        """How the entries ``idx`` of a name land on the slices of ``pos``: (entries
+        taken, their places, every slice given, in order). Kept per distinct ``idx``
+        (most names of a table are on the same slices)."""
+        plans = self._slots.setdefault(("plans", id(pos)), (pos, []))
+        if plans[0] is not pos:
+            plans = self._slots[("plans", id(pos))] = (pos, [])
+        for known, plan in plans[1]:
+            if known is idx or (len(known) == len(idx) and np.array_equal(known, idx)):
+                return plan
+        at = self._slot_of(pos)[idx]
+        m = at >= 0
+        am = at[m]
+        full = len(am) == len(pos)
+        ordered = full and bool(np.all(am[1:] > am[:-1]))
+        plan = (slice(None) if m.all() else m, am, full, ordered)
+        plans[1].append((idx, plan))
+        return plan
+
+    def _col(self, name: str):
+        col = self.c.names.get(self.c.sid.get(name, -1))
+        if col is not None and col[4]:
+            raise Declined(f"annotation {name!r} given twice on one slice")
+        return col
+
+    def raw(self, pos: np.ndarray, name: str) -> Any:
+        """(kind, value) of ``name`` at slice positions ``pos``; kind 0 where absent."""
+        col = self._col(name)
+        if col is None or not len(pos):
+            return np.zeros(len(pos), dtype=np.uint8), np.zeros(len(pos), dtype=np.uint64)
+        return self._place(pos, col[0], col[1], col[2])
+
+    def _place(self, pos: np.ndarray, idx: np.ndarray, *cols: np.ndarray) -> list:
+        """``cols`` (one value per entry of ``idx``) at the slices of ``pos`` (0 where
+        the name is absent)."""
+        m, am, full, ordered = self._plan(pos, idx)
+        out = []
+        for c in cols:
+            cm = c[m]
+            if not ordered:
+                o = np.zeros(len(pos), dtype=c.dtype)
+                o[am] = cm
+                cm = o
+            out.append(cm)
+        return out
+
+    def _ints(self, pos: np.ndarray, name: str) -> tuple[IntCol, np.ndarray | None]:
+        """``_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere);
+        converted once per name, over all its entries."""
+        col = self._col(name)
+        if col is None or not len(pos):
+            z = np.zeros(len(pos), dtype=bool)
+            return IntCol(np.zeros(len(pos), dtype=np.int64), z), z
+        conv = self._conv.get(name)
+        if conv is None:
+            conv = self._conv[name] = as_int(self.c, col[1], col[2])
+        if self._plan(pos, col[0])[2]:
+            v, ok = self._place(pos, col[0], conv.v, conv.ok)
+            return IntCol(v, ok), None
+        v, ok, given = self._place(pos, col[0], conv.v, conv.ok,
+                                   np.ones(len(col[0]), dtype=bool))
+        return IntCol(v, ok), given
+
+    def ints(self, pos: np.ndarray, name: str) -> IntCol:
+        """``_as_int`` of ``name`` (null where absent or not an integer)."""
+        return self._ints(pos, name)[0]
+
+    def int_or(self, pos: np.ndarray, name: str, other: IntCol) -> IntCol:
+        """The annotation where it is an integer, else ``other``."""
+        a = self.ints(pos, name)
+        if a.ok.all():
+            return a
+        return IntCol(np.where(a.ok, a.v, other.v), a.ok | other.ok)
+
+    def pid(self, pos: np.ndarray, track: IntCol) -> IntCol:
+        """The pid annotation where given (even a null one), else the track's."""
+        a, given = self._ints(pos, "pid")
+        if given is None:
+            return a
+        return IntCol(np.where(given, a.v, track.v), np.where(given, a.ok, track.ok))
+
+
+_I64 = 1 << 63
+
+
+def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, first): equal values get equal codes, numbered in the order they first
+    appear; ``first[c]`` is where code c first appears. Hashed (pyarrow), no sort."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(a):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    codes = pc.dictionary_encode(pa.array(np.ascontiguousarray(a))).indices
+    codes = codes.to_numpy(zero_copy_only=False).astype(np.int64)
+    new = np.empty(len(codes), dtype=bool)
+    new[0] = True
+    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
+    return codes, np.flatnonzero(new)
+
+
+def key_of(*cols: np.ndarray) -> np.ndarray:
+    """One int64 per row, equal where the rows of ``cols`` are equal: small
+    non-negative columns are combined as they are, others by their codes."""
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    span = 1
+    for col in cols:
+        if not len(col):
+            return key
+        lo, hi = int(col.min()), int(col.max())
+        if lo == hi:
+            continue  # one value: it tells no rows apart
+        if lo >= 0 and hi < 1 << 24:
+            codes, n = col.astype(np.int64), hi + 1
+        else:
+            codes, first = factorize(col)
+            n = len(first)
+        if span * n >= 1 << 62:
+            key, first = factorize(key)
+            span = len(first)
+        key = key * n + codes
+        span *= n
+    return key
+
+
+_INTS = np.zeros(256, dtype=bool)
+_INTS[[V_BOOL, V_INT, V_UINT, V_PTR]] = True
+
+
+def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
+    """``proto._as_int`` of annotation values, vectorised; Declined beyond int64."""
+    if len(kind) and np.bincount(kind, minlength=8)[V_INT] == len(kind):
+        return IntCol(val.view(np.int64), np.ones(len(kind), dtype=bool))  # all ints
+    v = val.view(np.int64).copy()
+    ok = _INTS[kind]
+    if np.any(((kind == V_UINT) | (kind == V_PTR)) & (val >= np.uint64(_I64))):
+        raise Declined("an unsigned annotation beyond int64")
+    dbl = kind == V_DOUBLE
+    if dbl.any():
+        d = val[dbl].view(np.float64)
+        fin = np.isfinite(d)
+        if np.any(np.abs(d[fin]) >= 2.0 ** 63):
+            raise Declined("a double annotation beyond int64")
+        v[dbl] = np.where(fin, np.rint(np.where(fin, d, 0)), 0).astype(np.int64)
+        ok[dbl] = fin
+    st = kind == V_STR
+    if st.any():
+        u, inv = np.unique(val[st], return_inverse=True)
+        got = [_as_int(c.strings[int(x)]) for x in u.tolist()]
+        if any(g is not None and not -_I64 <= g < _I64 for g in got):
+            raise Declined("a string annotation beyond int64")
+        v[st] = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]
+        ok[st] = np.array([g is not None for g in got], dtype=bool)[inv]
+    v[~ok] = 0
+    return IntCol(v, ok)
+
+
+def track_cols(b, tracks: np.ndarray) -> dict[str, IntCol]:
+    """pid, tid, queue (COMPUTE name) and stream of each slice's track."""
+    inv, first = factorize(tracks)
+    ut = tracks[first]
+    facts = [b.tinfo(int(t)) for t in ut.tolist()]
+    out = {}
+    for key, get in (("pid", lambda ti: ti.get("pid")), ("tid", lambda ti: ti.get("tid")),
+                     ("queue", lambda ti: ti["compute"][2] if ti.get("compute") is not None
+                      else None), ("stream", lambda ti: ti.get("stream"))):
+        vals = [get(ti) for ti in facts]
+        if any(x is not None and not -_I64 <= x < _I64 for x in vals):
+            raise Declined("a track value beyond int64")
+        v = np.array([0 if x is None else x for x in vals], dtype=np.int64)
+        ok = np.array([x is not None for x in vals], dtype=bool)
+        out[key] = IntCol(v[inv], ok[inv])
+    return out
