@@ -10,7 +10,7 @@ import numpy as np
 
 
 # --------------------------------------------------------------------------- varints
-def _varint_py(v: int) -> bytes:
+def varint_py(v: int) -> bytes:
     v &= (1 << 64) - 1
     out = bytearray()
     while True:
@@ -23,11 +23,11 @@ def _varint_py(v: int) -> bytes:
             return bytes(out)
 
 
-def _tag(field: int, wire: int) -> bytes:
-    return _varint_py((field << 3) | wire)
+def field_tag(field: int, wire: int) -> bytes:
+    return varint_py((field << 3) | wire)
 
 
-def _varint_len(v: np.ndarray) -> np.ndarray:
+def varint_len(v: np.ndarray) -> np.ndarray:
     """Bytes of each uint64 as a varint (1..10)."""
     v = v.astype(np.uint64, copy=False)
     n = np.ones(len(v), dtype=np.int64)
@@ -57,7 +57,7 @@ def _write_const(out: np.ndarray, pos: np.ndarray, raw: bytes) -> None:
 
 
 # --------------------------------------------------------------------------- fields
-class _Field:
+class Field:
     """A protobuf field for every row of a chunk (absent where ``present`` is False)."""
 
     def sizes(self) -> np.ndarray:  # bytes per row
@@ -67,7 +67,7 @@ class _Field:
         raise NotImplementedError
 
 
-class _Const(_Field):
+class Const(Field):
     def __init__(self, raw: bytes, n: int, present: np.ndarray | None = None):
         self.raw, self.n, self.present = raw, n, present
 
@@ -85,10 +85,10 @@ class _Const(_Field):
             cur[idx] += len(self.raw)
 
 
-class _Varint(_Field):
+class Varint(Field):
     def __init__(self, tag: bytes, values: np.ndarray, present: np.ndarray | None = None):
         self.tag, self.values, self.present = tag, values.astype(np.uint64), present
-        self.lens = _varint_len(self.values)
+        self.lens = varint_len(self.values)
 
     def sizes(self):
         s = self.lens + len(self.tag)
@@ -109,7 +109,7 @@ class _Varint(_Field):
             cur[idx] += self.lens[idx] + len(self.tag)
 
 
-class _Fixed64(_Field):
+class Fixed64(Field):
     def __init__(self, tag: bytes, values: np.ndarray, present: np.ndarray):
         self.tag, self.values, self.present = tag, values.astype("<u8"), present
 
@@ -126,7 +126,7 @@ class _Fixed64(_Field):
         cur[idx] += len(self.tag) + 8
 
 
-class _RaggedFixed64(_Field):
+class RaggedFixed64(Field):
     """repeated fixed64 (non-packed): ``counts[i]`` values per row from ``flat``
     (row-major)."""
 
@@ -151,7 +151,7 @@ class _RaggedFixed64(_Field):
         cur += self.counts * step
 
 
-class _Lookup(_Field):
+class Lookup(Field):
     """A pre-encoded byte string per row chosen by ``codes`` from ``table``."""
 
     def __init__(self, codes: np.ndarray, table: list[bytes], present: np.ndarray):
@@ -172,10 +172,10 @@ class _Lookup(_Field):
                 cur[idx] += len(raw)
 
 
-class _Message(_Field):
+class Message(Field):
     """A nested message present on every row of the chunk."""
 
-    def __init__(self, tag: bytes, fields: list[_Field]):
+    def __init__(self, tag: bytes, fields: list[Field]):
         self.tag, self.fields = tag, fields
         self.body = None
 
@@ -185,7 +185,7 @@ class _Message(_Field):
             s = f.sizes()
             body = s if i == 0 else body + s
         self.body = body
-        self.blen = _varint_len(body.astype(np.uint64))
+        self.blen = varint_len(body.astype(np.uint64))
         return len(self.tag) + self.blen + body
 
     def write(self, out, cur):
@@ -198,7 +198,7 @@ class _Message(_Field):
             f.write(out, cur)
 
 
-def encode_groups(groups: list[tuple[np.ndarray, list[_Field]]], n: int) -> bytes:
+def encode_groups(groups: list[tuple[np.ndarray, list[Field]]], n: int) -> bytes:
     """``n`` ``Trace.packet`` records (tag 0x0a + length + TracePacket): group ``i``
     holds the rows ``idx`` (positions among the ``n``) and their packet fields."""
     sizes = np.zeros(n, dtype=np.int64)
@@ -207,7 +207,7 @@ def encode_groups(groups: list[tuple[np.ndarray, list[_Field]]], n: int) -> byte
         body = np.zeros(len(idx), dtype=np.int64)
         for f in fields:
             body += f.sizes()
-        blen = _varint_len(body.astype(np.uint64))
+        blen = varint_len(body.astype(np.uint64))
         sizes[idx] = 1 + blen + body
         bodies.append((body, blen))
     total = int(sizes.sum())
@@ -223,7 +223,7 @@ def encode_groups(groups: list[tuple[np.ndarray, list[_Field]]], n: int) -> byte
     return out.tobytes()
 
 
-def _gather_ragged(flat: np.ndarray, ptr: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+def gather_ragged(flat: np.ndarray, ptr: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     total = int(cnt.sum())
     if not total:
         return np.zeros(0, flat.dtype)

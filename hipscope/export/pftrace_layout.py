@@ -13,7 +13,7 @@ import numpy as np
 K_KERNEL, K_COPY, K_API, K_MARKER = 0, 1, 2, 3
 
 
-def _i64(table, col: str, fill: int = -1) -> tuple[np.ndarray, np.ndarray]:
+def i64(table, col: str, fill: int = -1) -> tuple[np.ndarray, np.ndarray]:
     valid = table.valid(col)
     vals = table.numpy(col, fill=fill).astype(np.int64)
     return vals, valid
@@ -161,9 +161,9 @@ class Layout:
         gk = []
         for k in (K_KERNEL, K_COPY):
             t = tabs[k]
-            dev, dv = _i64(t, "device")
-            q, qv = _i64(t, "queue")
-            s, sv = _i64(t, "stream")
+            dev, dv = i64(t, "device")
+            q, qv = i64(t, "queue")
+            s, sv = i64(t, "stream")
             gk.append((np.where(dv, dev, -1), np.where(qv, q, -1), np.where(sv, s, -1)))
         gtrack = _assign_tracks(
             [np.concatenate([g[i] for g in gk]) for i in range(3)],
@@ -178,11 +178,11 @@ class Layout:
         hk = []
         for k in (K_API, K_MARKER):
             t = tabs[k]
-            p, pv = _i64(t, "pid")
-            ti, tv = _i64(t, "tid")
-            dev, dv = _i64(t, "device")
+            p, pv = i64(t, "pid")
+            ti, tv = i64(t, "tid")
+            dev, dv = i64(t, "device")
             if k == K_MARKER:
-                s, sv = _i64(t, "stream")
+                s, sv = i64(t, "stream")
             else:
                 s, sv = np.full(len(t), -1, np.int64), np.zeros(len(t), bool)
                 dv = np.zeros(len(t), bool)  # API calls stay on their thread

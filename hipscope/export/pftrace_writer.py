@@ -35,20 +35,20 @@ import numpy as np
 
 from ..model import Trace
 from .pftrace_fields import (
-    _Const,
-    _Field,
-    _Fixed64,
-    _gather_ragged,
-    _Lookup,
-    _Message,
-    _RaggedFixed64,
-    _tag,
-    _Varint,
-    _varint_len,
-    _varint_py,
+    Const,
+    Field,
+    Fixed64,
+    Lookup,
+    Message,
+    RaggedFixed64,
+    Varint,
     encode_groups,
+    field_tag,
+    gather_ragged,
+    varint_len,
+    varint_py,
 )
-from .pftrace_layout import K_API, K_COPY, K_KERNEL, K_MARKER, Layout, _i64
+from .pftrace_layout import K_API, K_COPY, K_KERNEL, K_MARKER, Layout, i64
 
 CHUNK = 1 << 18  # events encoded per numpy pass
 
@@ -192,8 +192,8 @@ class _Encoding:
         """One flow id per launched kernel/copy: on it (terminating) and on its call."""
         trace = self.trace
         na, nk = len(trace.api), len(trace.kernels)
-        k_api, k_link = _i64(trace.kernels, "api_index")
-        c_api, c_link = _i64(trace.copies, "api_index")
+        k_api, k_link = i64(trace.kernels, "api_index")
+        c_api, c_link = i64(trace.copies, "api_index")
         k_link &= (k_api >= 0) & (k_api < na)
         c_link &= (c_api >= 0) & (c_api < na)
         self.k_fid = np.arange(1, nk + 1, dtype=np.uint64)
@@ -215,7 +215,7 @@ class _Encoding:
             t = self.tabs[k]
             for nm, col in pairs:
                 if len(t) and t.has(col):
-                    vals, valid = _i64(t, col, 0)
+                    vals, valid = i64(t, col, 0)
                     self.ann_specs.append((k, nm, vals, valid))
         for k, nm, col in _AGENT_ANNS:
             t = self.tabs[k]
@@ -234,9 +234,9 @@ class _Encoding:
     def _da_string(self, nm: str, text: str) -> bytes:
         """DebugAnnotation{name_iid, string_value} as a TrackEvent field."""
         raw = text.encode()
-        body = _tag(1, 0) + _varint_py(self.ann_iid[nm]) + _tag(6, 2) + \
-            _varint_py(len(raw)) + raw
-        return _tag(4, 2) + _varint_py(len(body)) + body
+        body = field_tag(1, 0) + varint_py(self.ann_iid[nm]) + field_tag(6, 2) + \
+            varint_py(len(raw)) + raw
+        return field_tag(4, 2) + varint_py(len(body)) + body
 
     def _events(self) -> None:
         """BEGIN (or INSTANT) and END events of every slice, in file order."""
@@ -271,7 +271,7 @@ class _Encoding:
 
         def emit(pkt) -> None:
             raw = pkt.SerializeToString()
-            fh.write(b"\x0a" + _varint_py(len(raw)) + raw)
+            fh.write(b"\x0a" + varint_py(len(raw)) + raw)
 
         for td in self.tracks:
             pkt = pb2.TracePacket(trusted_packet_sequence_id=SEQ_ID)
@@ -325,24 +325,25 @@ class _Encoding:
         return encode_groups(groups, len(sel))
 
     @staticmethod
-    def _packet(ts, etype, track, extra: list[_Field]) -> list[_Field]:
+    def _packet(ts, etype, track, extra: list[Field]) -> list[Field]:
         """TracePacket{timestamp, track_event{type, track_uuid, extra...}, sequence}."""
         n = len(ts)
-        te = [_Varint(_tag(9, 0), etype.astype(np.uint64)), _Varint(_tag(11, 0), track)]
-        return [_Varint(_tag(8, 0), ts.astype(np.uint64)), _Message(_tag(11, 2), te + extra),
-                _Const(_tag(10, 0) + _varint_py(SEQ_ID) + _tag(13, 0) +
-                       _varint_py(_SEQ_NEEDS), n)]
+        te = [Varint(field_tag(9, 0), etype.astype(np.uint64)), Varint(field_tag(11, 0), track)]
+        return [Varint(field_tag(8, 0), ts.astype(np.uint64)),
+                Message(field_tag(11, 2), te + extra),
+                Const(field_tag(10, 0) + varint_py(SEQ_ID) + field_tag(13, 0) +
+                      varint_py(_SEQ_NEEDS), n)]
 
-    def _begin_fields(self, k: int, rows: np.ndarray) -> list[_Field]:
+    def _begin_fields(self, k: int, rows: np.ndarray) -> list[Field]:
         """The TrackEvent fields after type and track of table ``k``'s begin events:
         categories, name, annotations, flows."""
         n = len(rows)
         name = self.names_iid_col[k][rows]
-        te: list[_Field] = [_Varint(_tag(3, 0), self.cat1[k][rows])]
+        te: list[Field] = [Varint(field_tag(3, 0), self.cat1[k][rows])]
         if self.cat2[k] is not None:
-            te.append(_Varint(_tag(3, 0), self.cat2[k][rows]))
-        te.append(_Varint(_tag(10, 0), name, name > 0))
-        da_tag = _tag(4, 2)
+            te.append(Varint(field_tag(3, 0), self.cat2[k][rows]))
+        te.append(Varint(field_tag(10, 0), name, name > 0))
+        da_tag = field_tag(4, 2)
         for kk, nm, vals, valid in self.ann_specs:
             if kk != k:
                 continue
@@ -351,19 +352,19 @@ class _Encoding:
                 continue
             v = np.where(pres, vals[rows], 0)
             # DebugAnnotation {name_iid = 1; int_value = 4}; bodies < 128 bytes
-            name_part = _tag(1, 0) + _varint_py(self.ann_iid[nm])
-            body = len(name_part) + 1 + _varint_len(v.view(np.uint64))
-            te += [_Const(da_tag, n, pres), _Varint(b"", body.astype(np.uint64), pres),
-                   _Const(name_part, n, pres), _Varint(_tag(4, 0), v.view(np.uint64), pres)]
+            name_part = field_tag(1, 0) + varint_py(self.ann_iid[nm])
+            body = len(name_part) + 1 + varint_len(v.view(np.uint64))
+            te += [Const(da_tag, n, pres), Varint(b"", body.astype(np.uint64), pres),
+                   Const(name_part, n, pres), Varint(field_tag(4, 0), v.view(np.uint64), pres)]
         for (kk, _nm, codes, _table, valid), raw in zip(self.lookups, self.lookup_raw):
             if kk == k:
                 pres = valid[rows]
                 if pres.any():
-                    te.append(_Lookup(np.where(pres, codes[rows], 0), raw, pres))
+                    te.append(Lookup(np.where(pres, codes[rows], 0), raw, pres))
         te += self._flow_fields(k, rows)
         return te
 
-    def _flow_fields(self, k: int, rows: np.ndarray) -> list[_Field]:
+    def _flow_fields(self, k: int, rows: np.ndarray) -> list[Field]:
         """API call -> flow_ids (one per launched item); kernel/copy -> terminating."""
         if k == K_API:
             if not len(self.flat_fids):
@@ -372,20 +373,20 @@ class _Encoding:
             rows_a = np.nonzero(cnt)[0]
             if not len(rows_a):
                 return []
-            flat = _gather_ragged(self.flat_fids, self.api_fptr[rows[rows_a]], cnt[rows_a])
-            return [_RaggedFixed64(_tag(47, 1), cnt, flat)]
+            flat = gather_ragged(self.flat_fids, self.api_fptr[rows[rows_a]], cnt[rows_a])
+            return [RaggedFixed64(field_tag(47, 1), cnt, flat)]
         if k in (K_KERNEL, K_COPY):
             fid, link = (self.k_fid, self.k_link) if k == K_KERNEL else \
                 (self.c_fid, self.c_link)
             tp = link[rows]
             if tp.any():
-                return [_Fixed64(_tag(48, 1), fid[rows], tp)]
+                return [Fixed64(field_tag(48, 1), fid[rows], tp)]
         return []
 
 
 def _agent_lookup(k: int, nm: str, table, col: str) -> tuple:
     """'GPU-<i>' string annotations of a device column: codes into the distinct ones."""
-    vals, valid = _i64(table, col, 0)
+    vals, valid = i64(table, col, 0)
     uniq = sorted(set(vals[valid].tolist()))
     pos = {v: i for i, v in enumerate(uniq)}
     codes = np.array([pos.get(v, 0) for v in vals.tolist()], dtype=np.int64) \

@@ -91,7 +91,7 @@ def test_declines_what_numpy_cannot_reproduce(tmp_path, monkeypatch):
 
 
 def test_annotation_kinds_to_integers(tmp_path, monkeypatch):
-    """``_as_int`` on arrays: doubles round half to even, strings parse with base 0,
+    """``ann_as_int`` on arrays: doubles round half to even, strings parse with base 0,
     bools count, non-finite doubles and other strings are null; PMC values stay floats."""
     for val, want in (({"double_value": 2.5}, 2), ({"double_value": 3.5}, 4),
                       ({"string_value": " 0x1f "}, 31), ({"bool_value": True}, 1),

@@ -39,7 +39,7 @@ from ..base import (
     is_gzip,
     register,
 )
-from .proto import EXTENSIONS, _pb2, _varint, scan_packets
+from .proto import EXTENSIONS, perfetto_pb2, read_varint, scan_packets
 from .colread import read_columns
 from .fast import walk as walk_fast
 from .tables import build
@@ -65,7 +65,7 @@ class PftraceReader:
         if len(head) < 2 or head[0] != 0x0A:
             return 0.0
         try:
-            length, p = _varint(head, 1, len(head))
+            length, p = read_varint(head, 1, len(head))
         except ValueError:
             return 0.0
         if p < 0 or length == 0:
@@ -79,7 +79,7 @@ class PftraceReader:
         if p + length > len(head):
             # first packet bigger than the head: framing fits, content unchecked
             return 0.6 if ext else 0.2
-        pb2 = _pb2()
+        pb2 = perfetto_pb2()
         ranges, _, _ = scan_packets(head)
         good = 0
         for a, b in ranges[:64]:

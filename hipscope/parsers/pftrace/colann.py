@@ -1,5 +1,5 @@
 """Annotation columns of the column walk: one debug-annotation name over many slices as
-numpy (kind, value), and ``_as_int`` of it done on arrays, with a validity mask."""
+numpy (kind, value), and ``ann_as_int`` of it done on arrays, with a validity mask."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_PTR, V_STR, V_UINT, Declined
-from .proto import _as_int
+from .proto import ann_as_int
 
 
 class IntCol(NamedTuple):
@@ -104,7 +104,7 @@ class AnnCols:
         return out
 
     def _ints(self, pos: np.ndarray, name: str) -> tuple[IntCol, np.ndarray | None]:
-        """``_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere);
+        """``ann_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere);
         converted once per name, over all its entries."""
         col = self._col(name)
         if col is None or not len(pos):
@@ -121,7 +121,7 @@ class AnnCols:
         return IntCol(v, ok), given
 
     def ints(self, pos: np.ndarray, name: str) -> IntCol:
-        """``_as_int`` of ``name`` (null where absent or not an integer)."""
+        """``ann_as_int`` of ``name`` (null where absent or not an integer)."""
         return self._ints(pos, name)[0]
 
     def int_or(self, pos: np.ndarray, name: str, other: IntCol) -> IntCol:
@@ -187,7 +187,7 @@ _INTS[[V_BOOL, V_INT, V_UINT, V_PTR]] = True
 
 
 def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
-    """``proto._as_int`` of annotation values, vectorised; Declined beyond int64."""
+    """``proto.ann_as_int`` of annotation values, vectorised; Declined beyond int64."""
     if len(kind) and np.bincount(kind, minlength=8)[V_INT] == len(kind):
         return IntCol(val.view(np.int64), np.ones(len(kind), dtype=bool))  # all ints
     v = val.view(np.int64).copy()
@@ -205,7 +205,7 @@ def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
     st = kind == V_STR
     if st.any():
         u, inv = np.unique(val[st], return_inverse=True)
-        got = [_as_int(c.strings[int(x)]) for x in u.tolist()]
+        got = [ann_as_int(c.strings[int(x)]) for x in u.tolist()]
         if any(g is not None and not -_I64 <= g < _I64 for g in got):
             raise Declined("a string annotation beyond int64")
         v[st] = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]

@@ -16,14 +16,14 @@ from .._common import devices_table
 from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
 from .proto import (
-    _KERNEL_KNOWN,
     API_CATEGORIES,
     IGNORED_CATEGORIES,
-    _api_domain,
-    _int_column,
+    KERNEL_KNOWN,
+    api_domain,
     fit_int,
+    int_column,
 )
-from .tables import _KERNEL_ANNS, _PRODUCT_ANNS, Builder
+from .tables import KERNEL_ANNS, PRODUCT_ANNS, Builder
 
 _GPU_CATS = ("kernel_dispatch", "memory_copy", "marker_api")
 K_KERN, K_COPY, K_MARK, K_API, K_IGN = range(5)
@@ -194,10 +194,10 @@ class ColBuilder(Builder):
             a, k = int(sl["cat_lo"][at]), int(sl["cat_n"][at])
             texts = [c.strings[x] for x in c.cats[a:a + k].tolist()] or [""]
             d = next((x[4:] for x in texts[1:] if x.startswith("api:")), None)
-            out.append(d if d is not None else _api_domain(texts[0],
+            out.append(d if d is not None else api_domain(texts[0],
                                                             c.strings[int(sl["name"][at])]))
         dom = {d: i for i, d in enumerate(dict.fromkeys(out))}  # distinct domains
-        return _dict_array(np.array([dom[d] for d in out], dtype=np.int64)[inv],
+        return dict_array(np.array([dom[d] for d in out], dtype=np.int64)[inv],
                            list(dom))
 
     def _flows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -281,8 +281,8 @@ class ColBuilder(Builder):
         k["stream"] = ac.int_or(pos, "stream_ID", tc["stream"])
         k["pid"] = ac.pid(pos, tc["pid"])
         k["tid"] = ac.int_or(pos, "tid", tc["tid"])
-        for col, key in _KERNEL_ANNS:
-            k[col] = ac.int_or(pos, col, ac.ints(pos, _PRODUCT_ANNS[col])) if key is None \
+        for col, key in KERNEL_ANNS:
+            k[col] = ac.int_or(pos, col, ac.ints(pos, PRODUCT_ANNS[col])) if key is None \
                 else ac.ints(pos, key)
         self.k_cols = k
         self._pmc(pos)
@@ -295,7 +295,7 @@ class ColBuilder(Builder):
         kj[c.rows[pos]] = np.arange(len(pos))
         parts = []
         for name, (idx, kind, val, p, dup) in c.names.items():
-            if c.strings[name] in _KERNEL_KNOWN:
+            if c.strings[name] in KERNEL_KNOWN:
                 continue
             j = kj[idx]
             m = j >= 0
@@ -328,7 +328,7 @@ class ColBuilder(Builder):
                 vals = fit_int(pa.array(vals.v, mask=~vals.ok, type=pa.int64()),
                                col.type.to_pandas_dtype(), f"{spec}.{name}", self.warnings)
             elif pa.types.is_integer(col.type) and name not in ("start", "end"):
-                vals = _int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
+                vals = int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
                                    self.warnings)
             out[name] = vals
         return build_table(spec, out, n=n)
@@ -400,7 +400,7 @@ def _first_seen(rows: np.ndarray) -> np.ndarray:
     return rows[factorize(key_of(*rows.T))[1]]
 
 
-def _dict_array(codes: np.ndarray, values: list) -> Any:
+def dict_array(codes: np.ndarray, values: list) -> Any:
     """``values[codes]`` (distinct strings) as the dictionary array that
     ``dictionary_encode`` makes of them (the dictionary in first-seen order)."""
     import pyarrow as pa

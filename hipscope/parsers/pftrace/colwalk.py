@@ -15,9 +15,9 @@ from collections import defaultdict
 import numpy as np
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
-from .fast import PROBLEMS, _data_oneof, _pftscan, available
-from .proto import _pb2
-from .walk import Walk, _track_descriptor
+from .fast import PROBLEMS, _pftscan, available, data_oneof
+from .proto import perfetto_pb2
+from .walk import Walk, track_descriptor_of
 
 # mirrors SliceRec / AnnRec in _pftscan.h
 SLICE = np.dtype([("track", "<u8"), ("t0", "<i8"), ("t1", "<i8"), ("name", "<u4"),
@@ -72,9 +72,9 @@ class Columns:
 
     def names_of(self, ids: np.ndarray):
         """The strings ``ids`` as a dictionary array (as ``build_table`` encodes them)."""
-        from .colbuild import _dict_array
+        from .colbuild import dict_array
 
-        return _dict_array(ids.astype(np.int64), self.strings)
+        return dict_array(ids.astype(np.int64), self.strings)
 
     def walk_view(self) -> Walk:
         """A :class:`Walk` holding the counts and clocks (for its ``finish`` texts)."""
@@ -133,15 +133,15 @@ def walk_columns(data: bytes, progress: ProgressFn = no_progress,
         check_cancel(cancelled)
         progress(0.8 * fraction)
 
-    got = _pftscan.walk(data, _data_oneof(), Walk().primary_clock[0], tick, True)
+    got = _pftscan.walk(data, data_oneof(), Walk().primary_clock[0], tick, True)
     if got is None:
         return None
     n, used, problem, bad = got[:4]
     cols = Columns(got[4:])
-    track_desc = _pb2().TrackDescriptor
+    track_desc = perfetto_pb2().TrackDescriptor
     try:
         for a, ln in cols.descs:
-            _track_descriptor(track_desc.FromString(data[a:a + ln]), cols.tracks)
+            track_descriptor_of(track_desc.FromString(data[a:a + ln]), cols.tracks)
     except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
         return None
     text = PROBLEMS.get(problem) if problem != 2 else \

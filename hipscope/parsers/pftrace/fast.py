@@ -16,8 +16,8 @@ from collections import defaultdict
 from typing import Any
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
-from .proto import _pb2
-from .walk import Walk, _track_descriptor
+from .proto import perfetto_pb2
+from .walk import Walk, track_descriptor_of
 
 _pftscan: Any
 try:
@@ -36,13 +36,13 @@ def available() -> bool:
     return _pftscan is not None and os.environ.get("HIPSCOPE_PFTRACE_C", "1") != "0"
 
 
-def _data_oneof() -> bytes:
+def data_oneof() -> bytes:
     """Bitmap of the field numbers of ``TracePacket``'s ``data`` oneof (from the
     protobuf descriptor, so the C walk knows which fields replace the event)."""
     global _ONEOF
     if _ONEOF is None:
         bits = bytearray(128)
-        for f in _pb2().TracePacket.DESCRIPTOR.oneofs_by_name["data"].fields:
+        for f in perfetto_pb2().TracePacket.DESCRIPTOR.oneofs_by_name["data"].fields:
             if f.number < 1024:
                 bits[f.number >> 3] |= 1 << (f.number & 7)
         _ONEOF = bytes(bits)
@@ -61,16 +61,16 @@ def walk(data: bytes, progress: ProgressFn = no_progress,
         check_cancel(cancelled)
         progress(0.8 * fraction)
 
-    got = _pftscan.walk(data, _data_oneof(), w.primary_clock[0], tick)
+    got = _pftscan.walk(data, data_oneof(), w.primary_clock[0], tick)
     if got is None:
         log.debug("pftrace: the C walk declined the file; reading it with protobuf")
         return None
     (n, used, problem, bad, slices, open_slices, counters, clocks_used, snaps, primary,
      unresolved, skipped, n_begun, unmatched, hipscope_made, source_clock, descs) = got
-    track_desc = _pb2().TrackDescriptor
+    track_desc = perfetto_pb2().TrackDescriptor
     try:
         for a, ln in descs:
-            _track_descriptor(track_desc.FromString(data[a:a + ln]), w.tracks)
+            track_descriptor_of(track_desc.FromString(data[a:a + ln]), w.tracks)
     except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
         return None
     w.slices = slices

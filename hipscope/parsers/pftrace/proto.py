@@ -14,15 +14,15 @@ from ...model.schema import DIRECTIONS
 EXTENSIONS = (".pftrace", ".perfetto-trace", ".pb", ".perfetto")
 
 # TrackEvent.Type
-_BEGIN, _END, _INSTANT, _COUNTER = 1, 2, 3, 4
+BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
 # TracePacket.SequenceFlags
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
 # BuiltinClock
-_CLOCK_NAMES = {1: "CLOCK_REALTIME", 2: "CLOCK_REALTIME_COARSE", 3: "CLOCK_MONOTONIC",
+CLOCK_NAMES = {1: "CLOCK_REALTIME", 2: "CLOCK_REALTIME_COARSE", 3: "CLOCK_MONOTONIC",
                 4: "CLOCK_MONOTONIC_COARSE", 5: "CLOCK_MONOTONIC_RAW", 6: "CLOCK_BOOTTIME",
                 9: "TSC", 10: "perf clock", 11: "trace file clock"}
-_BOOTTIME = 6
+BOOTTIME = 6
 
 API_CATEGORIES = {
     "hip_api": "HIP_RUNTIME_API", "hsa_api": "HSA_CORE_API", "rccl_api": "RCCL_API",
@@ -34,7 +34,7 @@ IGNORED_CATEGORIES = {"memory_allocation", "scratch_memory", "counter_collection
 
 # Kernel annotations the writer sets (everything else on a kernel slice is a PMC value)
 # [generatePerfetto.cpp, kernel_dispatch TRACE_EVENT_BEGIN].
-_KERNEL_KNOWN = {
+KERNEL_KNOWN = {
     "begin_ns", "end_ns", "delta_ns", "kind", "agent", "agent_type", "corr_id", "queue",
     "tid", "kernel_id", "Scratch_Size", "LDS_Block_Size", "VGPR_Count", "Accum_VGPR_Count",
     "SGPR_Count", "workgroup_size", "grid_size", "stream_ID", "operation",
@@ -44,21 +44,21 @@ _KERNEL_KNOWN = {
     "src_agent", "dst_agent", "ancestor_id", "domain",
 }
 
-_RE_COMPUTE = re.compile(r"^COMPUTE\s+(\w+)\s*\[\s*(\d+)\s*\]\s*QUEUE\s*\[\s*(\d+)\s*\]")
-_RE_STREAM = re.compile(r'^STREAM\s*\[\s*"?\s*(\d+)\s*"?\s*\]')
-_RE_COPY = re.compile(r"^COPY to AGENT\s*\[\s*(\d+)\s*\]")
-_RE_THREAD = re.compile(r"^THREAD\s+\d+\s*\((\d+)\)")
+RE_COMPUTE = re.compile(r"^COMPUTE\s+(\w+)\s*\[\s*(\d+)\s*\]\s*QUEUE\s*\[\s*(\d+)\s*\]")
+RE_STREAM = re.compile(r'^STREAM\s*\[\s*"?\s*(\d+)\s*"?\s*\]')
+RE_COPY = re.compile(r"^COPY to AGENT\s*\[\s*(\d+)\s*\]")
+RE_THREAD = re.compile(r"^THREAD\s+\d+\s*\((\d+)\)")
 _RE_AGENT = re.compile(r"^\s*(Agent|GPU|CPU|UNK)\s*[-\s\[]\s*(\d+)\s*\]?\s*$", re.I)
 _RE_HS_DEVICE = re.compile(r"^GPU\s+(\d+)\b")
 
 
-def _pb2():
+def perfetto_pb2():
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2
 
     return perfetto_trace_pb2
 
 
-def _varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     """Decode a varint at ``pos``; (value, new_pos); new_pos = -1 when cut short."""
     result = shift = 0
     while pos < end:
@@ -88,7 +88,7 @@ def scan_packets(data: bytes) -> tuple[list[tuple[int, int]], int, str | None]:
         if tag != 0x0A:
             return ranges, pos, f"tag byte 0x{tag:02x} (field {tag >> 3}, wire type {tag & 7})"
         try:
-            length, p = _varint(data, pos + 1, n)
+            length, p = read_varint(data, pos + 1, n)
         except ValueError:
             return ranges, pos, "a length varint longer than 10 bytes"
         if p < 0 or p + length > n:
@@ -98,7 +98,7 @@ def scan_packets(data: bytes) -> tuple[list[tuple[int, int]], int, str | None]:
     return ranges, pos, None
 
 
-class _Seq:
+class Seq:
     """Incremental state of one packet sequence (trusted_packet_sequence_id)."""
 
     __slots__ = ("names", "cats", "ann_names", "ann_strings", "default_track",
@@ -125,10 +125,10 @@ class _Seq:
         self.valid = True
 
 
-_NESTED = frozenset({"nested_value", "legacy_json_value", "proto_value"})
+NESTED = frozenset({"nested_value", "legacy_json_value", "proto_value"})
 
 
-def _as_int(v: Any) -> int | None:
+def ann_as_int(v: Any) -> int | None:
     if type(v) is int:
         return v
     if v is None or isinstance(v, bool):
@@ -145,7 +145,7 @@ def _as_int(v: Any) -> int | None:
     return None
 
 
-def _agent_key(text: Any) -> tuple[str, int] | None:
+def agent_key(text: Any) -> tuple[str, int] | None:
     """('GPU'|'AGENT', n) from 'Agent-2', 'Agent 2', 'GPU-0', 'GPU [0]'."""
     if text is None:
         return None
@@ -158,14 +158,14 @@ def _agent_key(text: Any) -> tuple[str, int] | None:
     return ("GPU" if label == "GPU" else "AGENT", int(m.group(2)))
 
 
-def _direction(name: str | None, ann: dict) -> str:
+def slice_copy_direction(name: str | None, ann: dict) -> str:
     d = ann.get("direction")
     if isinstance(d, str) and d in DIRECTIONS:
         return d
     return copy_direction(name)
 
 
-def _int_column(values: list, dtype, what: str, warnings: list[str]) -> Any:
+def int_column(values: list, dtype, what: str, warnings: list[str]) -> Any:
     """A list of int|None as a pyarrow array of ``dtype``; out-of-range values -> null."""
     import pyarrow as pa
 
@@ -195,7 +195,7 @@ def fit_int(arr, dtype, what: str, warnings: list[str]) -> Any:
     return arr.cast(target)
 
 
-def _api_domain(cat: str, name: str | None) -> str:
+def api_domain(cat: str, name: str | None) -> str:
     n = name or ""
     if cat.startswith("api:"):
         return cat[4:]
@@ -212,7 +212,7 @@ def _api_domain(cat: str, name: str | None) -> str:
     return API_CATEGORIES.get(cat, cat.upper())
 
 
-def _decode_error():
+def decode_error():
     from google.protobuf.message import DecodeError
 
     return DecodeError

@@ -13,31 +13,31 @@ from ...model import Trace, build_table, link_by_correlation
 from ...model.schema import SPECS
 from .._common import dense_codes, devices_table, finish_meta, nesting_depth, new_meta
 from .._intervals import int64_sat as _i64
-from .columns import _ann_ints, _api_domains, _i64_list, _pid_tid
+from .columns import ann_ints, api_domains, i64_list, pid_tid
 from .proto import (
-    _KERNEL_KNOWN,
     API_CATEGORIES,
     IGNORED_CATEGORIES,
-    _agent_key,
-    _as_int,
-    _direction,
-    _int_column,
+    KERNEL_KNOWN,
+    agent_key,
+    ann_as_int,
+    int_column,
+    slice_copy_direction,
 )
-from .tracks import PROVENANCE, _Tracks
+from .tracks import PROVENANCE, Tracks
 
 # kernel columns from annotations, in column order (None: grid_x/block_x, whose
 # product annotations stand in when the x one is missing)
-_KERNEL_ANNS = (("correlation_id", "corr_id"), ("dispatch_id", "dispatch_id"),
+KERNEL_ANNS = (("correlation_id", "corr_id"), ("dispatch_id", "dispatch_id"),
                 ("dispatch_ns", "dispatch_ns"), ("grid_x", None), ("grid_y", "grid_y"),
                 ("grid_z", "grid_z"), ("block_x", None), ("block_y", "block_y"),
                 ("block_z", "block_z"), ("vgpr", "VGPR_Count"),
                 ("accum_vgpr", "Accum_VGPR_Count"), ("sgpr", "SGPR_Count"),
                 ("registers", "registers"), ("lds_bytes", "LDS_Block_Size"),
                 ("dyn_lds_bytes", "dyn_lds_bytes"), ("scratch_bytes", "Scratch_Size"))
-_PRODUCT_ANNS = {"grid_x": "grid_size", "block_x": "workgroup_size"}
+PRODUCT_ANNS = {"grid_x": "grid_size", "block_x": "workgroup_size"}
 # every integer annotation the kernel columns read, fetched in one pass
 _KERNEL_INT_KEYS = ("begin_ns", "end_ns", "queue", "stream_ID", "pid", "tid", "grid_x",
-                    "block_x", *_PRODUCT_ANNS.values(), *(k for _, k in _KERNEL_ANNS if k))
+                    "block_x", *PRODUCT_ANNS.values(), *(k for _, k in KERNEL_ANNS if k))
 
 class Builder:
     """Tables and meta of one trace from its sorted slices."""
@@ -46,7 +46,7 @@ class Builder:
                  dropped: dict, hipscope_made: bool):
         self.name, self.path, self.warnings, self.dropped = name, path, warnings, dropped
         self.hipscope_made = hipscope_made
-        self.tinfo = _Tracks(tracks)
+        self.tinfo = Tracks(tracks)
         self.dev_keys: dict[tuple, dict] = {}
         self.tools: set[str] = set()
         self.kern, self.copies, self.api, self.marks = [], [], [], []
@@ -77,12 +77,12 @@ class Builder:
 
     # ------------------------------------------------------------------ devices
     def dev_of(self, ann_val, ti: dict, hs_fallback=True) -> tuple | None:
-        key = _agent_key(ann_val)
+        key = agent_key(ann_val)
         if key is None and ti.get("compute") is not None:
             label, idx, _q = ti["compute"]
             key = ("GPU" if label.upper() == "GPU" else "AGENT", idx)
         if key is None and hs_fallback and ti.get("hs_device") is not None:
-            idx = _as_int(ti["hs_device"].get("index"))
+            idx = ann_as_int(ti["hs_device"].get("index"))
             if idx is not None:
                 key = ("GPU", idx)
         dev_keys = self.dev_keys
@@ -96,7 +96,7 @@ class Builder:
 
     def _copy_sides(self, s: list) -> tuple[str, tuple | None, tuple | None]:
         ann = s[5]
-        d = _direction(s[3], ann)
+        d = slice_copy_direction(s[3], ann)
         ti = self.tinfo(s[0])
         src = dst = None
         if d in ("DtoH", "DtoD", "PtoP"):
@@ -172,10 +172,10 @@ class Builder:
             "name": hs.get("name") or self.dev_keys[k]["raw"] or "unknown device",
             "vendor": hs.get("vendor", "AMD" if "rocprofiler-sdk" in self.tools else None),
             "arch": hs.get("arch"),
-            "compute_units": _as_int(hs.get("compute_units")),
+            "compute_units": ann_as_int(hs.get("compute_units")),
             "raw_id": hs.get("raw_id", self.dev_keys[k]["raw"]),
             "host": hs.get("host"),
-            "memory_bytes": _as_int(hs.get("memory_bytes")),
+            "memory_bytes": ann_as_int(hs.get("memory_bytes")),
         }
 
     def di(self, k):
@@ -188,12 +188,12 @@ class Builder:
         anns = [s[5] for s in api]
         a_cols: dict[str, list] = {
             "name": [s[3] for s in api],
-            "domain": _api_domains(api),
-            "start": _i64_list([s[1] for s in api]),
-            "end": _i64_list([s[2] for s in api]),
+            "domain": api_domains(api),
+            "start": i64_list([s[1] for s in api]),
+            "end": i64_list([s[2] for s in api]),
         }
-        ints = _ann_ints(anns, ("pid", "tid", "corr_id", "stream_ID"))
-        a_cols["pid"], a_cols["tid"] = _pid_tid(ints, self._track_infos(api))
+        ints = ann_ints(anns, ("pid", "tid", "corr_id", "stream_ID"))
+        a_cols["pid"], a_cols["tid"] = pid_tid(ints, self._track_infos(api))
         a_cols["correlation_id"] = ints["corr_id"]
         a_cols["stream"] = ints["stream_ID"]
         a_cols["device"] = [self.di(k) for k in self.a_dev]
@@ -252,7 +252,7 @@ class Builder:
             return
         anns = [s[5] for s in kern]
         tis = self._track_infos(kern)
-        ints = _ann_ints(anns, _KERNEL_INT_KEYS)
+        ints = ann_ints(anns, _KERNEL_INT_KEYS)
         k_cols["name"] = [s[3] for s in kern]
         k_cols["device"] = [self.di(k) for k in self.k_dev]
         k_cols["start"], k_cols["end"] = self._kernel_times(kern, ints)
@@ -261,14 +261,14 @@ class Builder:
                            for q, ti in zip(ints["queue"], tis)]
         k_cols["stream"] = [st if st is not None else ti.get("stream")
                             for st, ti in zip(ints["stream_ID"], tis)]
-        k_cols["pid"], k_cols["tid"] = _pid_tid(ints, tis)
-        for col, key in _KERNEL_ANNS:
+        k_cols["pid"], k_cols["tid"] = pid_tid(ints, tis)
+        for col, key in KERNEL_ANNS:
             if key is None:
                 k_cols[col] = [v if v is not None else p for v, p in
-                               zip(ints[col], ints[_PRODUCT_ANNS[col]])]
+                               zip(ints[col], ints[PRODUCT_ANNS[col]])]
             else:
                 k_cols[col] = ints[key]
-        known = _KERNEL_KNOWN
+        known = KERNEL_KNOWN
         for j, ann in enumerate(anns):
             if ann.keys() <= known:
                 continue
@@ -297,11 +297,11 @@ class Builder:
                 start, end = b_ns, e_ns
             starts.append(start)
             ends.append(end)
-        return _i64_list(starts), _i64_list(ends)
+        return i64_list(starts), i64_list(ends)
 
     def copy_cols(self) -> None:
         c_cols: dict[str, list] = defaultdict(list)
-        pids, tids = _pid_tid(_ann_ints([s[5] for s in self.copies], ("pid", "tid")),
+        pids, tids = pid_tid(ann_ints([s[5] for s in self.copies], ("pid", "tid")),
                               self._track_infos(self.copies))
         for j, s in enumerate(self.copies):
             ann = s[5]
@@ -311,25 +311,25 @@ class Builder:
             c_cols["end"].append(_i64(s[2]))
             c_cols["name"].append(ann.get("name") if isinstance(ann.get("name"), str)
                                   else s[3])
-            c_cols["bytes"].append(_as_int(ann.get("copy_bytes")))
+            c_cols["bytes"].append(ann_as_int(ann.get("copy_bytes")))
             src, dst = self.di(self.c_src[j]), self.di(self.c_dst[j])
-            dev = _as_int(ann.get("device"))
+            dev = ann_as_int(ann.get("device"))
             dev = dev if dev is not None and dev in self.dev_index.values() else (
                 dst if dst is not None else src)
             c_cols["device"].append(dev)
             c_cols["src_device"].append(src)
             c_cols["dst_device"].append(dst)
-            c_cols["queue"].append(_as_int(ann.get("queue")))
-            st = _as_int(ann.get("stream_ID"))
+            c_cols["queue"].append(ann_as_int(ann.get("queue")))
+            st = ann_as_int(ann.get("stream_ID"))
             c_cols["stream"].append(st if st is not None else ti.get("stream"))
             c_cols["pid"].append(pids[j])
             c_cols["tid"].append(tids[j])
-            c_cols["correlation_id"].append(_as_int(ann.get("corr_id")))
+            c_cols["correlation_id"].append(ann_as_int(ann.get("corr_id")))
         self.c_cols = c_cols
 
     def marker_cols(self) -> None:
         m_cols: dict[str, list] = defaultdict(list)
-        pids, tids = _pid_tid(_ann_ints([s[5] for s in self.marks], ("pid", "tid")),
+        pids, tids = pid_tid(ann_ints([s[5] for s in self.marks], ("pid", "tid")),
                               self._track_infos(self.marks))
         for j, s in enumerate(self.marks):
             ann = s[5]
@@ -344,7 +344,7 @@ class Builder:
             m_cols["pid"].append(pids[j])
             m_cols["tid"].append(tids[j])
             m_cols["device"].append(self.di(self.m_dev[j]))
-            m_cols["stream"].append(_as_int(ann.get("stream_ID")))
+            m_cols["stream"].append(ann_as_int(ann.get("stream_ID")))
         if m_cols["start"]:
             group = dense_codes(zip(m_cols["pid"], m_cols["tid"], m_cols["device"],
                                     m_cols["stream"]))
@@ -363,7 +363,7 @@ class Builder:
         for c, vals in cols.items():
             col = SPECS[spec].by_name[c]
             if pa.types.is_integer(col.type) and c not in ("start", "end"):
-                out[c] = _int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{c}",
+                out[c] = int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{c}",
                                      self.warnings)
             else:
                 out[c] = vals

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .proto import _RE_COMPUTE, _RE_COPY, _RE_STREAM, _RE_THREAD
+from .proto import RE_COMPUTE, RE_COPY, RE_STREAM, RE_THREAD
 
 PROVENANCE = {
     "kernels.start/end": (
@@ -41,7 +41,7 @@ PROVENANCE = {
 
 
 
-class _Tracks:
+class Tracks:
     """Per-track facts (pid, tid, COMPUTE/STREAM/COPY names...) through the parent chain."""
 
     def __init__(self, tracks: dict):
@@ -88,18 +88,18 @@ class _Tracks:
     @staticmethod
     def _from_name(out: dict, nm: str) -> None:
         if out.get("compute") is None:
-            m = _RE_COMPUTE.match(nm)
+            m = RE_COMPUTE.match(nm)
             if m:
                 out["compute"] = (m.group(1), int(m.group(2)), int(m.group(3)))
         if out.get("stream") is None:
-            m = _RE_STREAM.match(nm)
+            m = RE_STREAM.match(nm)
             if m:
                 out["stream"] = int(m.group(1))
         if out.get("copy_agent") is None:
-            m = _RE_COPY.match(nm)
+            m = RE_COPY.match(nm)
             if m:
                 out["copy_agent"] = int(m.group(1))
         if out.get("tid") is None:
-            m = _RE_THREAD.match(nm)
+            m = RE_THREAD.match(nm)
             if m:
                 out["tid"] = int(m.group(1))

@@ -10,22 +10,22 @@ from typing import Any
 
 from ..base import TraceFormatError, check_cancel
 from .proto import (
-    _BEGIN,
-    _BOOTTIME,
-    _CLOCK_NAMES,
-    _COUNTER,
-    _END,
-    _INSTANT,
-    _NESTED,
+    BEGIN,
+    BOOTTIME,
+    CLOCK_NAMES,
+    COUNTER,
+    END,
+    INSTANT,
+    NESTED,
     SEQ_INCREMENTAL_STATE_CLEARED,
     SEQ_NEEDS_INCREMENTAL_STATE,
-    _decode_error,
-    _pb2,
-    _Seq,
+    Seq,
+    decode_error,
+    perfetto_pb2,
 )
 
 
-def _clock_snapshot(cs, seq: _Seq, global_snaps: list, primary_clock: list) -> None:
+def _clock_snapshot(cs, seq: Seq, global_snaps: list, primary_clock: list) -> None:
     if cs.HasField("primary_trace_clock"):
         primary_clock[0] = int(cs.primary_trace_clock)
     builtin: dict[int, int] = {}
@@ -45,7 +45,7 @@ def _clock_snapshot(cs, seq: _Seq, global_snaps: list, primary_clock: list) -> N
                                       builtin[ref], c.timestamp]
 
 
-def _track_descriptor(td, tracks: dict) -> None:
+def track_descriptor_of(td, tracks: dict) -> None:
     t = tracks.setdefault(td.uuid, {})
     if td.HasField("parent_uuid"):
         t["parent"] = td.parent_uuid
@@ -73,7 +73,7 @@ def _track_descriptor(td, tracks: dict) -> None:
         t["counter"] = True
 
 
-def _annotations(ev, seq: _Seq) -> dict[str, Any]:
+def _annotations(ev, seq: Seq) -> dict[str, Any]:
     ann: dict[str, Any] = {}
     aget = seq.ann_names.get
     for da in ev.debug_annotations:
@@ -82,7 +82,7 @@ def _annotations(ev, seq: _Seq) -> dict[str, Any]:
         if an is None:
             continue
         w = da.WhichOneof("value")
-        if w is None or w in _NESTED:
+        if w is None or w in NESTED:
             ann[an] = None
         elif w == "string_value_iid":
             ann[an] = seq.ann_strings.get(da.string_value_iid)
@@ -106,14 +106,14 @@ class Walk:
     ``[track, start, end, name, cats, ann, flows, seq_depth]``."""
 
     def __init__(self) -> None:
-        self.seqs: dict[int, _Seq] = defaultdict(_Seq)
+        self.seqs: dict[int, Seq] = defaultdict(Seq)
         self.tracks: dict[int, dict[str, Any]] = {}
         self.open_slices: dict[int, list] = defaultdict(list)
         self.slices: list[list] = []
         self.counters_seen: dict[int, int] = defaultdict(int)
         self.clock_ids_used: set[int] = set()
         self.global_snaps: list[dict[int, int]] = []
-        self.primary_clock = [_BOOTTIME]
+        self.primary_clock = [BOOTTIME]
         self.unresolved = 0
         self.skipped_invalid = 0
         self.n_begun = 0
@@ -122,8 +122,8 @@ class Walk:
         self.unmatched_ends = 0
 
     def run(self, path: Path, data: bytes, ranges: list, progress, cancelled) -> None:
-        fromstring = _pb2().TracePacket.FromString
-        DecodeError = _decode_error()
+        fromstring = perfetto_pb2().TracePacket.FromString
+        DecodeError = decode_error()
         n_packets = len(ranges)
         step = max(1, n_packets // 100)
         for i, (a, b) in enumerate(ranges):
@@ -137,7 +137,7 @@ class Walk:
                                        "a valid TracePacket protobuf", str(exc)) from None
             self.packet(pkt)
 
-    def _interned(self, seq: _Seq, idata) -> None:
+    def _interned(self, seq: Seq, idata) -> None:
         for e in idata.event_names:
             seq.names[e.iid] = e.name
         for e in idata.event_categories:
@@ -172,14 +172,14 @@ class Walk:
             if which == "clock_snapshot":
                 _clock_snapshot(pkt.clock_snapshot, seq, self.global_snaps, self.primary_clock)
             elif which == "track_descriptor":
-                _track_descriptor(pkt.track_descriptor, self.tracks)
+                track_descriptor_of(pkt.track_descriptor, self.tracks)
             return
         if flags & SEQ_NEEDS_INCREMENTAL_STATE and not seq.valid:
             self.skipped_invalid += 1
             return
         self.event(pkt, seq)
 
-    def _timestamp(self, pkt, seq: _Seq, ev) -> tuple | None:
+    def _timestamp(self, pkt, seq: Seq, ev) -> tuple | None:
         """(ts, clock) of a track event; None when its clock is unknown."""
         if pkt.HasField("timestamp"):
             ts = pkt.timestamp
@@ -204,7 +204,7 @@ class Walk:
             ts, clock = None, self.primary_clock[0]
         return ts, clock
 
-    def event(self, pkt, seq: _Seq) -> None:
+    def event(self, pkt, seq: Seq) -> None:
         ev = pkt.track_event
         got = self._timestamp(pkt, seq, ev)
         if got is None:
@@ -216,7 +216,7 @@ class Walk:
         if track is None:
             track = 0
         etype = ev.type
-        if etype == _END:
+        if etype == END:
             stack = self.open_slices.get(track)
             if not stack:
                 self.unmatched_ends += 1
@@ -225,20 +225,20 @@ class Walk:
             s[2] = (ts, clock)
             self.slices.append(s)
             return
-        if etype == _COUNTER:
+        if etype == COUNTER:
             self.counters_seen[track] += 1
             return
-        if etype != _BEGIN and etype != _INSTANT:
+        if etype != BEGIN and etype != INSTANT:
             return
         self._begin(ev, seq, track, etype, (ts, clock))
 
-    def _begin(self, ev, seq: _Seq, track: int, etype: int, when: tuple) -> None:
+    def _begin(self, ev, seq: Seq, track: int, etype: int, when: tuple) -> None:
         iid = ev.name_iid
         if iid:
             name = seq.names.get(iid)
             if name is None:
                 self.unresolved += 1
-                if etype == _BEGIN:
+                if etype == BEGIN:
                     self.open_slices[track].append([track, None, None, None, (), {}, (), -1])
                 return
         else:
@@ -252,7 +252,7 @@ class Walk:
             cats = tuple(ev.categories)
         rec = [track, when, None, name, cats, _annotations(ev, seq), _flows(ev), self.n_begun]
         self.n_begun += 1
-        if etype == _INSTANT:
+        if etype == INSTANT:
             rec[2] = rec[1]
             self.slices.append(rec)
         else:
@@ -293,7 +293,7 @@ class Walk:
         slices = [s for s in slices if s[1] is not None and s[2] is not None]
         slices.sort(key=itemgetter(1, 7))
         target = self.primary_clock[0]
-        clock_name = _CLOCK_NAMES.get(target, f"clock {target}")
+        clock_name = CLOCK_NAMES.get(target, f"clock {target}")
         if self.hipscope_made and self.source_clock:
             clock_name = self.source_clock  # hipscope's export keeps the source's clock
         return slices, clock_name
