@@ -51,6 +51,7 @@ bench: $(VENV)/.installed
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.load --json
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.timeline --kernels 5000000 --json
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.gui_stall --json
+	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.gui_memory --json
 	QT_QPA_PLATFORM=offscreen $(PY) -m benchmarks.table
 
 clean:

@@ -48,6 +48,11 @@ BENCHES: dict[str, tuple[list[str], list[str], list[Target]]] = {
         Target("first open / pandas read_csv",
                lambda r: r["first_open_s"] / r["pandas_read_s"], 1.0, "x"),
     ]),
+    "first_frame": ([], ["--kernels", "200000"], [
+        Target("app cold first frame / headless report",
+               lambda r: r["cold_s"] / r["headless_report_s"], 1.3, "x"),
+        Target("app warm first frame / cold", lambda r: r["warm_s"] / r["cold_s"], 0.2, "x"),
+    ]),
     "bench_kineto": ([], [], [
         Target("Kineto 1M events", lambda r: r["s"], 2.0, "s"),
         Target("Kineto 1M events peak RSS", lambda r: r["peak_rss_mb"], 1000, "MB"),

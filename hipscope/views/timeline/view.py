@@ -20,6 +20,7 @@ from ...analysis import lod
 from ...model.view_state import Selection
 from ...qt.document import Document
 from ...qt.timeline_api import RangeStats
+from . import first_frame
 from . import palette as pal
 from . import render as rd
 from .find_ctl import TimelineFind
@@ -460,6 +461,7 @@ class TimelineView(QWidget):
 
     def paintEvent(self, event) -> None:
         self._render_on(self)
+        first_frame.painted(self.stats.rects)
 
     def export_png(self, path) -> bool:
         """Save the view as a PNG picture (the widget's current size)."""

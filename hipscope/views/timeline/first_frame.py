@@ -1,0 +1,31 @@
+"""The first-frame probe behind ``benchmarks/first_frame.py`` (issue 14).
+
+With ``HIPSCOPE_FIRST_FRAME=print`` (or ``=exit``) in the environment, the first paint
+of a timeline that drew kernels prints ``HIPSCOPE_FIRST_FRAME <unix time>`` to stderr
+(and with ``exit`` quits the application): the benchmark subtracts its own launch time
+to get process start to first drawn timeline. Off by default; costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+ENV = "HIPSCOPE_FIRST_FRAME"
+_done = False
+
+
+def painted(rects: int) -> None:
+    """Called after each timeline paint with the number of kernel rectangles drawn."""
+    global _done
+    mode = os.environ.get(ENV)
+    if _done or not mode or rects <= 0:
+        return
+    _done = True
+    print(f"{ENV} {time.time():.6f}", file=sys.stderr, flush=True)
+    if mode == "exit":
+        QTimer.singleShot(0, QApplication.quit)
