@@ -39,6 +39,8 @@ class Steps:
     start: np.ndarray         # int64 ns
     end: np.ndarray
     steady: np.ndarray        # bool
+    pid: int = -1             # the thread whose ranges they are
+    tid: int = -1
 
     def __len__(self) -> int:
         return len(self.start)
@@ -110,7 +112,32 @@ def find_steps(trace: Trace) -> Steps | None:
     source = ("ProfilerStep markers" if pat == "ProfilerStep#N"
               else f"the repeated top-level range '{pat}'")
     return Steps(pat, source, s[r].astype(np.int64), e[r].astype(np.int64),
-                 steady_mask(s[r], e[r]))
+                 steady_mask(s[r], e[r]), int(pid[r[0]]), int(tid[r[0]]))
+
+
+def gpu_step_ends(trace: Trace, steps: Steps) -> np.ndarray | None:
+    """Where each step's GPU work ends: the last end of a kernel launched (by its
+    ``api_index``) from the steps' thread inside the step's range, never before the
+    range's end. A host that queues its launches and runs ahead leaves its range long
+    before its kernels end; the step a user times is then the GPU's, the time between
+    two steps' GPU ends. None when the trace links no kernel to its launch call."""
+    k, api = trace.kernels, trace.api
+    if len(k) == 0 or len(api) == 0 or not k.has("api_index"):
+        return None
+    ai = k.numpy("api_index", fill=-1).astype(np.int64)
+    rows = np.flatnonzero(ai >= 0)
+    if len(rows) == 0:
+        return None
+    call = ai[rows]
+    mine = ((api.numpy("pid", fill=-1).astype(np.int64)[call] == steps.pid)
+            & (api.numpy("tid", fill=-1).astype(np.int64)[call] == steps.tid))
+    t = api.numpy("start")[call[mine]]
+    kend = k.numpy("end")[rows[mine]]
+    i = np.searchsorted(steps.start, t, side="right") - 1
+    inside = (i >= 0) & (t < steps.end[np.clip(i, 0, None)])
+    tail = steps.end.copy()
+    np.maximum.at(tail, i[inside], kend[inside])
+    return tail
 
 
 def _pattern(name: str) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.idle import Coverage
-from ..analysis.steps import Steps
+from ..analysis.steps import Steps, gpu_step_ends
 from ..model.api_names import LAUNCH_RE, is_sync_call
 from .context import TraceContext
 from .proposals import Estimate
@@ -80,6 +80,16 @@ def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | No
     return "kernel window", np.array([k0], np.int64), np.array([k1], np.int64), st
 
 
+def gpu_step_ns(ctx: TraceContext, st: Steps) -> int:
+    """Median steady-state step on the GPU: from the end of the previous step's GPU
+    work to the end of this one's (0 when the trace cannot tell)."""
+    ends = gpu_step_ends(ctx.trace, st)
+    if ends is None or len(ends) < 2:
+        return 0
+    period = np.diff(ends)[st.steady[1:]]
+    return int(np.median(period)) if len(period) else 0
+
+
 def estimate(ctx: TraceContext, pieces: Pieces) -> Estimate:
     """The gain of ``pieces`` per steady-state step (or over the kernel window)."""
     basis, ws, we, st = _windows(ctx)
@@ -95,6 +105,7 @@ def estimate(ctx: TraceContext, pieces: Pieces) -> Estimate:
         span_ns=t1 - t0, span_gain_ns=int(wall.within(np.array([t0]), np.array([t1]))[0]),
         steps=st.steady_count if basis == "steps" else 0,
         step_ns=int(st.median_ns) if basis == "steps" else 0,
+        gpu_step_ns=gpu_step_ns(ctx, st) if basis == "steps" else 0,
         step_source=st.source if st else "",
         per_device={k: v for k, v in per_device.items() if v},
         per_thread={k: v for k, v in per_thread.items() if v})

@@ -82,6 +82,9 @@ class Experiment:
         return bool(self.env or self.args) and self.recipe is None
 
 
+GPU_LAG = 1.25                  # GPU step over host step above which the estimate says so
+
+
 @dataclass
 class Estimate:
     """How much a proposal may give, in the unit the user compares (``tuner.estimate``).
@@ -102,6 +105,13 @@ class Estimate:
     step_source: str = ""
     per_device: dict[str, int] = field(default_factory=dict)
     per_thread: dict[str, int] = field(default_factory=dict)
+    gpu_step_ns: int = 0            # median steady step to the end of its GPU work
+
+    @property
+    def gpu_lags(self) -> bool:
+        """The GPU's step is much longer than the host's step ranges (the host ran
+        ahead): the step time and the window are the host's, not what a user times."""
+        return self.basis == "steps" and self.gpu_step_ns > GPU_LAG * self.step_ns
 
     @property
     def fraction(self) -> float:
@@ -116,9 +126,12 @@ class Estimate:
         span = f"{self.span_fraction:.1%} of the {fmt_duration(self.span_ns)} span"
         if self.basis == "steps":
             after = self.step_ns * (1 - self.fraction)
+            lag = (f"; but the GPU's step is {fmt_duration(self.gpu_step_ns)} (its kernels "
+                   "end after the host's step ranges): these step figures are the host's, "
+                   "so the estimate may be far off; the A/B will tell" if self.gpu_lags else "")
             return (f"step {fmt_duration(self.step_ns)} -> about {fmt_duration(after)} "
                     f"(-{self.fraction:.0%}) over {self.steps} steady-state "
-                    f"step{'s' if self.steps != 1 else ''} ({self.step_source}); {span}")
+                    f"step{'s' if self.steps != 1 else ''} ({self.step_source}); {span}{lag}")
         why = (f"its steps ({self.step_source}) hold no kernels" if self.step_source
                else "the trace marks no steps")
         return (f"{self.fraction:.1%} of the {fmt_duration(self.window_ns)} kernel window "

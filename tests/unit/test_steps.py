@@ -147,3 +147,85 @@ def test_ranks_stepping_at_once_give_one_thread_s_steps():
     st = find_steps(_markers(rows))
     assert st is not None and st.name == "ProfilerStep#N" and len(st) == 3
     assert np.all(np.diff(st.start) == 1000)
+
+
+def _host_ahead(gpu_ns: int, n: int = 6, host_ns: int = 1_000_000) -> Trace:
+    """n back-to-back 'step i' ranges of ``host_ns`` on thread 9, each launching one
+    kernel; the kernels run one after another, ``gpu_ns`` each, on one stream."""
+    start = np.arange(n, dtype=np.int64) * host_ns
+    markers = build_table("markers", {
+        "name": [f"step {i}" for i in range(n)], "domain": ["user_annotation"] * n,
+        "start": start, "end": start + host_ns, "depth": np.zeros(n, np.int16),
+        "pid": np.full(n, 1, np.int32), "tid": np.full(n, 9, np.int64)})
+    call = start + 100_000
+    api = build_table("api", {
+        "name": ["cudaLaunchKernel"] * n, "domain": ["cuda_runtime"] * n, "start": call,
+        "end": call + 10_000, "pid": np.full(n, 1, np.int32), "tid": np.full(n, 9, np.int64),
+        "correlation_id": np.arange(n, dtype=np.int64)})
+    ks = np.maximum(call + 20_000, 120_000 + np.arange(n, dtype=np.int64) * gpu_ns)
+    kernels = build_table("kernels", {
+        "name": ["k"] * n, "device": np.zeros(n, np.int16), "start": ks, "end": ks + gpu_ns,
+        "stream": np.zeros(n, np.int32), "correlation_id": np.arange(n, dtype=np.int64),
+        "api_index": np.arange(n, dtype=np.int32)})
+    return Trace(markers=markers, api=api, kernels=kernels, meta={"format": "test"})
+
+
+def test_gpu_step_ends_follow_the_kernels_each_step_launched():
+    from hipscope.analysis.steps import gpu_step_ends
+
+    tr = _host_ahead(gpu_ns=4_000_000)
+    st = find_steps(tr)
+    ends = gpu_step_ends(tr, st)
+    # by hand: kernel i runs [120 µs + 4 ms i, 120 µs + 4 ms (i + 1))
+    assert ends.tolist() == [120_000 + 4_000_000 * (i + 1) for i in range(6)]
+    quick = _host_ahead(gpu_ns=300_000)        # kernels end inside their steps
+    assert gpu_step_ends(quick, find_steps(quick)).tolist() == find_steps(quick).end.tolist()
+
+
+def test_the_estimate_says_when_the_gpu_runs_behind_the_hosts_steps():
+    from hipscope.tuner.context import TraceContext
+    from hipscope.tuner.estimate import Pieces, estimate
+
+    for gpu_ns, lags in ((4_000_000, True), (300_000, False)):
+        ctx = TraceContext(_host_ahead(gpu_ns))
+        est = estimate(ctx, Pieces.of([]))
+        assert est.basis == "steps" and est.step_ns == 1_000_000
+        assert est.gpu_lags is lags
+        assert ("the GPU's step is 4.00 ms" in est.text()) is lags, est.text()
+
+
+def _raw_gpu_step(path: Path) -> tuple[float, float]:
+    """(median host step, median GPU step) of a recorded torch trace, by plain json:
+    'step#N' ranges; for each, the last end of the kernels whose launch call (same
+    correlation id) starts inside it; the GPU step is the time between those ends."""
+    ev = json.load(gzip.open(path))["traceEvents"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                   if e.get("cat") == "user_annotation" and str(e["name"]).startswith("step#"))
+    call = {e["args"]["correlation"]: e["ts"] for e in ev
+            if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    tails = [b for _, b in steps]
+    for e in ev:
+        if e.get("cat") == "kernel" and e["args"].get("correlation") in call:
+            t = call[e["args"]["correlation"]]
+            for i, (a, b) in enumerate(steps):
+                if a <= t < b:
+                    tails[i] = max(tails[i], e["ts"] + e["dur"])
+    host = [b - a for a, b in steps][1:]              # the first is warm-up
+    gpu = np.diff(tails)
+    return float(np.median(host)), float(np.median(gpu))
+
+
+def test_the_recorded_h200_streams_run_is_flagged_and_the_others_are_not():
+    """section5/streams: host steps 0.60 ms, GPU step ~2.4 ms (own timing 2.42 ms)."""
+    from hipscope.tuner.context import TraceContext
+    from hipscope.tuner.estimate import gpu_step_ns, steps_of
+
+    for name, lags in (("streams", True), ("decode", False), ("sync", False),
+                       ("pageable", False)):
+        path = DATA / "gpu" / "section5" / name / "trace.json.gz"
+        host_us, gpu_us = _raw_gpu_step(path)
+        ctx = TraceContext(open_trace(path))
+        st = steps_of(ctx)
+        assert abs(st.median_ns / 1e3 - host_us) <= 0.02 * host_us
+        assert abs(gpu_step_ns(ctx, st) / 1e3 - gpu_us) <= 0.02 * gpu_us
+        assert (gpu_us > 1.25 * host_us) is lags, (name, host_us, gpu_us)
