@@ -1,7 +1,7 @@
 """The first-frame probe behind ``benchmarks/first_frame.py`` (issue 14).
 
 With ``HIPSCOPE_FIRST_FRAME=print`` (or ``=exit``) in the environment, the first paint
-of a timeline that drew kernels prints ``HIPSCOPE_FIRST_FRAME <unix time>`` to stderr
+of a timeline that drew events prints ``HIPSCOPE_FIRST_FRAME <unix time>`` to stderr
 (and with ``exit`` quits the application): the benchmark subtracts its own launch time
 to get process start to first drawn timeline. Off by default; costs one dict lookup.
 """
@@ -19,11 +19,12 @@ ENV = "HIPSCOPE_FIRST_FRAME"
 _done = False
 
 
-def painted(rects: int) -> None:
-    """Called after each timeline paint with the number of kernel rectangles drawn."""
+def painted(drawn: int) -> None:
+    """Called after each timeline paint with how much it drew (rectangles plus the
+    pixel columns of sub-pixel events)."""
     global _done
     mode = os.environ.get(ENV)
-    if _done or not mode or rects <= 0:
+    if _done or not mode or drawn <= 0:
         return
     _done = True
     print(f"{ENV} {time.time():.6f}", file=sys.stderr, flush=True)

@@ -461,7 +461,7 @@ class TimelineView(QWidget):
 
     def paintEvent(self, event) -> None:
         self._render_on(self)
-        first_frame.painted(self.stats.rects)
+        first_frame.painted(self.stats.rects + self.stats.density_columns)
 
     def export_png(self, path) -> bool:
         """Save the view as a PNG picture (the widget's current size)."""
