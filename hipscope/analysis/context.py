@@ -115,6 +115,9 @@ class TraceAnalyses:
     def steps(self, cancelled: CancelledFn | None = None):
         return self.get("steps", cancelled=cancelled)
 
+    def gpu_step_ends(self, cancelled: CancelledFn | None = None):
+        return self.get("gpu_step_ends", cancelled=cancelled)
+
     def graph_gaps(self, cancelled: CancelledFn | None = None):
         return self.get("graph_gaps", cancelled=cancelled)
 
@@ -235,6 +238,14 @@ def _steps(svc: TraceAnalyses, cancelled=None):
     from .steps import find_steps
 
     return find_steps(svc.trace)
+
+
+@result("gpu_step_ends", persist=False)
+def _gpu_step_ends(svc: TraceAnalyses, cancelled=None):
+    from .steps import gpu_step_ends
+
+    st = svc.steps(cancelled)
+    return None if st is None else gpu_step_ends(svc.trace, st)
 
 
 @result("graph_gaps")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.idle import Coverage
-from ..analysis.steps import Steps, gpu_step_ends
+from ..analysis.steps import Steps
 from ..model.api_names import LAUNCH_RE, is_sync_call
 from .context import TraceContext
 from .proposals import Estimate
@@ -83,7 +83,7 @@ def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | No
 def gpu_step_ns(ctx: TraceContext, st: Steps) -> int:
     """Median steady-state step on the GPU: from the end of the previous step's GPU
     work to the end of this one's (0 when the trace cannot tell)."""
-    ends = gpu_step_ends(ctx.trace, st)
+    ends = ctx.analyses.gpu_step_ends()         # once per trace, not per proposal
     if ends is None or len(ends) < 2:
         return 0
     period = np.diff(ends)[st.steady[1:]]
