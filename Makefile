@@ -15,7 +15,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard hipscope/parsers/*.c hipscope/parsers/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m pip install -q -e '.[test,dev,ranks]'
 	@touch $@
 
 demo: system-deps $(VENV)/.installed
