@@ -4,6 +4,7 @@ built from the launches (shared by ncu_csv and _ncu_summary)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from ..model import build_table
