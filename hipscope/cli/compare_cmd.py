@@ -184,17 +184,28 @@ def _op_lines(ops: dict[str, Any], name_width: int, top: int = 15) -> list[str]:
     return lines
 
 
+def _gpu_words(obj: dict[str, Any]) -> str | None:
+    """What is known of the GPUs, for the headline: different, or not named."""
+    g = obj.get("gpus") or {}
+    a, b = ", ".join(g.get("a") or []), ", ".join(g.get("b") or [])
+    if g.get("differ"):
+        return f"different GPUs (A: {a}, B: {b})"
+    if g.get("differ") is None and g:
+        from ..analysis.diff.comparison import unnamed_who
+
+        return f"{unnamed_who(g)} not named (A: {a}, B: {b}): same product unknown"
+    return None
+
+
 def _facts(obj: dict[str, Any]) -> list[str]:
-    """What the by-op verdict rests on, above the figures: level, coverage, GPUs."""
-    ops = obj.get("ops")
-    if ops is None or ops["level"] is None:
-        return []
-    cv, gpu = ops["coverage"], obj["provenance"].get("gpu") or {}
+    """What the verdict rests on, above the figures: level, coverage, GPUs."""
+    ops, gpus = obj.get("ops"), _gpu_words(obj)
+    if ops is None or ops["level"] is None:     # a known difference is the verdict's
+        return [gpus[0].upper() + gpus[1:]] if gpus and not obj["gpus"]["differ"] else []
+    cv = ops["coverage"]
     line = (f"Compared by {ops['level']}: matched ops hold {cv['a']:.0%} of A's and "
             f"{cv['b']:.0%} of B's attributed GPU time")
-    if gpu.get("differs"):
-        line += f"; different GPUs (A: {gpu.get('a')}, B: {gpu.get('b')})"
-    return [line]
+    return [line + (f"; {gpus}" if gpus else "")]
 
 
 def format_text(obj: dict[str, Any], a: str, b: str, name_width: int = 90) -> str:
