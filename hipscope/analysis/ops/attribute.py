@@ -21,7 +21,7 @@ import numpy as np
 from ...model import Trace
 from ...model.progress import CancelledFn, check_cancel
 from ..kernel_class import CLASSES, COPY, classes_of
-from .forest import OpForest, build_forest, pair_keys
+from .forest import OpForest, build_forest, pair_keys, proc_codes, row_ranks
 
 ATTRIBUTED, NO_CALL, NO_OP = 0, 1, 2
 
@@ -87,21 +87,31 @@ def innermost_op(forest: OpForest, thread: np.ndarray, t: np.ndarray) -> np.ndar
     return out
 
 
-def _call_threads(forest: OpForest, api) -> np.ndarray:
-    """Forest thread index of each API call, -1 when its thread has no op."""
+def _call_threads(forest: OpForest, trace: Trace) -> np.ndarray:
+    """Forest thread index of each API call, -1 when its thread has no op. With
+    several ranks, a thread is (rank, pid, tid): two hosts' pid 4037 stay apart."""
+    api = trace.api
     n = len(api)
     if n == 0 or len(forest.threads) == 0:
         return np.full(n, -1, np.int64)
     ok = api.valid("pid") & api.valid("tid")
     pid, tid = api.numpy("pid", fill=-1), api.numpy("tid", fill=0)
+    threads = forest.threads
+    if forest.proc_keys is not None:
+        rank = row_ranks(trace, "api")
+        if rank is None:        # the ops are per rank but the calls cannot be
+            return np.full(n, -1, np.int64)
+        pid, _ = proc_codes(pid, rank, forest.proc_keys)
+        ok &= pid >= 0
+        threads = forest.key_threads if forest.key_threads is not None else threads
     keys = pair_keys(pid, tid) if forest.thread_keys is not None else None
     if keys is not None and forest.thread_keys is not None:
         tk = forest.thread_keys
         pos = np.minimum(np.searchsorted(tk, keys), len(tk) - 1)
         return np.where(ok & (tk[pos] == keys), pos, -1)
     pairs = np.stack([pid.astype(np.int64), tid.astype(np.int64)], axis=1)
-    nt = len(forest.threads)
-    uniq, inv = np.unique(np.concatenate([forest.threads, pairs]), axis=0,
+    nt = len(threads)
+    uniq, inv = np.unique(np.concatenate([threads, pairs]), axis=0,
                           return_inverse=True)
     inv = inv.reshape(-1)
     lut = np.full(len(uniq), -1, np.int64)
@@ -130,7 +140,7 @@ def attribute(trace: Trace, forest: OpForest | None = None,
     api = trace.api
     call_start = api.numpy("start", fill=0).astype(np.int64) if len(api) else \
         np.zeros(0, np.int64)
-    call_op = innermost_op(forest, _call_threads(forest, api), call_start)
+    call_op = innermost_op(forest, _call_threads(forest, trace), call_start)
     check_cancel(cancelled)
     k_op, k_status, k_ns = _link(trace.kernels, call_op)
     c_op, c_status, c_ns = _link(trace.copies, call_op)
