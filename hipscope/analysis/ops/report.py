@@ -26,18 +26,34 @@ def _groups(att: OpAttribution, by_shapes: bool) -> tuple[np.ndarray, int]:
     return dense.reshape(-1), len(uniq)
 
 
+def nested_in_same(parent: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Per op: whether an op of its own group encloses it (``aten::sum`` inside
+    ``aten::sum``): such a call is part of the outer one, not another call."""
+    out = np.zeros(len(gid), bool)
+    idx = np.nonzero(parent >= 0)[0]
+    up = parent[idx]
+    while len(idx):
+        out[idx] |= gid[up] == gid[idx]
+        keep = ~out[idx] & (parent[up] >= 0)
+        idx, up = idx[keep], parent[up[keep]]
+    return out
+
+
 def op_rows(att: OpAttribution, by_shapes: bool = False) -> list[dict[str, Any]]:
     """One row per op name (per name and input shapes with ``by_shapes``) that
-    launched GPU work, by GPU time (largest first): name, count (instances),
-    cpu_ns (their summed durations), gpu_ns (kernels + copies they launched
-    themselves), kernels (how many), kernels_per_call, classes {class: ns}
-    (and shapes: the input shapes text, '' for none)."""
+    launched GPU work, by GPU time (largest first): name, count (calls: instances
+    not inside an instance of the same row), cpu_ns (those calls' summed durations),
+    gpu_ns (kernels + copies the row's ops launched themselves), kernels (how many),
+    kernels_per_call, classes {class: ns} (and shapes: the input shapes text, ''
+    for none)."""
     f = att.forest
     if len(f) == 0:
         return []
     gid, n = _groups(att, by_shapes)
-    count = np.bincount(gid, minlength=n)
-    cpu = np.bincount(gid, weights=(f.end - f.start).astype(np.float64), minlength=n)
+    outer = ~nested_in_same(f.parent, gid)
+    count = np.bincount(gid[outer], minlength=n)
+    cpu = np.bincount(gid[outer], weights=(f.end - f.start)[outer].astype(np.float64),
+                      minlength=n)
     op, _, ns, cls = att.events()
     ok = op >= 0
     ev_g = gid[op[ok]]
