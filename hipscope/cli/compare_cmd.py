@@ -24,7 +24,10 @@ kernels, provenance side by side, and a warning when the runs are not comparable
 {a, b}, kernels [{name, status, a_count, b_count, a_total_ns, b_total_ns, delta_ns,
 ratio, a/b_mean_ns, a/b_p95_ns, merged_names}] by |delta_ns|, added, removed, headline
 {key: {a, b, delta, ratio, unit}}, provenance {key: {a, b, differs}}, not_comparable,
-warnings, and with --align: aligned {label, offset_ns {a, b}, a, b, ratio}. With
+warnings, gpus {a, b, count {a, b}, unnamed {a, b}, differ} (differ: true, false, or
+null where a stand-in name such as "GPU 0" leaves it open: no refusal then), and with
+--align: aligned {label, offset_ns {a, b}, a, b, ratio}. Serialised replays
+(rocprof-compute, ncu) have no busy/idle figures (null), as in report. With
 several B: {"a": path, "comparisons": [{"b": path, ...one object each}]}.
 
 --by op (default auto: op when both runs have ops, e.g. PyTorch profiler traces)
@@ -35,12 +38,12 @@ vendors compare; different GPUs are then a fact among the warnings, and "not
 comparable" means no op, module or step matched. JSON key ops: {level (op, module or
 step), coverage {a, b} (share of each run's attributed GPU time inside matched ops),
 levels {level: {a, b}}, matched_ops, by_name [{name, a_count, b_count, a_gpu_ns,
-b_gpu_ns, delta_ns, ratio}], rows [{path, name, shapes, ...the same}] (matched ops by module
-path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns, ratio}], not_comparable, shapes}.
+b_gpu_ns, delta_ns, ratio}], rows [{path, name, shapes, b_shapes, ...the same}] (matched
+pairs of ops by A's module path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns, ratio}], not_comparable, shapes}.
 
 Rules file (--normalize): one regex substitution a line, "PATTERN" (delete matches)
-or "PATTERN => REPLACEMENT"; "@defaults" inserts the default rules (hashes, clone and
-.kd suffixes, Triton signature suffixes), "@templates" the template-argument rule;
+or "PATTERN => REPLACEMENT"; "@defaults" inserts the default rules (hashes, clone,
+.kd and " (.kd)" suffixes, Triton signature suffixes), "@templates" the template-argument rule;
 "#" starts a comment. Without the file the defaults apply."""
 
 
