@@ -39,7 +39,8 @@ comparable" means no op, module or step matched. JSON key ops: {level (op, modul
 step), coverage {a, b} (share of each run's attributed GPU time inside matched ops),
 levels {level: {a, b}}, matched_ops, by_name [{name, a_count, b_count, a_gpu_ns,
 b_gpu_ns, delta_ns, ratio}], rows [{path, name, shapes, b_shapes, ...the same}] (matched
-pairs of ops by A's module path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns, ratio}], not_comparable, shapes}.
+pairs of ops by A's module path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns,
+ratio}], not_comparable, shapes}.
 
 Rules file (--normalize): one regex substitution a line, "PATTERN" (delete matches)
 or "PATTERN => REPLACEMENT"; "@defaults" inserts the default rules (hashes, clone,

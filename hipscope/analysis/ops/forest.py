@@ -107,10 +107,9 @@ def row_ranks(trace: Trace, table: str) -> np.ndarray | None:
     ranks = trace.meta.get("ranks")
     if not isinstance(ranks, list) or len(ranks) < 2:
         return None
-    counts = [(r.get("rows") or {}).get(table) if isinstance(r, dict) else None
-              for r in ranks]
-    if not all(isinstance(c, int) and c >= 0 for c in counts) or \
-            sum(counts) != len(getattr(trace, table)):
+    got = [(r.get("rows") or {}).get(table) if isinstance(r, dict) else None for r in ranks]
+    counts = [c for c in got if isinstance(c, int) and c >= 0]
+    if len(counts) != len(ranks) or sum(counts) != len(getattr(trace, table)):
         return None
     return np.repeat(np.arange(len(ranks), dtype=np.int64), counts)
 
