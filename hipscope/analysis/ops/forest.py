@@ -184,6 +184,21 @@ def _inherit(levels: list[np.ndarray], parent: np.ndarray, own: np.ndarray) -> n
     return out
 
 
+def _rank_threads(rank: np.ndarray | None, rows: np.ndarray, pid: np.ndarray,
+                  tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict]:
+    """:func:`_thread_codes`, keyed by (rank, pid, tid) when ``rank`` (per marker row)
+    is given; the last item holds the forest's rank fields (see :class:`OpForest`)."""
+    if rank is None:
+        return (*_thread_codes(pid, tid), {})
+    code, proc_keys = proc_codes(pid, rank[rows])
+    key_threads, thread, thread_keys = _thread_codes(code, tid)
+    combo = proc_keys[key_threads[:, 0]]
+    real_pid = ((combo & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000     # back to signed int32
+    threads = np.stack([real_pid, key_threads[:, 1]], axis=1)
+    return threads, thread, thread_keys, {"proc_keys": proc_keys, "thread_rank": combo >> 32,
+                                          "key_threads": key_threads}
+
+
 def build_forest(trace: Trace) -> OpForest:
     """The op forest of ``trace`` (empty when it has no host ranges)."""
     m = trace.markers
@@ -197,20 +212,8 @@ def build_forest(trace: Trace) -> OpForest:
     tid = m.numpy("tid", fill=-1)[rows] if len(m) else np.zeros(0, np.int64)
     start = m.numpy("start", fill=0)[rows].astype(np.int64) if len(m) else pid
     end = m.numpy("end", fill=0)[rows].astype(np.int64) if len(m) else pid
-    rank = row_ranks(trace, "markers")
-    proc_keys = None
-    if rank is not None:
-        code, proc_keys = proc_codes(pid, rank[rows])
-        threads, thread, thread_keys = _thread_codes(code, tid)
-        key_threads = threads
-        combo = proc_keys[threads[:, 0]]
-        threads = np.stack([((combo & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000,
-                            threads[:, 1]], axis=1)
-        extra = {"proc_keys": proc_keys, "thread_rank": combo >> 32,
-                 "key_threads": key_threads}
-    else:
-        threads, thread, thread_keys = _thread_codes(pid, tid)
-        extra = {}
+    threads, thread, thread_keys, extra = _rank_threads(row_ranks(trace, "markers"), rows,
+                                                        pid, tid)
     # ties (identical intervals) keep file order: the later op is the inner one
     order = np.lexsort((np.arange(len(rows)), -end, start, thread))
     rows, thread, start, end = rows[order], thread[order], start[order], end[order]

@@ -39,10 +39,11 @@ def _ranks(trace: Trace, f: OpForest) -> pa.Array:
     """The job rank of each op's thread (distributedInfo), null where unknown."""
     n = len(f)
     if f.thread_rank is not None:
-        labels = [r.get("rank") if isinstance(r, dict) else None for r in trace.meta["ranks"]]
-        per_thread = [labels[int(i)] for i in f.thread_rank]
-        return pa.array([per_thread[int(t)] for t in f.thread], pa.int64()) if n else \
-            pa.nulls(0, pa.int64())
+        got = [r.get("rank") if isinstance(r, dict) else None for r in trace.meta["ranks"]]
+        labels = np.array([x if isinstance(x, int) and not isinstance(x, bool) else -1
+                           for x in got], np.int64)
+        per_op = labels[f.thread_rank.astype(np.int64)][f.thread] if n else labels[:0]
+        return pa.array(per_op, pa.int64(), mask=per_op < 0)
     r = trace.meta.get("rank")
     ok = isinstance(r, int) and not isinstance(r, bool)
     return pa.array(np.full(n, r if ok else 0, np.int64), pa.int64(), mask=np.full(n, not ok))
