@@ -143,6 +143,30 @@ def test_graph_replayed_kernels_belong_to_the_graph_launch_op():
     assert per_step == {f"step {i}": 20 * (48 + 12) for i in range(5)}
 
 
+def _graph_replayed(path: Path) -> int:
+    """GPU events of the file whose launch call (by correlation) is a graph launch."""
+    evs = [e for e in _events(path) if e.get("ph") == "X"]
+    graph = {e["args"]["correlation"] for e in evs if e.get("cat") in CALL_CATS
+             and "GraphLaunch" in e["name"] and "correlation" in e.get("args", {})}
+    return sum(1 for e in evs if e.get("cat") in GPU_CATS
+               and e.get("args", {}).get("correlation") in graph)
+
+
+@pytest.mark.parametrize("name", ["graph.json.gz", "eager.json.gz", "cudagraphs.json.gz"])
+def test_graph_replayed_work_is_marked_as_graph_launch(name, capsys):
+    path = next(p for p in GPU_DATA if p.name == name and (p.parent.name == "ops") ==
+                (name == "cudagraphs.json.gz"))
+    assert cli(["report", "--ops", "--json", "--no-cache", str(path)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert sum(r["graph_kernels"] for r in rep["ops"]) == _graph_replayed(path)
+    assert cli(["report", "--ops", "--no-cache", str(path)]) == 0
+    tagged = "[graph launch]" in capsys.readouterr().out
+    assert tagged == (name != "eager.json.gz")
+    if name == "graph.json.gz":     # 20 graph launches of 60 nodes in each step
+        assert {r["name"]: r["graph_kernels"] for r in rep["ops"]} == {
+            f"step {i}": 1200 for i in range(5)}
+
+
 # --------------------------------------------------------------------------- synthetic
 
 

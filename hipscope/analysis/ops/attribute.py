@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model import Trace
+from ...model.api_names import is_graph_launch
 from ...model.progress import CancelledFn, check_cancel
 from ..kernel_class import CLASSES, COPY, classes_of
 from .forest import OpForest, build_forest, pair_keys, proc_codes, row_ranks
@@ -39,6 +40,15 @@ class OpAttribution:
     copy_op: np.ndarray
     copy_status: np.ndarray
     copy_ns: np.ndarray
+    kernel_graph: np.ndarray | None = None    # launched by a graph launch (replayed)
+    copy_graph: np.ndarray | None = None
+
+    def graph_events(self) -> np.ndarray:
+        """Kernels then copies (as :meth:`events`): replayed by a graph launch."""
+        k = self.kernel_graph if self.kernel_graph is not None else \
+            np.zeros(len(self.kernel_op), bool)
+        c = self.copy_graph if self.copy_graph is not None else np.zeros(len(self.copy_op), bool)
+        return np.concatenate([k, c])
 
     def events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Kernels then copies: op, status, duration (ns), class index."""
@@ -132,6 +142,24 @@ def _link(table, call_op: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return op.astype(np.int64), status, np.maximum(ns, 0)
 
 
+def _graph_calls(api) -> np.ndarray:
+    """Per API row: a graph launch (cudaGraphLaunch, hipGraphLaunch)."""
+    if len(api) == 0:
+        return np.zeros(0, bool)
+    codes, cats = api.codes("name")
+    flag = np.array([is_graph_launch(c or "") for c in cats] + [False], bool)
+    return flag[np.where(codes < 0, len(cats), codes)]
+
+
+def _replayed(table, graph_call: np.ndarray) -> np.ndarray:
+    """Per row of kernels/copies: linked to a graph launch call."""
+    if len(table) == 0:
+        return np.zeros(0, bool)
+    idx = table.numpy("api_index", fill=-1).astype(np.int64)
+    ok = (idx >= 0) & (idx < len(graph_call))
+    return ok & graph_call[np.where(ok, idx, 0)] if len(graph_call) else ok
+
+
 def attribute(trace: Trace, forest: OpForest | None = None,
               cancelled: CancelledFn | None = None) -> OpAttribution:
     """The launching op of every kernel and copy of ``trace`` (see module docstring)."""
@@ -149,4 +177,6 @@ def attribute(trace: Trace, forest: OpForest | None = None,
         k_cls = classes_of(codes, cats)
     else:
         k_cls = np.zeros(0, np.int8)
-    return OpAttribution(forest, k_op, k_status, k_ns, k_cls, c_op, c_status, c_ns)
+    graph = _graph_calls(api)
+    return OpAttribution(forest, k_op, k_status, k_ns, k_cls, c_op, c_status, c_ns,
+                         _replayed(trace.kernels, graph), _replayed(trace.copies, graph))

@@ -59,6 +59,7 @@ def op_rows(att: OpAttribution, by_shapes: bool = False) -> list[dict[str, Any]]
     ev_g = gid[op[ok]]
     gpu = np.bincount(ev_g, weights=ns[ok], minlength=n)
     kernels = np.bincount(ev_g, minlength=n)
+    graph = np.bincount(ev_g, weights=att.graph_events()[ok], minlength=n)
     by_cls = np.bincount(ev_g * len(CLASSES) + cls[ok].astype(np.int64), weights=ns[ok],
                          minlength=n * len(CLASSES)).reshape(n, len(CLASSES))
     first = np.zeros(n, np.int64)
@@ -69,6 +70,7 @@ def op_rows(att: OpAttribution, by_shapes: bool = False) -> list[dict[str, Any]]
             "name": f.name_of(int(first[i])), "count": int(count[i]),
             "cpu_ns": int(cpu[i]), "gpu_ns": int(gpu[i]), "kernels": int(kernels[i]),
             "kernels_per_call": float(kernels[i] / count[i]),
+            "graph_kernels": int(graph[i]),
             "classes": {c: int(v) for c, v in zip(CLASSES, by_cls[i]) if v > 0},
         }
         if by_shapes:
@@ -98,6 +100,15 @@ def ops_report(trace: Trace, att: OpAttribution | None = None, top: int | None =
     }
 
 
+def _graph_tag(row: dict[str, Any]) -> str:
+    """' [graph launch]' when the op's GPU work was replayed from a graph (its kernels
+    ran for the graph launch inside the op, not for the op's own launches)."""
+    g = row.get("graph_kernels") or 0
+    if not g:
+        return ""
+    return " [graph launch]" if g == row["kernels"] else f" [graph launch: {g:,}]"
+
+
 def format_ops_text(rep: dict[str, Any], name_width: int = 60) -> str:
     """The ops table for people."""
     if not rep["ops_count"]:
@@ -105,8 +116,9 @@ def format_ops_text(rep: dict[str, Any], name_width: int = 60) -> str:
     lines = [f"{'GPU time':>12} {'CPU time':>12} {'calls':>8} {'kernels':>8} {'k/call':>7}"
              "  Op (launching op, by GPU time)   top classes"]
     for r in rep["ops"]:
-        label = r["name"] + (f" {r['shapes']}" if r.get("shapes") else "")
-        name = label if len(label) <= name_width else label[:name_width - 3] + "..."
+        label, tag = r["name"] + (f" {r['shapes']}" if r.get("shapes") else ""), _graph_tag(r)
+        room = name_width - len(tag)
+        name = (label if len(label) <= room else label[:room - 3] + "...") + tag
         top = sorted(r["classes"].items(), key=lambda kv: -kv[1])[:2]
         cls = ", ".join(f"{c} {v / max(r['gpu_ns'], 1):.0%}" for c, v in top)
         lines.append(f"{fmt_duration(r['gpu_ns']):>12} {fmt_duration(r['cpu_ns']):>12} "
