@@ -42,10 +42,12 @@ RULES: tuple[ClassRule, ...] = (
               r"reduce_?scatter|all_?to_?all",
               "NCCL/RCCL device kernels (ncclKernel_*, ncclDevKernel_*); vLLM custom all-reduce"),
     ClassRule(COPY, r"__amd_rocclr_(copy|fill)|direct_copy_kernel|CatArrayBatchedCopy|"
-              r"FillFunctor|\bmem(cpy|set)",
+              r"FillFunctor|\bmem(cpy|set)|SubTensorOpWith",
               "ROCclr blit kernels behind hipMemcpy/hipMemset (rocclr/device/blit*); "
               "PyTorch copy_/cat/fill_ kernels (aten/src/ATen/native/cuda/Copy.cu, "
-              "Shape.cu, FillKernel.cu)"),
+              "Shape.cu, FillKernel.cu); MIOpen's set/copy/cast tensor kernels "
+              "(SubTensorOpWithScalar/SubTensor/CastTensor*d behind miopenSetTensor, "
+              "miopenCopyTensor, miopenCastTensor)"),
     ClassRule(ATTENTION, r"flash|fmha|attn_(fwd|bwd)|_attn\b|attention|sdpa|mha_(fwd|bwd)",
               "FlashAttention (flash_fwd_kernel), CK/aiter fmha, Triton attn_fwd "
               "(ROCm flash-attention Triton backend), xformers/cuDNN fmha, paged_attention"),

@@ -77,12 +77,14 @@ def _warnings(trace: Trace, real_timeline: bool, graph_gaps: str | None,
     if graph_gaps:
         more.append(Diagnostic("analysis.incomplete_graph_replay", "warning", graph_gaps))
     if not real_timeline and len(trace.kernels):
-        more.append(Diagnostic(
-            "report.no_real_timeline", "info",
-            "GPU busy, idle and concurrency figures are left out: the kernel times in this "
-            "file are not a real timeline (serialised replay or no timestamps)"))
+        more.append(Diagnostic("report.no_real_timeline", "info", NO_REAL_TIMELINE))
     return {"warnings": trace.warnings + [d.message for d in more],
             "diagnostics": diagnostics(trace) + [d.as_dict() for d in more]}
+
+
+#: why busy, idle and concurrency are withheld (the report's and compare's sentence)
+NO_REAL_TIMELINE = ("GPU busy, idle and concurrency figures are left out: the kernel times in "
+                    "this file are not a real timeline (serialised replay or no timestamps)")
 
 
 def has_real_timeline(trace: Trace) -> bool:

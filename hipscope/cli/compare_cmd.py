@@ -24,7 +24,10 @@ kernels, provenance side by side, and a warning when the runs are not comparable
 {a, b}, kernels [{name, status, a_count, b_count, a_total_ns, b_total_ns, delta_ns,
 ratio, a/b_mean_ns, a/b_p95_ns, merged_names}] by |delta_ns|, added, removed, headline
 {key: {a, b, delta, ratio, unit}}, provenance {key: {a, b, differs}}, not_comparable,
-warnings, and with --align: aligned {label, offset_ns {a, b}, a, b, ratio}. With
+warnings, gpus {a, b, count {a, b}, unnamed {a, b}, differ} (differ: true, false, or
+null where a stand-in name such as "GPU 0" leaves it open: no refusal then), and with
+--align: aligned {label, offset_ns {a, b}, a, b, ratio}. Serialised replays
+(rocprof-compute, ncu) have no busy/idle figures (null), as in report. With
 several B: {"a": path, "comparisons": [{"b": path, ...one object each}]}.
 
 --by op (default auto: op when both runs have ops, e.g. PyTorch profiler traces)
@@ -35,12 +38,13 @@ vendors compare; different GPUs are then a fact among the warnings, and "not
 comparable" means no op, module or step matched. JSON key ops: {level (op, module or
 step), coverage {a, b} (share of each run's attributed GPU time inside matched ops),
 levels {level: {a, b}}, matched_ops, by_name [{name, a_count, b_count, a_gpu_ns,
-b_gpu_ns, delta_ns, ratio}], rows [{path, name, shapes, ...the same}] (matched ops by module
-path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns, ratio}], not_comparable, shapes}.
+b_gpu_ns, delta_ns, ratio}], rows [{path, name, shapes, b_shapes, ...the same}] (matched
+pairs of ops by A's module path), classes [{class, a_gpu_ns, b_gpu_ns, delta_ns,
+ratio}], not_comparable, shapes}.
 
 Rules file (--normalize): one regex substitution a line, "PATTERN" (delete matches)
-or "PATTERN => REPLACEMENT"; "@defaults" inserts the default rules (hashes, clone and
-.kd suffixes, Triton signature suffixes), "@templates" the template-argument rule;
+or "PATTERN => REPLACEMENT"; "@defaults" inserts the default rules (hashes, clone,
+.kd and " (.kd)" suffixes, Triton signature suffixes), "@templates" the template-argument rule;
 "#" starts a comment. Without the file the defaults apply."""
 
 
@@ -184,17 +188,28 @@ def _op_lines(ops: dict[str, Any], name_width: int, top: int = 15) -> list[str]:
     return lines
 
 
+def _gpu_words(obj: dict[str, Any]) -> str | None:
+    """What is known of the GPUs, for the headline: different, or not named."""
+    g = obj.get("gpus") or {}
+    a, b = ", ".join(g.get("a") or []), ", ".join(g.get("b") or [])
+    if g.get("differ"):
+        return f"different GPUs (A: {a}, B: {b})"
+    if g.get("differ") is None and g:
+        from ..analysis.diff.comparison import unnamed_who
+
+        return f"{unnamed_who(g)} not named (A: {a}, B: {b}): same product unknown"
+    return None
+
+
 def _facts(obj: dict[str, Any]) -> list[str]:
-    """What the by-op verdict rests on, above the figures: level, coverage, GPUs."""
-    ops = obj.get("ops")
-    if ops is None or ops["level"] is None:
-        return []
-    cv, gpu = ops["coverage"], obj["provenance"].get("gpu") or {}
+    """What the verdict rests on, above the figures: level, coverage, GPUs."""
+    ops, gpus = obj.get("ops"), _gpu_words(obj)
+    if ops is None or ops["level"] is None:     # a known difference is the verdict's
+        return [gpus[0].upper() + gpus[1:]] if gpus and not obj["gpus"]["differ"] else []
+    cv = ops["coverage"]
     line = (f"Compared by {ops['level']}: matched ops hold {cv['a']:.0%} of A's and "
             f"{cv['b']:.0%} of B's attributed GPU time")
-    if gpu.get("differs"):
-        line += f"; different GPUs (A: {gpu.get('a')}, B: {gpu.get('b')})"
-    return [line]
+    return [line + (f"; {gpus}" if gpus else "")]
 
 
 def format_text(obj: dict[str, Any], a: str, b: str, name_width: int = 90) -> str:

@@ -6,14 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-MODES = ("names", "shapes")
+MODES = ("names", "shapes", "table")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ops", choices=MODES, metavar="[shapes]",
+    p.add_argument("--ops", choices=MODES, metavar="[shapes|table]",
                    help="per launching op (PyTorch op, annotation, roctx/NVTX range): calls, "
                         "CPU and GPU time, kernels per call, kernel classes; '--ops shapes': "
-                        "per op and input shapes")
+                        "per op and input shapes; '--ops table': also every op as a row "
+                        "(JSON key op_table, with --json)")
 
 
 def normalize_argv(argv: list[str]) -> list[str]:
@@ -39,13 +40,24 @@ def extend(rep: dict[str, Any], trace, args: argparse.Namespace) -> None:
     from ..analysis.context import analyses_of
     from ..analysis.ops import ops_report
 
-    rep.update(ops_report(trace, analyses_of(trace).ops(), top=None if args.json else args.top,
+    att = analyses_of(trace).ops()
+    rep.update(ops_report(trace, att, top=None if args.json else args.top,
                           by_shapes=args.ops == "shapes"))
+    if args.ops == "table":
+        from ..analysis.ops import ops_table
+
+        table = ops_table(trace, att)
+        rep["op_table"] = table.to_pylist() if args.json else None
+        rep["op_table_rows"] = table.num_rows
 
 
 def text(rep: dict[str, Any], args: argparse.Namespace) -> str | None:
     if not args.ops:
         return None
-    from ..analysis.ops import format_ops_text
+    from ..analysis.ops import OP_TABLE_COLUMNS, format_ops_text
 
-    return format_ops_text(rep)
+    out = format_ops_text(rep)
+    if args.ops == "table":
+        out += (f"\nOp table: {rep['op_table_rows']:,} ops ({', '.join(OP_TABLE_COLUMNS)}); "
+                "--json prints them under op_table")
+    return out

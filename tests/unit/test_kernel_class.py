@@ -35,6 +35,8 @@ EXPECTED = [
     ("amd-mi210-gpu-only-tracelens", "batch_norm_backward_kernel", "normalization"),
     ("amd-mi210-gpu-only-tracelens", "batched_transpose_4x64_half", "other"),
     ("amd-mi210-gpu-only-tracelens", "max_pool_forward_nchw<c10::BFloat16>", "other"),
+    ("amd-mi210-gpu-only-tracelens", "SubTensorOpWithScalar1d", "copy/memset"),
+    ("amd-mi210-gpu-only-tracelens", "SubTensorOpWithCastTensor1d", "copy/memset"),
     ("amd-mi250-rocm6.2-hta", "direct_copy_kernel_cuda", "copy/memset"),
     ("amd-mi250-rocm6.2-hta", "multi_tensor_apply_kernel", "elementwise"),
     # NVIDIA: cuBLAS/cuBLASLt, CUTLASS, FlashAttention, cuDNN, NCCL, cub, inductor

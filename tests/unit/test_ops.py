@@ -52,16 +52,37 @@ def _events(path: Path) -> list[dict]:
     return json.loads(raw)["traceEvents"]
 
 
+def independent_calls(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """(calls per op name, their summed CPU ns): an op inside an op of the same name
+    on its thread (aten::sum in aten::sum) is part of that call, not another one."""
+    groups = defaultdict(list)
+    for i, e in enumerate(e for e in _events(path) if e.get("ph") == "X"):
+        if e.get("cat") in OP_CATS:
+            s = _ns(float(e["ts"]))
+            groups[(e["pid"], e["tid"], e["name"])].append((s, -(s + _ns(float(e["dur"]))), i))
+    count: dict[str, int] = defaultdict(int)
+    cpu: dict[str, int] = defaultdict(int)
+    for (_, _, name), ops in groups.items():
+        outer_end = None
+        for s, neg_end, _ in sorted(ops):
+            if outer_end is not None and -neg_end <= outer_end:
+                continue                              # inside the last outer call
+            outer_end = -neg_end
+            count[name] += 1
+            cpu[name] += -neg_end - s
+    return dict(count), dict(cpu)
+
+
 def independent_ops(path: Path) -> tuple[dict[str, int], dict[str, int], int]:
-    """(GPU ns per launching-op name, op instances per name, unattributed GPU ns)."""
+    """(GPU ns per launching-op name, calls per name (independent_calls), unattributed
+    GPU ns)."""
     evs = [e for e in _events(path) if e.get("ph") == "X"]
     ops = defaultdict(list)
-    count: dict[str, int] = defaultdict(int)
     for i, e in enumerate(evs):
         if e.get("cat") in OP_CATS:
             s = _ns(float(e["ts"]))
             ops[(e["pid"], e["tid"])].append((s, s + _ns(float(e.get("dur", 0))), i, e["name"]))
-            count[e["name"]] += 1
+    count, _ = independent_calls(path)
     calls = {e["args"]["correlation"]: e for e in evs
              if e.get("cat") in CALL_CATS and "correlation" in e.get("args", {})}
     gpu: dict[str, int] = defaultdict(int)
@@ -88,12 +109,27 @@ def test_report_ops_gpu_time_per_op_equals_independent_attribution(path, capsys)
     assert cli(["report", "--ops", "--json", "--no-cache", str(path)]) == 0
     rep = json.loads(capsys.readouterr().out)
     gpu, count, lost = independent_ops(path)
+    _, cpu = independent_calls(path)
     assert {r["name"]: r["gpu_ns"] for r in rep["ops"]} == {n: v for n, v in gpu.items()}
     assert {r["name"]: r["count"] for r in rep["ops"]} == {n: count[n] for n in gpu}
+    assert {r["name"]: r["cpu_ns"] for r in rep["ops"]} == {n: cpu[n] for n in gpu}
     assert rep["ops_unattributed_gpu_ns"] == lost
     for r in rep["ops"]:
         assert sum(r["classes"].values()) == r["gpu_ns"]
         assert r["kernels_per_call"] == pytest.approx(r["kernels"] / r["count"])
+
+
+def test_an_op_inside_an_op_of_its_name_is_one_call(capsys):
+    """event_sync: aten::sum (39 µs) encloses aten::sum (34 µs), which launches the
+    reduction: one call of 39 µs CPU with one kernel, not two calls of 73 µs."""
+    path = SAMPLES / "kineto" / "nvidia-a100-event-sync-hta" / "event_sync_trace.json.gz"
+    sums = [e for e in _events(path) if e.get("name") == "aten::sum"]
+    assert [e["dur"] for e in sums] == [39, 34] and sums[0]["ts"] < sums[1]["ts"]
+    assert cli(["report", "--ops", "--json", "--no-cache", str(path)]) == 0
+    row = next(r for r in json.loads(capsys.readouterr().out)["ops"]
+               if r["name"] == "aten::sum")
+    assert (row["count"], row["cpu_ns"], row["kernels"], row["kernels_per_call"]) == \
+        (1, 39_000, 1, 1.0)
 
 
 def test_graph_replayed_kernels_belong_to_the_graph_launch_op():
@@ -105,6 +141,30 @@ def test_graph_replayed_kernels_belong_to_the_graph_launch_op():
     names = [att.forest.name_of(i) for i in np.concatenate([att.kernel_op, att.copy_op])]
     per_step = {n: names.count(n) for n in set(names)}
     assert per_step == {f"step {i}": 20 * (48 + 12) for i in range(5)}
+
+
+def _graph_replayed(path: Path) -> int:
+    """GPU events of the file whose launch call (by correlation) is a graph launch."""
+    evs = [e for e in _events(path) if e.get("ph") == "X"]
+    graph = {e["args"]["correlation"] for e in evs if e.get("cat") in CALL_CATS
+             and "GraphLaunch" in e["name"] and "correlation" in e.get("args", {})}
+    return sum(1 for e in evs if e.get("cat") in GPU_CATS
+               and e.get("args", {}).get("correlation") in graph)
+
+
+@pytest.mark.parametrize("name", ["graph.json.gz", "eager.json.gz", "cudagraphs.json.gz"])
+def test_graph_replayed_work_is_marked_as_graph_launch(name, capsys):
+    path = next(p for p in GPU_DATA if p.name == name and (p.parent.name == "ops") ==
+                (name == "cudagraphs.json.gz"))
+    assert cli(["report", "--ops", "--json", "--no-cache", str(path)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert sum(r["graph_kernels"] for r in rep["ops"]) == _graph_replayed(path)
+    assert cli(["report", "--ops", "--no-cache", str(path)]) == 0
+    tagged = "[graph launch]" in capsys.readouterr().out
+    assert tagged == (name != "eager.json.gz")
+    if name == "graph.json.gz":     # 20 graph launches of 60 nodes in each step
+        assert {r["name"]: r["graph_kernels"] for r in rep["ops"]} == {
+            f"step {i}": 1200 for i in range(5)}
 
 
 # --------------------------------------------------------------------------- synthetic

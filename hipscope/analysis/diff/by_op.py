@@ -183,25 +183,37 @@ def _delta_rows(a: dict[str, list[int]], b: dict[str, list[int]], keys: list[str
     return rows
 
 
+def _matched_ops(s: _Side, level: str, matched: np.ndarray) -> dict[int, tuple[int, int]]:
+    """key -> (op, GPU ns it stands for at the level) of the run's matched ops."""
+    f, lop = s.att.forest, s.ev_level_op[level]
+    ok = lop >= 0
+    per_op = np.bincount(lop[ok], weights=s.ev_ns[ok], minlength=len(f))
+    hit = np.nonzero(np.isin(s.key, matched) & (s.key >= 0))[0]
+    return {int(s.key[i]): (int(i), int(per_op[i])) for i in hit.tolist()}
+
+
 def _pair_rows(a: _Side, b: _Side, level: str, matched: set[int]) -> list[dict[str, Any]]:
-    """Matched ops at the level, summed by (module path, name, input shapes): the
-    finer rows."""
-    sums: dict[tuple[str, str, str], list[int]] = {}
-    for col, s in enumerate((a, b)):
-        f, lop = s.att.forest, s.ev_level_op[level]
-        ok = lop >= 0
-        per_op = np.bincount(lop[ok], weights=s.ev_ns[ok], minlength=len(f))
-        for i in np.nonzero(per_op)[0].tolist():
-            if int(s.key[i]) not in matched:
-                continue
-            row = sums.setdefault((f.module_path(i), f.name_of(i), f.shape_of(i)), [0] * 4)
-            row[col] += int(per_op[i])
-            row[2 + col] += 1
+    """Matched pairs of ops that launched GPU work at the level, summed by A's module
+    path, the name and both runs' input shapes (``shapes``: A's, ``b_shapes``: B's; they
+    differ where ops matched by name and order alone): the finer rows."""
+    m_arr = np.fromiter(matched, np.int64, len(matched))
+    ma, mb = _matched_ops(a, level, m_arr), _matched_ops(b, level, m_arr)
+    sums: dict[tuple[str, str, str, str], list[int]] = {}
+    fa, fb = a.att.forest, b.att.forest
+    for k in sorted(set(ma) & set(mb)):
+        (ia, na), (ib, nb) = ma[k], mb[k]
+        if na == 0 and nb == 0:
+            continue
+        row = sums.setdefault((fa.module_path(ia), fa.name_of(ia), fa.shape_of(ia),
+                               fb.shape_of(ib)), [0] * 3)
+        row[0] += na
+        row[1] += nb
+        row[2] += 1
     rows: list[dict[str, Any]] = [
-        {"path": p, "name": n, "shapes": sh, "a_count": v[2], "b_count": v[3],
-         "a_gpu_ns": v[0], "b_gpu_ns": v[1], "delta_ns": v[1] - v[0],
+        {"path": p, "name": n, "shapes": sh, "b_shapes": bsh, "a_count": v[2],
+         "b_count": v[2], "a_gpu_ns": v[0], "b_gpu_ns": v[1], "delta_ns": v[1] - v[0],
          "ratio": (v[1] / v[0]) if v[0] else None}
-        for (p, n, sh), v in sums.items()]
+        for (p, n, sh, bsh), v in sums.items()]
     rows.sort(key=lambda r: (-abs(int(r["delta_ns"])), str(r["path"]), str(r["name"])))
     return rows
 

@@ -28,6 +28,7 @@ class Comparison:
     not_comparable: bool
     alignment: Alignment | None = None
     ops: dict[str, Any] | None = None      # by-op comparison (by_op.py), when asked for
+    gpus: dict[str, Any] | None = None     # gpu_fact: what is known of the two runs' GPUs
 
 
 def _delta(a: Any, b: Any, unit: str) -> dict[str, Any]:
@@ -81,9 +82,10 @@ def compare_summaries(a: TraceSummary, b: TraceSummary) -> Comparison:
     prov = {k: {"a": a.provenance.get(k), "b": b.provenance.get(k),
                 "differs": a.provenance.get(k) != b.provenance.get(k)}
             for k in list(a.provenance) + [k for k in b.provenance if k not in a.provenance]}
-    warnings, bad = _comparability(a, b, kd)
+    gpus = gpu_fact(a.devices, b.devices)
+    warnings, bad = _comparability(gpus, kd)
     warnings += [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings]
-    return Comparison(headline, kd, prov, warnings, bad)
+    return Comparison(headline, kd, prov, warnings, bad, gpus=gpus)
 
 
 def _product(name: str) -> str:
@@ -91,15 +93,55 @@ def _product(name: str) -> str:
     return re.sub(r"\s*(\(VF\)|VF)$", "", name.strip()).lower()
 
 
-def _comparability(a: TraceSummary, b: TraceSummary, kd: KernelDiff) -> tuple[list[str], bool]:
-    out, bad = [], False
-    ga, gb = sorted(map(_product, a.devices)), sorted(map(_product, b.devices))
-    if sorted(set(ga)) != sorted(set(gb)):
-        bad = True
-        out.append(f"not comparable: the GPUs differ (A: {', '.join(sorted(set(a.devices)))}; "
-                   f"B: {', '.join(sorted(set(b.devices)))})")
-    elif len(ga) != len(gb):
-        out.append(f"A has {len(ga)} GPUs, B has {len(gb)}")
+# A reader's stand-in for a GPU it could not name: 'GPU 0', 'NVIDIA GPU 0', 'Agent-4',
+# 'GPU (Agent 4)', 'GPU (node 3)', 'GPU [1]': no evidence of which product it is.
+_STAND_IN = re.compile(r"^(?:(?:amd|nvidia)\s+)?(?:gpu|agent|device)(?:[\s_-]*(?:\d+|"
+                       r"\([^)]*\)|\[[^\]]*\]))?$", re.IGNORECASE)
+
+
+def is_stand_in(name: str) -> bool:
+    """True for a device name that only numbers the GPU ('GPU 0', 'Agent-4')."""
+    return bool(_STAND_IN.match(name.strip()))
+
+
+def gpu_fact(a: Sequence[str], b: Sequence[str]) -> dict[str, Any]:
+    """What is known of the runs' GPUs: ``{a, b}`` (distinct names), ``unnamed {a, b}``
+    (stand-ins), ``differ``: True when one run has a named product that the other
+    cannot have (it names all its GPUs, and not that one), False when both name the
+    same products, None when stand-ins leave it open."""
+    known = [{_product(n) for n in s if not is_stand_in(n)} for s in (a, b)]
+    unnamed = [sorted({n for n in s if is_stand_in(n)}) for s in (a, b)]
+    if (known[0] - known[1] and not unnamed[1]) or (known[1] - known[0] and not unnamed[0]):
+        differ: bool | None = True
+    else:
+        differ = None if unnamed[0] or unnamed[1] else False
+    return {"a": sorted(set(a)), "b": sorted(set(b)), "count": {"a": len(a), "b": len(b)},
+            "unnamed": {"a": unnamed[0], "b": unnamed[1]}, "differ": differ}
+
+
+def unnamed_who(g: dict[str, Any]) -> str:
+    """Whose GPUs are stand-ins, as the start of a sentence."""
+    who = [k.upper() for k in ("a", "b") if g["unnamed"][k]]
+    return "the GPUs of both runs are" if len(who) == 2 else f"{who[0]}'s GPUs are"
+
+
+def _gpu_sentences(g: dict[str, Any]) -> tuple[list[str], bool]:
+    """The GPU part of the verdict: a refusal only when the products are known to differ."""
+    a, b = ", ".join(g["a"]) or "none", ", ".join(g["b"]) or "none"
+    if g["differ"]:
+        return [f"not comparable: the GPUs differ (A: {a}; B: {b})"], True
+    out = []
+    if g["differ"] is None:
+        out.append(f"{unnamed_who(g)} not named (A: {a}; B: {b}): whether the runs had "
+                   "the same product is not known")
+    ca, cb = g["count"]["a"], g["count"]["b"]
+    if ca != cb:
+        out.append(f"A has {ca} GPUs, B has {cb}")
+    return out, False
+
+
+def _comparability(gpus: dict[str, Any], kd: KernelDiff) -> tuple[list[str], bool]:
+    out, bad = _gpu_sentences(gpus)
     sa, sb = kd.time_overlap()
     if min(sa, sb) < MIN_TIME_OVERLAP:
         bad = True

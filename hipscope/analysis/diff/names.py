@@ -38,6 +38,7 @@ class NameRule:
 # Only what differs between two builds or runs of the same code. Order matters.
 DEFAULT_RULES: tuple[NameRule, ...] = (
     NameRule(r"\s*\[clone [^\]]*\]"),                  # ' [clone .kd]', ' [clone .cold]'
+    NameRule(r"\s*\(\.kd\)$"),                          # rocprofv2's ' (.kd)'
     NameRule(r"(\.clone(\.\d+)?|\.kd)+$"),             # '.clone', '.clone.3', '.kd'
     NameRule(r"_0x[0-9a-fA-F]+(?![0-9A-Za-z])"),       # '_0x1a2b3c'
     NameRule(r"_[0-9a-f]{8,}(?![0-9A-Za-z])"),         # '_3fa9c2d17b' (build hashes)

@@ -12,7 +12,7 @@ from .. import queue_delay as qd
 from ..concurrency import launch_stats
 from ..idle import CATEGORIES as IDLE_CATEGORIES
 from ..idle import idle_breakdown
-from ..report import copies_by_direction
+from ..report import NO_REAL_TIMELINE, copies_by_direction, has_real_timeline
 from ..stats import busy_fraction_per_device, group_stats
 from .names import NameNormalizer, name_keys
 from .ranges import MarkerRef, Range, find_marker, trace_label
@@ -54,7 +54,13 @@ def summarize(trace: Trace, normalizer: NameNormalizer | None = None,
         metrics=_metrics(trace, gs.total, rng), keys=gs.names, count=gs.count,
         total=gs.total, mean=gs.mean, p95=gs.p95, raw_names=raw_names,
         devices=[str(x) for x in trace.devices.strings("name")] if len(trace.devices) else [],
-        provenance=provenance(trace), marker=rng, warnings=trace.warnings)
+        provenance=provenance(trace), marker=rng, warnings=_warnings(trace))
+
+
+def _warnings(trace: Trace) -> list[str]:
+    """The reader's warnings, and the report's sentence where it withholds figures."""
+    withheld = len(trace.kernels) and not has_real_timeline(trace)
+    return [*trace.warnings, NO_REAL_TIMELINE] if withheld else list(trace.warnings)
 
 
 def _metrics(trace: Trace, totals: np.ndarray, marker: Range | None) -> dict:
@@ -62,23 +68,24 @@ def _metrics(trace: Trace, totals: np.ndarray, marker: Range | None) -> dict:
     m: dict[str, tuple[Any, str]] = {"span_ns": (None if tr is None else tr[1] - tr[0], "ns")}
     if marker is not None:
         m["marker_span_ns"] = (marker.span, "ns")
-    busy = busy_fraction_per_device(trace)
+    real = has_real_timeline(trace)      # else withheld, as the report does
+    busy = busy_fraction_per_device(trace) if real else {}
     m["kernel_count"] = (len(trace.kernels), "count")
     m["kernel_time_ns"] = (int(totals.sum()), "ns")
     m["gpu_busy_fraction"] = (float(np.mean(list(busy.values()))) if busy else None, "fraction")
-    idle = idle_breakdown(trace).total()
-    m["idle_ns"] = (sum(idle.values()), "ns")
+    idle = idle_breakdown(trace).total() if real else None
+    m["idle_ns"] = (sum(idle.values()) if idle else None, "ns")
     for c in IDLE_CATEGORIES:
-        m[f"idle_{c}_ns"] = (idle[c], "ns")
+        m[f"idle_{c}_ns"] = (idle[c] if idle else None, "ns")
     delays = qd.queue_delays(trace)
     for key in ("from_api_end", "from_api_start"):
         s = qd.summary(getattr(delays, key)) or {}
         m[f"queue_delay_{key}_p50_ns"] = (s.get("p50"), "ns")
         m[f"queue_delay_{key}_p95_ns"] = (s.get("p95"), "ns")
     m["graph_launch_kernels"] = (len(delays.graph_rows), "count")
-    ls = launch_stats(trace, top=0)
-    m["kernels_per_second"] = (ls["kernels_per_second"], "1/s")
-    m["launch_overhead_ns"] = (ls["launch_overhead_ns"], "ns")
+    ls = launch_stats(trace, top=0) if real else {}
+    m["kernels_per_second"] = (ls.get("kernels_per_second"), "1/s")
+    m["launch_overhead_ns"] = (ls.get("launch_overhead_ns"), "ns")
     m["api_call_count"] = (len(trace.api), "count")
     for cp in copies_by_direction(trace):
         d = cp["direction"]

@@ -43,6 +43,7 @@ def to_json(c: Comparison, top: int | None = None) -> dict[str, Any]:
         "headline": {k: {f: _num(v) for f, v in d.items()} for k, d in h.items()},
         "provenance": {k: {f: _num(v) for f, v in d.items()} for k, d in c.provenance.items()},
         "not_comparable": c.not_comparable,
+        "gpus": c.gpus,
         "warnings": list(c.warnings),
     }
     if c.ops is not None:          # by_op.compare_ops: JSON-ready already

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model import Trace
+from ...model.api_names import is_graph_launch
 from ...model.progress import CancelledFn, check_cancel
 from ..kernel_class import CLASSES, COPY, classes_of
-from .forest import OpForest, build_forest, pair_keys
+from .forest import OpForest, build_forest, pair_keys, proc_codes, row_ranks
 
 ATTRIBUTED, NO_CALL, NO_OP = 0, 1, 2
 
@@ -39,6 +40,15 @@ class OpAttribution:
     copy_op: np.ndarray
     copy_status: np.ndarray
     copy_ns: np.ndarray
+    kernel_graph: np.ndarray | None = None    # launched by a graph launch (replayed)
+    copy_graph: np.ndarray | None = None
+
+    def graph_events(self) -> np.ndarray:
+        """Kernels then copies (as :meth:`events`): replayed by a graph launch."""
+        k = self.kernel_graph if self.kernel_graph is not None else \
+            np.zeros(len(self.kernel_op), bool)
+        c = self.copy_graph if self.copy_graph is not None else np.zeros(len(self.copy_op), bool)
+        return np.concatenate([k, c])
 
     def events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Kernels then copies: op, status, duration (ns), class index."""
@@ -87,21 +97,31 @@ def innermost_op(forest: OpForest, thread: np.ndarray, t: np.ndarray) -> np.ndar
     return out
 
 
-def _call_threads(forest: OpForest, api) -> np.ndarray:
-    """Forest thread index of each API call, -1 when its thread has no op."""
+def _call_threads(forest: OpForest, trace: Trace) -> np.ndarray:
+    """Forest thread index of each API call, -1 when its thread has no op. With
+    several ranks, a thread is (rank, pid, tid): two hosts' pid 4037 stay apart."""
+    api = trace.api
     n = len(api)
     if n == 0 or len(forest.threads) == 0:
         return np.full(n, -1, np.int64)
     ok = api.valid("pid") & api.valid("tid")
     pid, tid = api.numpy("pid", fill=-1), api.numpy("tid", fill=0)
+    threads = forest.threads
+    if forest.proc_keys is not None:
+        rank = row_ranks(trace, "api")
+        if rank is None:        # the ops are per rank but the calls cannot be
+            return np.full(n, -1, np.int64)
+        pid, _ = proc_codes(pid, rank, forest.proc_keys)
+        ok &= pid >= 0
+        threads = forest.key_threads if forest.key_threads is not None else threads
     keys = pair_keys(pid, tid) if forest.thread_keys is not None else None
     if keys is not None and forest.thread_keys is not None:
         tk = forest.thread_keys
         pos = np.minimum(np.searchsorted(tk, keys), len(tk) - 1)
         return np.where(ok & (tk[pos] == keys), pos, -1)
     pairs = np.stack([pid.astype(np.int64), tid.astype(np.int64)], axis=1)
-    nt = len(forest.threads)
-    uniq, inv = np.unique(np.concatenate([forest.threads, pairs]), axis=0,
+    nt = len(threads)
+    uniq, inv = np.unique(np.concatenate([threads, pairs]), axis=0,
                           return_inverse=True)
     inv = inv.reshape(-1)
     lut = np.full(len(uniq), -1, np.int64)
@@ -122,6 +142,24 @@ def _link(table, call_op: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return op.astype(np.int64), status, np.maximum(ns, 0)
 
 
+def _graph_calls(api) -> np.ndarray:
+    """Per API row: a graph launch (cudaGraphLaunch, hipGraphLaunch)."""
+    if len(api) == 0:
+        return np.zeros(0, bool)
+    codes, cats = api.codes("name")
+    flag = np.array([is_graph_launch(c or "") for c in cats] + [False], bool)
+    return flag[np.where(codes < 0, len(cats), codes)]
+
+
+def _replayed(table, graph_call: np.ndarray) -> np.ndarray:
+    """Per row of kernels/copies: linked to a graph launch call."""
+    if len(table) == 0:
+        return np.zeros(0, bool)
+    idx = table.numpy("api_index", fill=-1).astype(np.int64)
+    ok = (idx >= 0) & (idx < len(graph_call))
+    return ok & graph_call[np.where(ok, idx, 0)] if len(graph_call) else ok
+
+
 def attribute(trace: Trace, forest: OpForest | None = None,
               cancelled: CancelledFn | None = None) -> OpAttribution:
     """The launching op of every kernel and copy of ``trace`` (see module docstring)."""
@@ -130,7 +168,7 @@ def attribute(trace: Trace, forest: OpForest | None = None,
     api = trace.api
     call_start = api.numpy("start", fill=0).astype(np.int64) if len(api) else \
         np.zeros(0, np.int64)
-    call_op = innermost_op(forest, _call_threads(forest, api), call_start)
+    call_op = innermost_op(forest, _call_threads(forest, trace), call_start)
     check_cancel(cancelled)
     k_op, k_status, k_ns = _link(trace.kernels, call_op)
     c_op, c_status, c_ns = _link(trace.copies, call_op)
@@ -139,4 +177,6 @@ def attribute(trace: Trace, forest: OpForest | None = None,
         k_cls = classes_of(codes, cats)
     else:
         k_cls = np.zeros(0, np.int8)
-    return OpAttribution(forest, k_op, k_status, k_ns, k_cls, c_op, c_status, c_ns)
+    graph = _graph_calls(api)
+    return OpAttribution(forest, k_op, k_status, k_ns, k_cls, c_op, c_status, c_ns,
+                         _replayed(trace.kernels, graph), _replayed(trace.copies, graph))

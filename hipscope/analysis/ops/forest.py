@@ -53,6 +53,12 @@ class OpForest:
     levels: list[np.ndarray] = field(default_factory=list, repr=False)
     shape: np.ndarray | None = None           # code into shape_names (-1: none); None
     shape_names: list[str] = field(default_factory=list)   # when the trace has no shapes
+    # several ranks merged (meta["ranks"]): threads are keyed by (rank, pid, tid);
+    # proc_keys: sorted ``rank << 32 | pid`` of the ops' processes; thread_rank: per
+    # thread, the rank's position in meta["ranks"]; key_threads: (process code, tid)
+    proc_keys: np.ndarray | None = None
+    thread_rank: np.ndarray | None = None
+    key_threads: np.ndarray | None = None
     _paths: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -92,6 +98,34 @@ def pair_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray | None:
                      or int(np.abs(pid).max()) >= 1 << 31):
         return None
     return (pid << 32) + tid
+
+
+def row_ranks(trace: Trace, table: str) -> np.ndarray | None:
+    """Per row of ``table`` ("markers" or "api"): the position of its rank in
+    ``meta["ranks"]`` (the multi-rank folder reader's, which records each rank's rows
+    of the concatenated tables); None for a single rank or when the counts disagree."""
+    ranks = trace.meta.get("ranks")
+    if not isinstance(ranks, list) or len(ranks) < 2:
+        return None
+    got = [(r.get("rows") or {}).get(table) if isinstance(r, dict) else None for r in ranks]
+    counts = [c for c in got if isinstance(c, int) and c >= 0]
+    if len(counts) != len(ranks) or sum(counts) != len(getattr(trace, table)):
+        return None
+    return np.repeat(np.arange(len(ranks), dtype=np.int64), counts)
+
+
+def proc_codes(pid: np.ndarray, rank: np.ndarray, keys: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Dense code per (rank, pid) and the sorted ``rank << 32 | pid`` keys; with
+    ``keys`` given, codes into those (-1 for a process not among them)."""
+    combo = (rank.astype(np.int64) << 32) | (pid.astype(np.int64) & 0xFFFFFFFF)
+    if keys is None:
+        keys, inv = np.unique(combo, return_inverse=True)
+        return inv.reshape(-1).astype(np.int64), keys
+    if len(keys) == 0:
+        return np.full(len(combo), -1, np.int64), keys
+    pos = np.minimum(np.searchsorted(keys, combo), len(keys) - 1)
+    return np.where(keys[pos] == combo, pos, -1).astype(np.int64), keys
 
 
 def _thread_codes(pid: np.ndarray, tid: np.ndarray
@@ -150,6 +184,21 @@ def _inherit(levels: list[np.ndarray], parent: np.ndarray, own: np.ndarray) -> n
     return out
 
 
+def _rank_threads(rank: np.ndarray | None, rows: np.ndarray, pid: np.ndarray,
+                  tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict]:
+    """:func:`_thread_codes`, keyed by (rank, pid, tid) when ``rank`` (per marker row)
+    is given; the last item holds the forest's rank fields (see :class:`OpForest`)."""
+    if rank is None:
+        return (*_thread_codes(pid, tid), {})
+    code, proc_keys = proc_codes(pid, rank[rows])
+    key_threads, thread, thread_keys = _thread_codes(code, tid)
+    combo = proc_keys[key_threads[:, 0]]
+    real_pid = ((combo & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000     # back to signed int32
+    threads = np.stack([real_pid, key_threads[:, 1]], axis=1)
+    return threads, thread, thread_keys, {"proc_keys": proc_keys, "thread_rank": combo >> 32,
+                                          "key_threads": key_threads}
+
+
 def build_forest(trace: Trace) -> OpForest:
     """The op forest of ``trace`` (empty when it has no host ranges)."""
     m = trace.markers
@@ -163,7 +212,8 @@ def build_forest(trace: Trace) -> OpForest:
     tid = m.numpy("tid", fill=-1)[rows] if len(m) else np.zeros(0, np.int64)
     start = m.numpy("start", fill=0)[rows].astype(np.int64) if len(m) else pid
     end = m.numpy("end", fill=0)[rows].astype(np.int64) if len(m) else pid
-    threads, thread, thread_keys = _thread_codes(pid, tid)
+    threads, thread, thread_keys, extra = _rank_threads(row_ranks(trace, "markers"), rows,
+                                                        pid, tid)
     # ties (identical intervals) keep file order: the later op is the inner one
     order = np.lexsort((np.arange(len(rows)), -end, start, thread))
     rows, thread, start, end = rows[order], thread[order], start[order], end[order]
@@ -187,4 +237,4 @@ def build_forest(trace: Trace) -> OpForest:
         shape = codes[rows].astype(np.int64)
     return OpForest(rows, thread, start, end, name, names, domain, list(domains), parent,
                     depth, root, module, visible_parent, threads, bounds, thread_keys,
-                    visible, levels, shape, shape_names)
+                    visible, levels, shape, shape_names, **extra)

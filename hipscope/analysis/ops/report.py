@@ -26,23 +26,40 @@ def _groups(att: OpAttribution, by_shapes: bool) -> tuple[np.ndarray, int]:
     return dense.reshape(-1), len(uniq)
 
 
+def nested_in_same(parent: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Per op: whether an op of its own group encloses it (``aten::sum`` inside
+    ``aten::sum``): such a call is part of the outer one, not another call."""
+    out = np.zeros(len(gid), bool)
+    idx = np.nonzero(parent >= 0)[0]
+    up = parent[idx]
+    while len(idx):
+        out[idx] |= gid[up] == gid[idx]
+        keep = ~out[idx] & (parent[up] >= 0)
+        idx, up = idx[keep], parent[up[keep]]
+    return out
+
+
 def op_rows(att: OpAttribution, by_shapes: bool = False) -> list[dict[str, Any]]:
     """One row per op name (per name and input shapes with ``by_shapes``) that
-    launched GPU work, by GPU time (largest first): name, count (instances),
-    cpu_ns (their summed durations), gpu_ns (kernels + copies they launched
-    themselves), kernels (how many), kernels_per_call, classes {class: ns}
-    (and shapes: the input shapes text, '' for none)."""
+    launched GPU work, by GPU time (largest first): name, count (calls: instances
+    not inside an instance of the same row), cpu_ns (those calls' summed durations),
+    gpu_ns (kernels + copies the row's ops launched themselves), kernels (how many),
+    kernels_per_call, classes {class: ns} (and shapes: the input shapes text, ''
+    for none)."""
     f = att.forest
     if len(f) == 0:
         return []
     gid, n = _groups(att, by_shapes)
-    count = np.bincount(gid, minlength=n)
-    cpu = np.bincount(gid, weights=(f.end - f.start).astype(np.float64), minlength=n)
+    outer = ~nested_in_same(f.parent, gid)
+    count = np.bincount(gid[outer], minlength=n)
+    cpu = np.bincount(gid[outer], weights=(f.end - f.start)[outer].astype(np.float64),
+                      minlength=n)
     op, _, ns, cls = att.events()
     ok = op >= 0
     ev_g = gid[op[ok]]
     gpu = np.bincount(ev_g, weights=ns[ok], minlength=n)
     kernels = np.bincount(ev_g, minlength=n)
+    graph = np.bincount(ev_g, weights=att.graph_events()[ok], minlength=n)
     by_cls = np.bincount(ev_g * len(CLASSES) + cls[ok].astype(np.int64), weights=ns[ok],
                          minlength=n * len(CLASSES)).reshape(n, len(CLASSES))
     first = np.zeros(n, np.int64)
@@ -53,6 +70,7 @@ def op_rows(att: OpAttribution, by_shapes: bool = False) -> list[dict[str, Any]]
             "name": f.name_of(int(first[i])), "count": int(count[i]),
             "cpu_ns": int(cpu[i]), "gpu_ns": int(gpu[i]), "kernels": int(kernels[i]),
             "kernels_per_call": float(kernels[i] / count[i]),
+            "graph_kernels": int(graph[i]),
             "classes": {c: int(v) for c, v in zip(CLASSES, by_cls[i]) if v > 0},
         }
         if by_shapes:
@@ -82,6 +100,15 @@ def ops_report(trace: Trace, att: OpAttribution | None = None, top: int | None =
     }
 
 
+def _graph_tag(row: dict[str, Any]) -> str:
+    """' [graph launch]' when the op's GPU work was replayed from a graph (its kernels
+    ran for the graph launch inside the op, not for the op's own launches)."""
+    g = row.get("graph_kernels") or 0
+    if not g:
+        return ""
+    return " [graph launch]" if g == row["kernels"] else f" [graph launch: {g:,}]"
+
+
 def format_ops_text(rep: dict[str, Any], name_width: int = 60) -> str:
     """The ops table for people."""
     if not rep["ops_count"]:
@@ -89,8 +116,9 @@ def format_ops_text(rep: dict[str, Any], name_width: int = 60) -> str:
     lines = [f"{'GPU time':>12} {'CPU time':>12} {'calls':>8} {'kernels':>8} {'k/call':>7}"
              "  Op (launching op, by GPU time)   top classes"]
     for r in rep["ops"]:
-        label = r["name"] + (f" {r['shapes']}" if r.get("shapes") else "")
-        name = label if len(label) <= name_width else label[:name_width - 3] + "..."
+        label, tag = r["name"] + (f" {r['shapes']}" if r.get("shapes") else ""), _graph_tag(r)
+        room = name_width - len(tag)
+        name = (label if len(label) <= room else label[:room - 3] + "...") + tag
         top = sorted(r["classes"].items(), key=lambda kv: -kv[1])[:2]
         cls = ", ".join(f"{c} {v / max(r['gpu_ns'], 1):.0%}" for c, v in top)
         lines.append(f"{fmt_duration(r['gpu_ns']):>12} {fmt_duration(r['cpu_ns']):>12} "

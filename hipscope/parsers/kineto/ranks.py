@@ -69,5 +69,8 @@ def _rank(tr: Trace) -> int | None:
 
 
 def _rank_entry(tr: Trace, f: Path) -> dict:
+    # rows: this rank's share of the merged tables (they are concatenated in rank order),
+    # so that analyses can tell two ranks' threads apart when their pid and tid agree
     return {"rank": _rank(tr), "source": str(f), "pids": list(tr.meta.get("pids", [])),
-            "world_size": tr.meta.get("world_size")}
+            "world_size": tr.meta.get("world_size"),
+            "rows": {"markers": len(tr.markers), "api": len(tr.api)}}
