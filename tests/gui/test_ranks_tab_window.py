@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,18 @@ def test_the_real_engine_on_the_two_rank_hta_folder(qtbot, window):
     tab.view.open_rank(shown[0])
     trace = trace_tab_for(qtbot, window, Path(shown[0].source))
     assert trace.document.view_state.window == (shown[0].start_ns, shown[0].end_ns)
+
+
+def test_hipscope_path_ranks_opens_a_ranks_tab(qapp, tmp_path, capsys, monkeypatch):
+    """``hipscope FOLDER --ranks`` routes to a Ranks tab (here in a build without the
+    engine, so the outcome is fixed: the tab says why, the screenshot run exits 2)."""
+    from hipscope.cli.main import main
+    from hipscope.qt.ranks import ENGINE_MISSING
+
+    monkeypatch.setitem(sys.modules, "hipscope.ranks.engine", None)      # import fails
+    out = tmp_path / "ranks.png"
+    assert main([str(HTA), "--ranks", "--screenshot", str(out)]) == 2
+    state = json.loads(out.with_suffix(".json").read_text())
+    assert state["tabs"] == [{"title": "⚠ Ranks: multirank-sampled-hta", "state": "failed",
+                              "kind": "ranks", "current": True}]
+    assert f"hipscope: {ENGINE_MISSING}" in capsys.readouterr().err

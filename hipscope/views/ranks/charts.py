@@ -39,6 +39,11 @@ def rank_ticks(ranks: list[int]) -> list[list[tuple[float, str]]]:
     return [major, minor]
 
 
+def straggler_note(straggler: int | None) -> str:
+    """What the orange marks mean, for a chart's title."""
+    return "" if straggler is None else f" — orange: rank {straggler}, the worst straggler"
+
+
 class RankChart(pg.PlotWidget):
     """A chart over ranks: themed from the palette, no mouse zoom; subclasses say what is
     at a point (:meth:`hit`: tooltip text and payload, or None)."""
@@ -53,6 +58,7 @@ class RankChart(pg.PlotWidget):
         self.setMenuEnabled(False)
         self.setMouseEnabled(x=False, y=False)
         self.hideButtons()
+        self.title = title
         self.plotItem.setTitle(title, color=fg.name())
         for ax in ("left", "bottom"):
             self.getAxis(ax).setPen(pg.mkPen(fg))
@@ -63,6 +69,10 @@ class RankChart(pg.PlotWidget):
 
     def hit(self, x: float, y: float) -> tuple[str, object] | None:
         return None
+
+    def set_title_note(self, note: str) -> None:
+        fg = self.palette().color(QPalette.ColorRole.WindowText)
+        self.plotItem.setTitle(self.title + note, color=fg.name())
 
     def view_point(self, scene_pos: QPointF) -> tuple[float, float] | None:
         vb = self.plotItem.vb
@@ -170,6 +180,7 @@ class StepChart(RankChart):
     def set_overview(self, ov: JobOverview, straggler: int | None) -> None:
         self.plotItem.clear()
         self.addItem(self.empty)
+        self.set_title_note(straggler_note(straggler))
         self.stats = [_box(r.rank, r.step_ns) for r in sorted(ov.ranks, key=lambda r: r.rank)
                       if r.step_ns]
         self.empty.setText("" if self.stats else "No ProfilerStep ranges in these traces.")
@@ -231,6 +242,8 @@ class SkewChart(RankChart):
 
     def set_overview(self, ov: JobOverview, straggler: int | None) -> None:
         self.overview = ov
+        note = straggler_note(straggler)
+        self.set_title_note(note + " arrived last" if note else "")
         cs = ov.collectives
         self.xs = np.array([(min(c.arrival_ns.values()) - ov.grid_start_ns) / 1e9 for c in cs])
         self.ys = np.array([c.skew_ns / 1e9 for c in cs])
@@ -238,7 +251,8 @@ class SkewChart(RankChart):
                    for c in cs]
         self.points.setData(self.xs, self.ys, brush=brushes)
         if len(cs):
-            self.setYRange(0, float(self.ys.max()) * 1.1 or 1e-6)
+            top = float(self.ys.max()) or 1e-6
+            self.setYRange(-0.04 * top, 1.1 * top, padding=0)    # points at 0 stay whole
 
     def hit(self, x, y):
         i = self.near(x, y, self.xs, self.ys)

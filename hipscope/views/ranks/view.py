@@ -143,6 +143,7 @@ class RanksView(QWidget):
         self.steps.set_overview(ov, worst)
         self.skew.set_overview(ov, worst)
         self.rank_table.set_rows(sorted(ov.ranks, key=lambda r: r.rank))
+        self.rank_table.setColumnHidden(1, not any(r.host for r in ov.ranks))   # Host
         self.straggler_table.set_rows(ov.stragglers)
         self.failure_table.set_rows(ov.failed)
         self.failure_table.resizeRowsToContents()
