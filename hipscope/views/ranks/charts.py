@@ -39,9 +39,9 @@ def rank_ticks(ranks: list[int]) -> list[list[tuple[float, str]]]:
     return [major, minor]
 
 
-def straggler_note(straggler: int | None) -> str:
+def straggler_note(straggler: int | None, tail: str = "") -> str:
     """What the orange marks mean, for a chart's title."""
-    return "" if straggler is None else f" — orange: rank {straggler}, the worst straggler"
+    return "" if straggler is None else f" — orange: rank {straggler} (the worst straggler){tail}"
 
 
 class RankChart(pg.PlotWidget):
@@ -242,8 +242,7 @@ class SkewChart(RankChart):
 
     def set_overview(self, ov: JobOverview, straggler: int | None) -> None:
         self.overview = ov
-        note = straggler_note(straggler)
-        self.set_title_note(note + " arrived last" if note else "")
+        self.set_title_note(straggler_note(straggler, " arrived last"))
         cs = ov.collectives
         self.xs = np.array([(min(c.arrival_ns.values()) - ov.grid_start_ns) / 1e9 for c in cs])
         self.ys = np.array([c.skew_ns / 1e9 for c in cs])
