@@ -10,6 +10,7 @@ the overview, no widgets).
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,11 +38,11 @@ class EngineMissing(Exception):
 def engine_analyse(paths: Sequence[str | Path], **kw: Any) -> JobOverview:
     """The real engine (imported here: it pulls in Dask)."""
     try:
-        from ..ranks.engine import analyse_job
+        engine = importlib.import_module("hipscope.ranks.engine")
     except ImportError as exc:
         log.info("ranks engine not importable: %s", exc)
         raise EngineMissing(ENGINE_MISSING) from None
-    return analyse_job(paths, **kw)
+    return engine.analyse_job(paths, **kw)
 
 
 def describe_paths(paths: Sequence[str | Path]) -> str:
@@ -106,11 +107,11 @@ class RanksController(QObject):
         if h is not self._handle:
             return                    # a cancelled or replaced job's late answer
         self._handle = None
-        if isinstance(overview, str):
-            state, overview, error = "failed", None, overview
-        self.overview, self.error = overview, error
-        if state == "done" and overview is not None and not overview.ranks \
-                and not overview.failed:
+        if isinstance(overview, str):          # the job's own sentence (no engine)
+            state, error = "failed", overview
+        ov = self.overview = overview if isinstance(overview, JobOverview) else None
+        self.error = error
+        if state == "done" and ov is not None and not ov.ranks and not ov.failed:
             self.error = f"No rank traces were found in {describe_paths(self.paths)}."
         self._set_state(state)
 

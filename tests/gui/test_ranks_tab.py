@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
 
 from hipscope.model.progress import Cancelled
 from hipscope.model.units import fmt_duration
@@ -135,6 +136,12 @@ def test_no_rank_files_found_is_one_sentence(qtbot, runner):
     assert tab.state == "failed"
     assert tab.message_label.text() == "No rank traces were found in /data/none/*.json."
     assert tab.message_label.isVisible()
+    retry = next(b for b in tab.findChildren(QPushButton) if b.text() == "Retry")
+    states: list[str] = []
+    tab.state_changed.connect(states.append)
+    retry.click()                       # runs the job again
+    qtbot.waitUntil(lambda: len(states) == 2, timeout=10_000)
+    assert states == ["loading", "failed"]
 
 
 def test_a_build_without_the_engine_says_so(qtbot, runner, monkeypatch):

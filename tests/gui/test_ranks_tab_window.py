@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from hipscope.app.actions import ActionId
 from hipscope.app.compare_tab import CompareTab
 from hipscope.app.main_window import MainWindow
 from hipscope.app.trace_tab import TraceTab
+from hipscope.model.progress import Cancelled
 from hipscope.views.ranks import RanksTab
 
 from ..conftest import SAMPLES
@@ -188,3 +190,23 @@ def test_hipscope_path_ranks_opens_a_ranks_tab(qapp, tmp_path, capsys, monkeypat
     assert state["tabs"] == [{"title": "⚠ Ranks: multirank-sampled-hta", "state": "failed",
                               "kind": "ranks", "current": True}]
     assert f"hipscope: {ENGINE_MISSING}" in capsys.readouterr().err
+
+
+def test_cancel_in_the_window_closes_the_tab_and_stops_the_job(qtbot, window):
+    stopped = threading.Event()
+
+    def analyse(paths, *, progress, cancelled, **options):
+        progress(0.5)
+        poll = threading.Event()
+        while not cancelled():
+            poll.wait(0.005)
+        stopped.set()
+        raise Cancelled()
+
+    tab = ranks_ui.open_ranks(window, [str(HTA)], analyse=analyse)
+    qtbot.waitUntil(lambda: tab.progress_bar.value() == 500, timeout=10_000)
+    tab.cancel_button.click()
+    qtbot.waitUntil(lambda: tab not in window.tab_list(), timeout=10_000)
+    assert stopped.wait(10)
+    qtbot.waitUntil(lambda: window.runner.active_count() == 0, timeout=10_000)
+    assert window.statusBar().currentMessage() == "Cancelled loading Ranks: multirank-sampled-hta."

@@ -116,7 +116,9 @@ class RanksView(QWidget):
         row.addWidget(self.open_button)
         row.addWidget(self.compare_button)
         row.addStretch(1)
-        box.layout().insertLayout(0, row)
+        lay = box.layout()
+        assert isinstance(lay, QVBoxLayout)
+        lay.insertLayout(0, row)
         return box
 
     def _connect(self) -> None:
