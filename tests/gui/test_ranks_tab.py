@@ -63,6 +63,10 @@ def test_the_tab_draws_the_fixture_job(qtbot, runner):
     for r in range(fx.RANKS):
         np.testing.assert_allclose(hm.matrix[r], fx.util(r))
     assert hm.ranks == list(range(fx.RANKS))
+    text, payload = hm.hit((190 + 0.5) * fx.BIN / 1e9, 3.2)     # rank 3 idles at the end
+    assert payload == (3, 190)
+    assert text.startswith(f"rank 3, {fmt_duration(190 * fx.BIN)} to "
+                           f"{fmt_duration(191 * fx.BIN)}: 0% busy")
     # the time axis spans the grid
     lo, hi = hm.plotItem.vb.viewRange()[0]
     assert (lo, hi) == pytest.approx((0.0, fx.BINS * fx.BIN / 1e9))
