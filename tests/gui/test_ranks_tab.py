@@ -4,6 +4,7 @@ opens a rank, Compare, the real engine) is in test_ranks_tab_window.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import threading
@@ -11,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QPushButton
 
 from hipscope.model.progress import Cancelled
@@ -240,3 +242,19 @@ def test_the_open_dialog_gives_paths_and_engine_options(qtbot):
     d.scheduler.setText("tcp://10.0.0.1:8786")
     assert d.open_button.isEnabled()
     assert d.options() == {"scheduler": "tcp://10.0.0.1:8786"}
+
+
+def test_rank_labels_thin_out_so_that_they_never_overlap(qtbot, runner):
+    many = fx.make_overview()
+    many = dataclasses.replace(many, ranks=[dataclasses.replace(many.ranks[r % fx.RANKS], rank=r)
+                                            for r in range(256)])
+    tab = loaded(qtbot, runner, many)
+    axis = tab.view.heatmap.getAxis("left")
+    line_px = QFontMetrics(axis.style.get("tickFont") or QFont()).height()
+    for size in (120, 250, 900, 4000):
+        ((spacing, values),) = axis.tickValues(255.5, -0.5, size)     # an inverted axis
+        assert values[0] == 0 and values == sorted(values)
+        assert spacing * size / 256 >= line_px                      # pixels between labels
+        assert axis.tickStrings(values, 1, spacing)[:2] == ["0", str(int(spacing))]
+    ((spacing, _),) = axis.tickValues(-0.5, 255.5, 256 * (line_px + 12))
+    assert spacing == 1                                              # room for every rank

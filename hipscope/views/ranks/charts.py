@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QToolTip
 
 from ...model.units import fmt_duration
 from ...ranks.model import JobOverview
 
 HIT_PX = 8                     # how near (pixels) the mouse must be to a point
-MAX_RANK_LABELS = 32           # rank labels on an axis before they thin out
+LABEL_GAP_PX = 10              # between two rank labels on an axis
 STRAGGLER_RGB = "#e8590c"      # points / boxes of the worst straggler
 OTHER_RGB = "#4c6ef5"
 
@@ -31,12 +31,42 @@ class DurationAxis(pg.AxisItem):
         return [fmt_duration(v * scale * 1e9, 3) for v in values]
 
 
-def rank_ticks(ranks: list[int]) -> list[list[tuple[float, str]]]:
-    """Axis ticks at row/column i for rank ``ranks[i]`` (every k-th labelled when many)."""
-    step = max(1, -(-len(ranks) // MAX_RANK_LABELS))
-    major = [(float(i), f"rank {r}") for i, r in enumerate(ranks) if i % step == 0]
-    minor = [(float(i), "") for i, r in enumerate(ranks) if i % step]
-    return [major, minor]
+def label_step(px_per_row: float, need_px: float) -> int:
+    """Every how many rows a label fits: 1, 2, 5, 10, 20, 50, ..."""
+    want = need_px / max(px_per_row, 1e-9)
+    step = 1
+    while step < want:
+        step = step * 5 // 2 if str(step).startswith("2") else step * 2
+    return step
+
+
+class RankAxis(pg.AxisItem):
+    """Row or column i is rank ``ranks[i]``; as many labels as fit without overlapping."""
+
+    def __init__(self, orientation: str):
+        super().__init__(orientation)
+        self.ranks: list[int] = []
+
+    def set_ranks(self, ranks: list[int]) -> None:
+        self.ranks = list(ranks)
+        self.picture = None                 # pyqtgraph's cached drawing
+        self.update()
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph names)
+        n = len(self.ranks)
+        if not n or size <= 0:
+            return []
+        minVal, maxVal = sorted((minVal, maxVal))     # noqa: N806 (an inverted axis)
+        fm = QFontMetrics(self.style.get("tickFont") or QFont())
+        need = fm.height() if self.orientation in ("left", "right") else \
+            fm.horizontalAdvance(str(max(self.ranks, key=abs)))
+        step = label_step(size / max(maxVal - minVal, 1e-9), need + LABEL_GAP_PX)
+        lo, hi = max(0, int(np.ceil(minVal))), min(n - 1, int(np.floor(maxVal)))
+        return [(float(step), [float(v) for v in range(-(-lo // step) * step, hi + 1, step)])]
+
+    def tickStrings(self, values, scale, spacing):
+        return [str(self.ranks[int(v)]) if 0 <= int(v) < len(self.ranks) else ""
+                for v in values]
 
 
 def straggler_note(straggler: int | None, tail: str = "") -> str:
@@ -116,7 +146,8 @@ class UtilHeatmap(RankChart):
 
     def __init__(self, parent=None):
         super().__init__("GPU busy per rank over time",
-                         {"bottom": DurationAxis("bottom")}, parent)
+                         {"bottom": DurationAxis("bottom"), "left": RankAxis("left")}, parent)
+        self.setLabel("left", "rank")
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.addItem(self.image)
@@ -142,7 +173,7 @@ class UtilHeatmap(RankChart):
             return
         self.image.setImage(m.T, levels=(0.0, 1.0))          # ImageItem is (x, y)
         self.image.setRect(QRectF(0.0, -0.5, bins * self.bin_s, max(1, len(rows))))
-        self.getAxis("left").setTicks(rank_ticks(self.ranks))
+        self.getAxis("left").set_ranks(self.ranks)
         self.setXRange(0, max(bins, 1) * self.bin_s, padding=0)
         self.setYRange(-0.5, len(rows) - 0.5, padding=0)
 
@@ -171,7 +202,8 @@ class StepChart(RankChart):
 
     def __init__(self, parent=None):
         super().__init__("Step time per rank (median, quartiles, min–max)",
-                         {"left": DurationAxis("left")}, parent)
+                         {"left": DurationAxis("left"), "bottom": RankAxis("bottom")}, parent)
+        self.setLabel("bottom", "rank")
         self.stats: list[dict] = []
         self.showGrid(y=True, alpha=0.2)
         self.empty = pg.TextItem("", anchor=(0.5, 0.5))
@@ -183,6 +215,7 @@ class StepChart(RankChart):
         self.set_title_note(straggler_note(straggler))
         self.stats = [_box(r.rank, r.step_ns) for r in sorted(ov.ranks, key=lambda r: r.rank)
                       if r.step_ns]
+        self.getAxis("bottom").set_ranks([b["rank"] for b in self.stats])
         self.empty.setText("" if self.stats else "No ProfilerStep ranges in these traces.")
         if not self.stats:
             return
@@ -199,7 +232,6 @@ class StepChart(RankChart):
         seg_x = np.repeat(xs, 2) + np.tile([-0.3, 0.3], len(xs))
         self.addItem(pg.PlotCurveItem(seg_x, np.repeat(s["median"], 2), connect="pairs",
                                       pen=pg.mkPen(self._fg(), width=2.5)))
-        self.getAxis("bottom").setTicks(rank_ticks([b["rank"] for b in self.stats]))
         self.setXRange(-0.6, len(xs) - 0.4, padding=0)
         lo, hi = float(s["min"].min()), float(s["max"].max())
         self.setYRange(max(0.0, lo - 0.1 * (hi - lo + 1e-9)), hi + 0.1 * (hi - lo + 1e-9))
