@@ -80,8 +80,24 @@ def trace_tab_for(qtbot, w, path: Path) -> TraceTab:
     return found()
 
 
-def test_file_menu_has_open_ranks_and_the_tab_takes_the_window(qtbot, window, t0):
-    assert ActionId.OPEN_RANKS in window.action_by_id
+def test_file_open_ranks_opens_a_ranks_tab_with_the_dialogs_choice(qtbot, window, monkeypatch):
+    from hipscope.views.ranks.open_dialog import OpenRanksDialog
+
+    def pick(dialog) -> int:           # the person types a folder, picks "in this process"
+        dialog.path_edit.setText(str(HTA))
+        dialog.engine.setCurrentIndex(dialog.engine.findData("serial"))
+        return OpenRanksDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(OpenRanksDialog, "exec", pick)
+    monkeypatch.setitem(sys.modules, "hipscope.ranks.engine", None)   # a fixed outcome
+    window.action_by_id[ActionId.OPEN_RANKS].trigger()
+    tab = window.tabs.currentWidget()
+    assert isinstance(tab, RanksTab)
+    assert (tab.job_paths, tab.controller.options) == ([str(HTA)], {"workers": 0})
+    qtbot.waitUntil(lambda: tab.state == "failed", timeout=10_000)
+
+
+def test_the_ranks_tab_takes_the_window(qtbot, window, t0):
     tab = open_fixture(qtbot, window, t0)
     assert window.tabs.currentWidget() is tab
     assert window.tabs.tabText(window.tabs.indexOf(tab)) == "Ranks: multirank-sampled-hta"
