@@ -28,6 +28,7 @@ class ActionId:
 
     OPEN = "file.open"
     OPEN_FOLDER = "file.open_folder"
+    OPEN_RANKS = "file.open_ranks"
     COMPARE = "file.compare"
     COMPARE_FOLDERS = "file.compare_folders"
     RELOAD = "file.reload"

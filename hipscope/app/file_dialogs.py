@@ -25,6 +25,17 @@ def open_folder_dialog(w) -> None:
         w.open_paths([Path(path)])
 
 
+def open_ranks_dialog(w) -> None:
+    """File > Open Ranks…: a folder, files or a glob of one job's rank traces."""
+    from ..views.ranks.open_dialog import OpenRanksDialog
+    from .ranks_ui import open_ranks
+
+    dialog = OpenRanksDialog(w.settings.last_dir(), w)
+    if dialog.exec() == OpenRanksDialog.DialogCode.Accepted and dialog.paths():
+        w.settings.set_last_dir(Path(dialog.paths()[0]).parent)
+        open_ranks(w, dialog.paths(), dialog.options())
+
+
 def fill_recent_menu(w) -> None:
     w.recent_menu.clear()
     recent = w.settings.recent_files()

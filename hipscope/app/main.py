@@ -36,9 +36,11 @@ def _application() -> QApplication:
     return app
 
 
-def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = False) -> int:
+def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = False,
+            ranks: bool = False) -> int:
     """Open the main window with ``paths`` (one tab each; with ``compare``: one
-    comparison tab of them all, the first is A). With ``screenshot``: wait until
+    comparison tab of them all, the first is A; with ``ranks``: one Ranks tab of the
+    job they make up). With ``screenshot``: wait until
     every tab has loaded and drawn, save the window to that PNG (and what it shows
     to the same name with ``.json``, app/screen_state.py) and return 0; print the
     error and return 2 when a trace could not be opened."""
@@ -51,6 +53,10 @@ def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = F
     window.show()
     if compare:
         window.compare_paths([Path(p) for p in paths])
+    elif ranks and paths:
+        from .ranks_ui import open_ranks
+
+        open_ranks(window, paths)
     elif paths:
         window.open_paths([Path(p) for p in paths])
     elif screenshot is None:

@@ -28,7 +28,7 @@ from ..qt.commands import Commands
 from ..qt.panels import panel_specs
 from ..qt.tasks import TaskHandle, TaskRunner
 from . import file_dialogs as fd
-from . import session
+from . import ranks_ui, session
 from .actions import raise_dock
 from .compare_tab import CompareTab
 from .docks import PanelDocks
@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
     def _connect_commands(self) -> None:
         c = self.commands
         c.open_requested.connect(self.open_run_trace)
+        c.open_at_requested.connect(lambda paths, win: ranks_ui.open_at(self, paths, win))
         c.compare_requested.connect(self.compare_paths)
         c.compare_runs_requested.connect(self.compare_runs)
         c.run_requested.connect(self.new_run)
@@ -179,15 +180,18 @@ class MainWindow(QMainWindow):
         if len(paths) < 2:
             raise ValueError("a comparison needs two or more traces")
         tab = CompareTab(paths, preloaded, self.tabs, groups=groups)
+        self.add_tab(tab, "Comparison\n" + "\n".join(str(p) for g in tab.groups for p in g))
+        tab.start_load(self.runner, self.loader)
+        return tab
+
+    def add_tab(self, tab: QWidget, tip: str) -> None:
+        """Show a tab that has its panels inside (comparison, ranks) and follow its state."""
         tab.state_changed.connect(lambda s, t=tab: self._on_tab_state_changed(t, s))
         tab.close_requested.connect(lambda t=tab: self.close_tab(t))
         i = self.tabs.addTab(tab, tab.title)
-        self.tabs.setTabToolTip(i, "Comparison\n" + "\n".join(
-            str(p) for g in tab.groups for p in g))
+        self.tabs.setTabToolTip(i, tip)
         self.tabs.setCurrentIndex(i)
         self._central_stack.setCurrentWidget(self.tabs)
-        tab.start_load(self.runner, self.loader)
-        return tab
 
     def _add_tab(self, paths: list[Path]) -> TraceTab:
         tab = TraceTab(paths, self.tabs)
@@ -266,7 +270,7 @@ class MainWindow(QMainWindow):
             self.loads_settled.emit()
 
     def _on_tabs_current_changed(self, _index: int) -> None:
-        comparing = isinstance(self.tabs.currentWidget(), CompareTab)
+        comparing = self.tabs.count() > 0 and not isinstance(self.tabs.currentWidget(), TraceTab)
         self.panel_docks.set_shown(not comparing)
         tab = self.current_tab()
         state = "comparing" if comparing else tab.state if tab is not None else "none"
@@ -482,7 +486,7 @@ class MainWindow(QMainWindow):
 
 
 def _title(tab) -> str:
-    return tab.title if isinstance(tab, CompareTab) else tab.document.title
+    return tab.document.title if isinstance(tab, TraceTab) else tab.title
 
 
 def _local_paths(mime) -> list[Path]:

@@ -80,6 +80,8 @@ def build_file_menu(w, m: QMenu) -> None:
     action(w, A.OPEN, m, "&Open…", lambda: fd.open_dialog(w), QKeySequence.StandardKey.Open)
     action(w, A.OPEN_FOLDER, m, "Open &Folder…", lambda: fd.open_folder_dialog(w),
            "Ctrl+Shift+O")
+    action(w, A.OPEN_RANKS, m, "Open Ran&ks…", lambda: fd.open_ranks_dialog(w)).setToolTip(
+        "A job's rank traces (a folder or glob): every rank analysed, one overview")
     action(w, A.COMPARE, m, "Co&mpare…", lambda: fd.compare_dialog(w),
            "Ctrl+Shift+C").setToolTip("Open two or more runs side by side (the first is A)")
     action(w, A.COMPARE_FOLDERS, m, "Compare Fo&lders…", lambda: fd.compare_folders_dialog(w))

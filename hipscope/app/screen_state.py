@@ -32,7 +32,7 @@ def screen_state(window) -> dict[str, Any]:
         "window": {"width": window.width(), "height": window.height(),
                    "title": window.windowTitle()},
         "tabs": [{"title": window.tabs.tabText(i), "state": getattr(t, "state", ""),
-                  "kind": "trace" if hasattr(t, "document") else "compare",
+                  "kind": getattr(t, "kind", "trace" if hasattr(t, "document") else "compare"),
                   "current": t is current}
                  for i, t in enumerate(window.tab_list())],
         "current": _tab_state(window.current_tab()),

@@ -88,6 +88,8 @@ def _gui(argv: list[str]) -> int:
                    help="open, wait until drawn, save the window to OUT.png and exit")
     p.add_argument("--compare", action="store_true",
                    help="open the traces as one side-by-side comparison (the first is A)")
+    p.add_argument("--ranks", action="store_true",
+                   help="open the paths (folders, files, globs) as one job's ranks (a Ranks tab)")
     p.add_argument("--list-readers", action="store_true", help="list the trace readers")
     p.add_argument("--version", action="version", version=f"hipscope {__version__}")
     args = p.parse_args(argv)
@@ -104,7 +106,7 @@ def _gui(argv: list[str]) -> int:
         return _report([str(x) for x in paths]) if paths else 0
     if args.compare:
         return run_app(paths, screenshot=args.screenshot, compare=True)
-    return run_app(paths, screenshot=args.screenshot)
+    return run_app(paths, screenshot=args.screenshot, ranks=args.ranks)
 
 
 def main(argv: list[str] | None = None) -> int:

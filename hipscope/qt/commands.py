@@ -17,6 +17,7 @@ class Commands(QObject):
     """Intents of panels, as signals the shell carries out."""
 
     open_requested = Signal(list)              # paths of one trace (one per rank)
+    open_at_requested = Signal(list, object)   # paths of one trace, (t0, t1) ns to show
     compare_requested = Signal(list)           # paths, the first is A
     compare_runs_requested = Signal(list, list)  # the files of run A, of run B
     run_requested = Signal(object)             # a RunSpec to prefill the Run dialog, or None
@@ -25,6 +26,10 @@ class Commands(QObject):
 
     def open_trace(self, paths: list[Path]) -> None:
         self.open_requested.emit([Path(p) for p in paths])
+
+    def open_trace_at(self, paths: list[Path], window: tuple[int, int]) -> None:
+        """Open a trace (or bring its tab to front) showing ``window`` [t0, t1) ns."""
+        self.open_at_requested.emit([Path(p) for p in paths], (int(window[0]), int(window[1])))
 
     def compare(self, paths: list[Path]) -> None:
         self.compare_requested.emit([Path(p) for p in paths])
