@@ -91,6 +91,7 @@ class TimelineView(QWidget):
         d.color_mode_changed.connect(self._on_document_color_mode_changed)
         d.grouping_changed.connect(self._on_document_grouping_changed)
         d.reveal_requested.connect(lambda sel: self.reveal(sel.table, sel.row))
+        d.highlight_requested.connect(self.finder.highlight)
         if d.trace is not None:
             self._prepare()
 
