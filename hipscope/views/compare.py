@@ -45,6 +45,7 @@ from .compare_models import (
     run_names,
 )
 from ..qt.compare import CompareController
+from .compare_ops import OpsComparePage
 from .timeline import TimelineView
 
 ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance"}
@@ -215,6 +216,10 @@ class CompareView(QWidget):
             hh.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         self.tabs = QTabWidget(split)
         self.tabs.addTab(self._build_kernel_page(), "Kernels")
+        self.ops_page = OpsComparePage(self.tabs)
+        self.ops_page.align_requested.connect(
+            lambda row, n: self.controller.align_at_op(row, n, self.state.b_index))
+        self.tabs.addTab(self.ops_page, "Ops")
         self.provenance_model = ProvenanceModel(self)
         self.provenance_table = _table(self.provenance_model, self.tabs)
         ph = self.provenance_table.horizontalHeader()
@@ -334,6 +339,7 @@ class CompareView(QWidget):
         c = self.state.comparison
         self.kernel_model.set_diff(c.kernels if c is not None else None)
         self.provenance_model.set_provenance(c.provenance if c is not None else None)
+        self.ops_page.set_ops(c.ops if c is not None else None)
         self._show_headline()
         self._fill_align_names()
         self._show_notes()
