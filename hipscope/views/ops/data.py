@@ -197,14 +197,17 @@ def _tree(att: OpAttribution, data: OpsData, n_groups: int, paths: list[str]
     mcpu = np.bincount(mod_self, weights=(f.end - f.start)[is_mod].astype(np.float64),
                        minlength=len(paths))
     modules: dict[str, OpsNode] = {}
+    index = {p: i for i, p in enumerate(paths)}
+    groups: dict[str, list[np.ndarray]] = {}
     roots: list[OpsNode] = []
 
     def module(p: str) -> OpsNode:
         if p not in modules:
             parent, _, own = p.rpartition("/")
-            i = paths.index(p) if p in paths else -1
+            i = index.get(p, -1)
             modules[p] = OpsNode(MODULE, own, p, int(mcount[i]) if i >= 0 else 0,
                                  int(mcpu[i]) if i >= 0 else 0, path=i)
+            groups[p] = []
             (module(parent).children if parent else roots).append(modules[p])
         return modules[p]
 
@@ -221,10 +224,12 @@ def _tree(att: OpAttribution, data: OpsData, n_groups: int, paths: list[str]
             m = module(p)
             m.gpu_ns += node.gpu_ns
             m.kernels += node.kernels
-            m.groups = np.r_[m.groups, node.groups]
+            groups[p].append(node.groups)
             for c, v in node.classes.items():
                 m.classes[c] = m.classes.get(c, 0) + v
             p = p.rpartition("/")[0]
+    for p, m in modules.items():
+        m.groups = np.concatenate(groups[p]) if groups[p] else m.groups
     return roots
 
 
