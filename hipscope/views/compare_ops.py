@@ -116,9 +116,10 @@ class OpsDiffModel(_Table):
         r, col = self.rows[index.row()], index.column()
         if role == _DISPLAY:
             counts = [f"{r[k]:,}" if k in r else "–" for k in ("a_count", "b_count")]
+            one_sided = not r["a_gpu_ns"] or not r["b_gpu_ns"]    # no ratio to speak of
             return (row_label(r), *counts, fmt_duration(r["a_gpu_ns"]),
                     fmt_duration(r["b_gpu_ns"]), fmt_delta(r["delta_ns"], "ns"),
-                    fmt_ratio(r.get("ratio")))[col]
+                    "–" if one_sided else fmt_ratio(r.get("ratio")))[col]
         if role == SORT_ROLE:
             return self._key(r, col)
         if role == Qt.ItemDataRole.TextAlignmentRole and col > 0:
