@@ -104,6 +104,7 @@ class CompareController(QObject):
                           [f"B{i}" for i in range(1, len(self.traces))])
         self.state = cs.CompareState(labels=labels)
         self.runner = TaskRunner(self, max_threads=2)
+        self.aligned_at_op = False          # aligned from the Ops table (align_at_op)
         self.documents = []
         for p, t in zip(self.paths, self.traces):
             d = Document([p], self)
@@ -157,7 +158,8 @@ class CompareController(QObject):
         h.succeeded.connect(lambda payload: self._apply_alignment(*payload))
         h.failed.connect(self._on_work_failed)
 
-    def _apply_alignment(self, al: Alignment | None, error: str) -> None:
+    def _apply_alignment(self, al: Alignment | None, error: str, by_op: bool = False) -> None:
+        self.aligned_at_op = by_op and al is not None    # not the state's AlignChoice
         self.state.set_alignment(al, error)
 
     def _on_work_failed(self, message: str) -> None:
@@ -197,7 +199,7 @@ class CompareController(QObject):
         the Ops table (matched by the by-op comparison itself), in a worker."""
         traces = self.traces
         h = self.runner.submit("align", lambda p, c: op_alignment(traces, row, int(n), b))
-        h.succeeded.connect(lambda payload: self._apply_alignment(*payload))
+        h.succeeded.connect(lambda payload: self._apply_alignment(*payload, by_op=True))
         h.failed.connect(self._on_work_failed)
 
     def shutdown(self) -> None:

@@ -297,7 +297,7 @@ class CompareView(QWidget):
         if kind != "start" and not name:
             return
         choice = cs.AlignChoice(kind, name if kind != "start" else "", self.align_n.value())
-        if choice != self.state.align:
+        if choice != self.state.align or self.controller.aligned_at_op:
             self.state.set_align(choice)
 
     def _on_align_instance_clicked(self) -> None:

@@ -116,6 +116,12 @@ def test_align_here_puts_both_origins_at_the_matched_op_instance(qtbot):
         assert abs(tl.axis_origin - origin) <= 1
         assert abs(tl.document.view_state.window[0] - origin) <= 1
     assert "time 0 = " in view.timeline_titles[0].text()
+    # back to the run starts from the "Align at" choice
+    view.align_kind.setCurrentIndex(view.align_kind.findData("start"))
+    view.align_kind.activated.emit(view.align_kind.currentIndex())
+    qtbot.waitUntil(lambda: view.state.alignment.label == "start", timeout=20_000)
+    assert [tl.axis_origin for tl in view.timelines] == [
+        t.time_range()[0] for t in tab.traces]
     w.close()
 
 
