@@ -12,9 +12,11 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import Qt
 
 from hipscope.app.main_window import MainWindow
+from hipscope.model import Trace, build_table
 from hipscope.views.ops import panel as op
 
 from .conftest import make_tiny_trace
@@ -155,4 +157,32 @@ def test_a_trace_without_ops_says_why(qtbot, tmp_path):
     qtbot.waitUntil(lambda: panel.data is not None, timeout=10_000)
     assert panel.is_empty
     assert panel.empty.text().startswith("This trace records no host ops")
+    w.close()
+
+
+def _ops_but_no_launch_links() -> Trace:
+    """Host ops around every launch call, but kernels without a link to their call
+    (a trace that starts mid-stream, or a tool that drops correlation ids)."""
+    t = make_tiny_trace(40)
+    api = t.api
+    start, end = api.numpy("start"), api.numpy("end")
+    markers = build_table("markers", {
+        "name": ["aten::mm"] * len(api), "domain": ["cpu_op"] * len(api),
+        "start": start - 100, "end": end + 100, "pid": api.numpy("pid"),
+        "tid": api.numpy("tid"), "depth": np.zeros(len(api), np.int16)})
+    kernels = t.kernels.data.drop_columns(["api_index"])
+    return Trace(kernels=build_table("kernels", {c: kernels.column(c) for c in
+                                                 kernels.column_names}),
+                 api=api, markers=markers, devices=t.devices, meta=dict(t.meta))
+
+
+def test_a_trace_whose_kernels_have_no_launch_call_says_so(qtbot, tmp_path):
+    p = tmp_path / "mid-stream.trace"
+    p.write_text("stand-in path; the loader builds the trace")
+    trace = _ops_but_no_launch_links()
+    w, tab, panel = _open(qtbot, [p], loader=lambda paths, progress, cancelled: trace)
+    assert panel.is_empty
+    assert panel.empty.text().startswith(
+        f"None of the {len(trace.kernels) + len(trace.copies):,} kernels and copies has a "
+        "recorded launch call")
     w.close()
