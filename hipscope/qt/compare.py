@@ -199,7 +199,7 @@ class CompareController(QObject):
         the Ops table (matched by the by-op comparison itself), in a worker."""
         traces = self.traces
         h = self.runner.submit("align", lambda p, c: op_alignment(traces, row, int(n), b))
-        h.succeeded.connect(lambda payload: self._apply_alignment(*payload, by_op=True))
+        h.succeeded.connect(lambda al_err: self._apply_alignment(al_err[0], al_err[1], True))
         h.failed.connect(self._on_work_failed)
 
     def shutdown(self) -> None:

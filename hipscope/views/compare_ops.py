@@ -188,10 +188,9 @@ class OpsComparePage(QWidget):
 
     def _on_current_changed(self, cur: QModelIndex, _prev: QModelIndex) -> None:
         row = self.model.row_at(cur.row()) if cur.isValid() else None
-        ok = row is not None and "class" not in row and bool(row.get("a_count")) \
-            and bool(row.get("b_count"))
-        self.align_button.setEnabled(ok)
-        self.instance.setRange(1, max(1, min(row["a_count"], row["b_count"])) if ok else 1)
+        both = min(row.get("a_count", 0), row.get("b_count", 0)) if row is not None else 0
+        self.align_button.setEnabled(both > 0)
+        self.instance.setRange(1, max(1, both))
 
     def _on_align_clicked(self) -> None:
         row = self.current_row()

@@ -106,7 +106,8 @@ def _module_paths(att: OpAttribution) -> tuple[np.ndarray, list[str]]:
 def _event_names(trace: Trace) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Name codes of kernels and copies in one list: kernel names, '?' (a kernel
     without one), copy names, 'copy' (a copy without one)."""
-    out, names = [], []
+    out: list[np.ndarray] = []
+    names: list[str] = []
     for table, none in ((trace.kernels, "?"), (trace.copies, "copy")):
         if len(table) and table.has("name"):
             codes, cats = table.codes("name")

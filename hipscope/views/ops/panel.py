@@ -39,9 +39,11 @@ _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
 def classes_text(classes: dict[str, int], total: int) -> str:
-    """'GEMM 86 %, attention 14 %' (the two largest)."""
+    """'GEMM 86 %, attention 14 %' (the two largest; '< 1 %' for a sliver)."""
     top = sorted(classes.items(), key=lambda kv: -kv[1])[:2]
-    return ", ".join(f"{c} {v / max(total, 1):.0%}".replace("%", " %") for c, v in top)
+    share = [(c, 100 * v / max(total, 1)) for c, v in top]
+    return ", ".join(f"{c} {p:.0f} %" if p >= 0.5 or p == 0 else f"{c} < 1 %"
+                     for c, p in share)
 
 
 def unattributed_text(d: od.OpsData) -> str:
@@ -176,7 +178,11 @@ class OpsPanel(WorkerPanel):
             return
         h = self.tasks.submit("highlight", lambda progress, cancelled: od.highlight(
             trace, d, node))
-        h.succeeded.connect(lambda hl, d=d: d is self.data and self._apply(hl, zoom))
+        h.succeeded.connect(lambda hl, d=d: self._on_highlight_ready(d, hl, zoom))
+
+    def _on_highlight_ready(self, d: od.OpsData, hl: od.OpsHighlight, zoom: bool) -> None:
+        if d is self.data:                    # not for a trace loaded since
+            self._apply(hl, zoom)
 
     def _apply(self, hl: od.OpsHighlight | None, zoom: bool) -> None:
         self.last_highlight = hl
