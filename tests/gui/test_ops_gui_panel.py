@@ -146,6 +146,11 @@ def test_selecting_an_op_highlights_its_calls_and_kernels_double_click_zooms(qtb
     with qtbot.waitSignal(panel.highlighted, timeout=10_000):
         panel.tree.setCurrentIndex(panel.model.index(-1, 0))
     assert tl.found is None
+    # closing the tab with a highlight on: the panel gives it back, nothing raises
+    with qtbot.waitSignal(panel.highlighted, timeout=10_000):
+        panel.tree.setCurrentIndex(ix)
+    w.close_current_tab()
+    qtbot.waitUntil(lambda: w.tabs.count() == 0, timeout=10_000)
     w.close()
 
 
