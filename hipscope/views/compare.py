@@ -166,6 +166,10 @@ class CompareView(QWidget):
         self.delta_check.setToolTip("Green: faster than the matched kernel of the other run; "
                                     "red: slower; dark grey: no matched instance")
         self.delta_check.toggled.connect(self.state.set_delta_colours)
+        self.class_check = QCheckBox("by class", bar)
+        self.class_check.setToolTip("Colour kernels by class (GEMM, attention, …) in every "
+                                    "run: the same colours whatever the kernels are called")
+        self.class_check.toggled.connect(self._on_class_toggled)
         self.rules_button = QPushButton("Name rules…", bar)
         self.rules_button.setToolTip("Edit how kernel names are normalised for matching")
         self.rules_button.clicked.connect(self.edit_rules)
@@ -176,7 +180,7 @@ class CompareView(QWidget):
         for w in (self.align_kind, self.align_name, self.align_n):
             h.addWidget(w)
         h.addSpacing(12)
-        for w in (self.b_combo, self.delta_check, self.rules_button):
+        for w in (self.b_combo, self.delta_check, self.class_check, self.rules_button):
             h.addWidget(w)
         h.addStretch(1)
         h.addWidget(self.progress)
@@ -300,6 +304,14 @@ class CompareView(QWidget):
         if choice != self.state.align or self.controller.aligned_at_op:
             self.state.set_align(choice)
 
+    def _on_class_toggled(self, on: bool) -> None:
+        if on:
+            self.state.set_delta_colours(False)
+        elif self.state.delta_colours:
+            return                            # delta took over
+        for d in self.controller.documents:
+            d.view_state.set_color_mode("class" if on else "name")
+
     def _on_align_instance_clicked(self) -> None:
         row = self.instance_table.currentIndex().row()
         if self.state.kernel is not None and row >= 0:
@@ -334,6 +346,8 @@ class CompareView(QWidget):
             self._show_align_choice()
         elif what == "delta_colours":
             self.delta_check.setChecked(bool(value))
+            if value:
+                self.class_check.setChecked(False)
 
     def _show_result(self) -> None:
         c = self.state.comparison

@@ -136,3 +136,25 @@ def test_eager_against_cuda_graphs_matches_at_the_steps(qtbot):
     assert row["name"] == "ProfilerStep#" and (row["a_count"], row["b_count"]) == tuple(steps)
     assert co.coverage_text(None) == co.NO_OPS
     w.close()
+
+
+@pytest.mark.skipif(not (MI300X.exists() and H100.exists()), reason="BERT samples absent")
+def test_both_vendors_timelines_colour_gemms_alike_by_class(qtbot):
+    from hipscope.views.timeline import palette as pal
+
+    w, tab, view, page = _compare(qtbot, MI300X, H100)
+    qtbot.mouseClick(view.class_check, Qt.MouseButton.LeftButton)
+    for tl in view.timelines:
+        qtbot.waitUntil(lambda tl=tl: tl.scale.mode == "class", timeout=10_000)
+    gemm = {"amd": "Cijk_", "nvidia": "xmma_gemm"}        # hipBLASLt / cuBLAS names
+    for tl, needle in zip(view.timelines, gemm.values()):
+        names = tl.model.names["kernels"]
+        keys = [int(k) for r in tl.model.rows if r.table == "kernels" and r.kind == "track"
+                and r.events is not None
+                for c, k in zip(tl.model.codes["kernels"][r.events.index], r.events.keys)
+                if needle in names[c]]
+        assert keys and {tuple(tl.palette.rgb[k]) for k in keys} == {pal.CLASS_RGB[0]}
+    view.delta_check.setChecked(True)                      # one colouring at a time
+    assert not view.class_check.isChecked()
+    assert {d.view_state.color_mode for d in tab.controller.documents} == {"delta"}
+    w.close()
