@@ -116,6 +116,19 @@ def test_align_here_puts_both_origins_at_the_matched_op_instance(qtbot):
         assert abs(tl.axis_origin - origin) <= 1
         assert abs(tl.document.view_state.window[0] - origin) <= 1
     assert "time 0 = " in view.timeline_titles[0].text()
+    # a finer row (module path and shapes): the flash attention of BertLayer_0, the first
+    page.view_combo.setCurrentIndex(page.view_combo.findData("rows"))
+    page.view_combo.activated.emit(page.view_combo.currentIndex())
+    layer0 = next(r for r in range(page.model.rowCount()) if page.model.row_at(r)["name"]
+                  == FLASH and "/BertLayer_0/" in page.model.row_at(r)["path"])
+    page.table.setCurrentIndex(page.model.index(layer0, 0))
+    assert page.instance.maximum() == 1
+    page.align_button.click()
+    qtbot.waitUntil(lambda: view.state.alignment.label == f"{FLASH} #1", timeout=20_000)
+    for tl, trace, path in zip(view.timelines, tab.traces, (MI300X, H100)):
+        first = min(e["ts"] for e in _json_events(path)
+                    if e.get("cat") == "cpu_op" and e["name"] == FLASH)
+        assert abs(tl.axis_origin - _trace_ns(trace, path, first)) <= 1
     # back to the run starts from the "Align at" choice
     view.align_kind.setCurrentIndex(view.align_kind.findData("start"))
     view.align_kind.activated.emit(view.align_kind.currentIndex())
@@ -135,6 +148,17 @@ def test_eager_against_cuda_graphs_matches_at_the_steps(qtbot):
                                                                    DATA / "cudagraphs.json.gz")]
     assert row["name"] == "ProfilerStep#" and (row["a_count"], row["b_count"]) == tuple(steps)
     assert co.coverage_text(None) == co.NO_OPS
+    # align at the second step: each run's own ProfilerStep range (host annotation)
+    page.table.setCurrentIndex(page.model.index(0, 0))
+    page.instance.setValue(2)
+    page.align_button.click()
+    qtbot.waitUntil(lambda: view.state.alignment is not None
+                    and view.state.alignment.label == "ProfilerStep# #2", timeout=20_000)
+    for tl, trace, p in zip(view.timelines, tab.traces, (DATA / "eager.json.gz",
+                                                        DATA / "cudagraphs.json.gz")):
+        starts = sorted(e["ts"] for e in _json_events(p) if e.get("cat") == "user_annotation"
+                        and e["name"].startswith("ProfilerStep#"))
+        assert abs(tl.axis_origin - _trace_ns(trace, p, starts[1])) <= 1
     w.close()
 
 
