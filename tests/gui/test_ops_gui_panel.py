@@ -142,10 +142,11 @@ def test_selecting_an_op_highlights_its_calls_and_kernels_double_click_zooms(qtb
     t0, t1 = tab.document.view_state.window
     pad = (e - s) // 20
     assert abs(t0 - (s - pad)) <= 2 and abs(t1 - (e + pad)) <= 2, ((t0, t1), (s, e))
-    # clearing the selection gives the timeline back to the find query (none)
+    # Esc clears the selection: the timeline gets the find query back (none)
+    panel.tree.setFocus()
     with qtbot.waitSignal(panel.highlighted, timeout=10_000):
-        panel.tree.setCurrentIndex(panel.model.index(-1, 0))
-    assert tl.found is None
+        qtbot.keyClick(panel.tree, Qt.Key.Key_Escape)
+    assert tl.found is None and not panel.tree.selectionModel().hasSelection()
     # closing the tab with a highlight on: the panel gives it back, nothing raises
     with qtbot.waitSignal(panel.highlighted, timeout=10_000):
         panel.tree.setCurrentIndex(ix)

@@ -12,7 +12,7 @@ document's job runner (:mod:`.data`).
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtGui import QKeySequence, QShortcut, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -33,8 +33,8 @@ NODE_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 KIND_TEXT = {od.MODULE: "nn.Module", od.OP: "launching op", od.KERNEL: "kernel"}
 LOADING_TEXT = "Attributing the kernels to the ops that launched them…"
-HINT = ("Select a row: its op ranges and kernels stand out in the timeline; double-click: "
-        "zoom to its first call.")
+HINT = ("Select a row: its op ranges and kernels stand out in the timeline (Esc: none); "
+        "double-click: zoom to its first call; F3 in the timeline: the next of them.")
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
@@ -117,7 +117,9 @@ class OpsPanel(WorkerPanel):
         hh.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
         for c in range(1, len(COLUMNS)):
             hh.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        self.tree.selectionModel().currentRowChanged.connect(self._on_current_changed)
+        self.tree.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        clear = QShortcut(QKeySequence(Qt.Key.Key_Escape), self.tree, self.tree.clearSelection)
+        clear.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.tree.doubleClicked.connect(self._on_double_clicked)
         hint = QLabel(HINT)
         hint.setStyleSheet("color: #8a909a;")
@@ -165,8 +167,9 @@ class OpsPanel(WorkerPanel):
             return None
         return index.siblingAtColumn(NAME).data(NODE_ROLE)
 
-    def _on_current_changed(self, cur: QModelIndex, _prev: QModelIndex) -> None:
-        self._highlight(self.node_at(cur), zoom=False)
+    def _on_selection_changed(self, *_args) -> None:
+        rows = self.tree.selectionModel().selectedRows(NAME)
+        self._highlight(self.node_at(rows[0]) if rows else None, zoom=False)
 
     def _on_double_clicked(self, index: QModelIndex) -> None:
         self._highlight(self.node_at(index), zoom=True)
