@@ -129,6 +129,9 @@ def test_selecting_an_op_highlights_its_calls_and_kernels_double_click_zooms(qtb
     assert tables["kernels"] + tables["copies"] == len(mine)
     assert tables["markers"] == len(calls)                # the op's own ranges, host lane
     assert len(found) == len(mine) + len(calls)
+    w.find_next()                                  # F3 steps through them
+    sel = tab.document.view_state.selection
+    assert sel is not None and bool(found.masks[sel.table][sel.row])
     # double-click: the window shows the first call and the work it launched
     s_us = min(calls)[0]
     e_us = max([min(calls)[1]] + [g[1] for g in mine if g[2][:2] == min(calls)])
