@@ -214,12 +214,15 @@ def _aligned(traces, choice: cs.AlignChoice, result: cs.CompareResult):
         return None, str(exc.args[0] if exc.args else exc)
 
 
-def _is_row(row: dict, forest, i: int) -> bool:
-    """Whether op ``i`` of ``forest`` belongs to a row of the Ops table."""
-    name = forest.name_of(i)
+def _is_row(row: dict, fa, i: int, fb, j: int) -> bool:
+    """Whether the matched pair (op ``i`` of A's forest ``fa``, op ``j`` of B's) belongs
+    to a row of the Ops table (a finer row: A's module path, the name, A's input
+    shapes and, where the row has them, B's)."""
+    name = fa.name_of(i)
     if "path" in row:
-        return (forest.module_path(i), name, forest.shape_of(i)) == (
-            row["path"], row["name"], row.get("shapes", ""))
+        return (fa.module_path(i), name, fa.shape_of(i)) == (
+            row["path"], row["name"], row.get("shapes", "")) and (
+            "b_shapes" not in row or fb.shape_of(j) == row["b_shapes"])
     return name == row["name"] or (row["name"] == STEP_PREFIX and name.startswith(STEP_PREFIX)
                                    and name[len(STEP_PREFIX):].isdigit())
 
@@ -243,9 +246,9 @@ def op_alignment(traces, row: dict, n: int, b: int = 1):
     runs at their starts; None and one sentence when there is no such instance)."""
     atts = [analyses_of(t).ops() for t in (traces[0], traces[b])]
     m = matched_op_instances(*atts)
-    side = 0 if row.get("a_count", 1) else 1
-    f = atts[side].forest
-    pick = [k for k, i in enumerate((m["a"], m["b"])[side].tolist()) if _is_row(row, f, i)]
+    fa, fb = atts[0].forest, atts[1].forest
+    pick = [k for k, (i, j) in enumerate(zip(m["a"].tolist(), m["b"].tolist()))
+            if _is_row(row, fa, i, fb, j)]
     label = f"{row['name']} #{n}"
     if not 1 <= n <= len(pick):
         return None, (f"op {row['name']!r} has {len(pick)} matched instances, instance {n} "

@@ -56,7 +56,10 @@ def row_label(row: dict[str, Any]) -> str:
         return str(row["class"])
     if "path" in row:
         parts = [p for p in (row["path"].rpartition("/")[2], row["name"]) if p]
-        return " · ".join(parts) + (f"  {row['shapes']}" if row.get("shapes") else "")
+        shapes = row.get("shapes", "")
+        if row.get("b_shapes", shapes) != shapes:          # matched by name and order
+            shapes = f"{shapes or '[]'} → {row['b_shapes'] or '[]'}"
+        return " · ".join(parts) + (f"  {shapes}" if shapes else "")
     return str(row["name"])
 
 
@@ -128,8 +131,8 @@ class OpsDiffModel(_Table):
             one_sided = not r["a_gpu_ns"] or not r["b_gpu_ns"]
             return NEUTRAL if one_sided else delta_colour(r.get("ratio"), -1, r["delta_ns"])
         if role == Qt.ItemDataRole.ToolTipRole and col == 0:
-            return "\n".join(str(r[k]) for k in ("path", "name", "shapes", "class")
-                             if r.get(k))
+            return "\n".join(f"{k}: {r[k]}" for k in ("path", "name", "shapes", "b_shapes",
+                                                       "class") if r.get(k))
         return None
 
 
