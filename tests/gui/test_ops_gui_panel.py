@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 
 from hipscope.app.main_window import MainWindow
@@ -194,4 +195,45 @@ def test_a_trace_whose_kernels_have_no_launch_call_says_so(qtbot, tmp_path):
     assert panel.empty.text().startswith(
         f"None of the {len(trace.kernels) + len(trace.copies):,} kernels and copies has a "
         "recorded launch call")
+    w.close()
+
+
+MI300X = Path("/work/shared/samples/kineto/amd-mi300x-bert-tracelens/"
+              "gaunernst_bert-small-uncased__1016001.json.gz")
+
+
+def _json_module_gpu_ns(path: Path, module: str) -> tuple[int, int]:
+    """Plain json: (calls of nn.Module ``module``, GPU ns of the kernels and copies
+    whose launch call starts inside one of them on its thread)."""
+    with gzip.open(path, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    ranges = [(e["pid"], e["tid"], e["ts"], e["ts"] + e["dur"]) for e in events
+              if e.get("cat") == "python_function" and e["name"] == f"nn.Module: {module}"]
+    calls = {e["args"]["correlation"]: e for e in events
+             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e["args"]}
+    ns = 0
+    for e in events:
+        c = calls.get(e.get("args", {}).get("correlation")) if e.get("cat") in GPU_CATS \
+            else None
+        if c is not None and any(p == c["pid"] and t == c["tid"] and s <= c["ts"] < x
+                                 for p, t, s, x in ranges):
+            ns += round(e["dur"] * 1000)
+    return len(ranges), ns
+
+
+@pytest.mark.skipif(not MI300X.exists(), reason="real BERT sample not present")
+def test_modules_nest_by_path_with_the_work_launched_inside_them(qtbot):
+    w, tab, panel = _open(qtbot, [MI300X])
+    chain = ["BertLMHeadModel_0", "BertModel_0", "BertEncoder_0", "BertLayer_0"]
+    item = None
+    for name in chain:                              # BertLayer_0 sits under BertEncoder_0 ...
+        parent = panel.model.invisibleRootItem() if item is None else item
+        item = next(parent.child(r, op.NAME) for r in range(parent.rowCount())
+                    if parent.child(r, op.NAME).text() == name)
+    row = item.index().row()
+    par = item.parent()
+    calls, ns = _json_module_gpu_ns(MI300X, "BertLayer_0")
+    assert calls == 1 and ns > 0
+    assert int(par.child(row, op.COUNT).data(op.SORT_ROLE)) == calls
+    assert abs(par.child(row, op.GPU).data(op.SORT_ROLE) - ns) <= 12
     w.close()

@@ -187,51 +187,63 @@ def _op_nodes(att: OpAttribution, data: OpsData, n_groups: int
     return nodes, first
 
 
+class _Modules:
+    """The module nodes of a tree, made on first use with their parents ('A_0/B_0'
+    under 'A_0'); ``add`` counts an op node's work for its module and every one above."""
+
+    def __init__(self, paths: list[str], count: np.ndarray, cpu: np.ndarray):
+        self.index = {p: i for i, p in enumerate(paths)}
+        self.count, self.cpu = count, cpu
+        self.nodes: dict[str, OpsNode] = {}
+        self.groups: dict[str, list[np.ndarray]] = {}
+        self.roots: list[OpsNode] = []
+
+    def node(self, p: str) -> OpsNode:
+        if p not in self.nodes:
+            parent, _, own = p.rpartition("/")
+            i = self.index.get(p, -1)
+            self.nodes[p] = OpsNode(MODULE, own, p, int(self.count[i]) if i >= 0 else 0,
+                                    int(self.cpu[i]) if i >= 0 else 0, path=i)
+            self.groups[p] = []
+            (self.node(parent).children if parent else self.roots).append(self.nodes[p])
+        return self.nodes[p]
+
+    def add(self, p: str, op: OpsNode) -> None:
+        self.node(p).children.append(op)
+        while p:
+            m = self.node(p)
+            m.gpu_ns += op.gpu_ns
+            m.kernels += op.kernels
+            self.groups[p].append(op.groups)
+            for c, v in op.classes.items():
+                m.classes[c] = m.classes.get(c, 0) + v
+            p = p.rpartition("/")[0]
+
+    def finish(self) -> None:
+        for p, m in self.nodes.items():
+            m.groups = np.concatenate(self.groups[p]) if self.groups[p] else m.groups
+
+
 def _tree(att: OpAttribution, data: OpsData, n_groups: int, paths: list[str]
           ) -> list[OpsNode]:
-    """Module nodes nested by path ('A_0/B_0' under 'A_0'), op nodes under their
-    innermost module (at the top outside every module)."""
+    """Module nodes nested by path, op nodes under their innermost module (at the top
+    outside every module)."""
     nodes, first = _op_nodes(att, data, n_groups)
     f, path, is_mod = att.forest, data.op_path, data.op_is_module
     mod_self = path[is_mod]
-    mcount = np.bincount(mod_self, minlength=len(paths))
-    mcpu = np.bincount(mod_self, weights=(f.end - f.start)[is_mod].astype(np.float64),
-                       minlength=len(paths))
-    modules: dict[str, OpsNode] = {}
-    index = {p: i for i, p in enumerate(paths)}
-    groups: dict[str, list[np.ndarray]] = {}
-    roots: list[OpsNode] = []
-
-    def module(p: str) -> OpsNode:
-        if p not in modules:
-            parent, _, own = p.rpartition("/")
-            i = index.get(p, -1)
-            modules[p] = OpsNode(MODULE, own, p, int(mcount[i]) if i >= 0 else 0,
-                                 int(mcpu[i]) if i >= 0 else 0, path=i)
-            groups[p] = []
-            (module(parent).children if parent else roots).append(modules[p])
-        return modules[p]
-
+    mods = _Modules(paths, np.bincount(mod_self, minlength=len(paths)),
+                    np.bincount(mod_self, weights=(f.end - f.start)[is_mod].astype(np.float64),
+                                minlength=len(paths)))
     for gi, node in enumerate(nodes):
         if node is None:
             continue
         pc = int(path[first[gi]])
         if pc < 0:
-            roots.append(node)
-            continue
-        p = paths[pc]
-        module(p).children.append(node)
-        while p:                                   # the work counts for every module above
-            m = module(p)
-            m.gpu_ns += node.gpu_ns
-            m.kernels += node.kernels
-            groups[p].append(node.groups)
-            for c, v in node.classes.items():
-                m.classes[c] = m.classes.get(c, 0) + v
-            p = p.rpartition("/")[0]
-    for p, m in modules.items():
-        m.groups = np.concatenate(groups[p]) if groups[p] else m.groups
-    return roots
+            mods.roots.append(node)
+        else:
+            mods.add(paths[pc], node)
+    mods.finish()
+    return mods.roots
 
 
 @dataclass(frozen=True)
