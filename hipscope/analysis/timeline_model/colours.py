@@ -88,6 +88,15 @@ def color_scale(trace: Trace, model: TimelineModel, mode: str,
     return ColorScale(mode, top_names=tuple(top))
 
 
+def name_luts(model: TimelineModel) -> dict[str, np.ndarray]:
+    """Colour keys of the "name" mode per name code, per event table (the last entry
+    is for events without a name)."""
+    return {t: np.r_[kernel_name_keys(model.names[t]) if t == "kernels" else
+                     np.array([name_key(n) for n in model.names[t]], np.uint16),
+                     np.uint16(NO_KEY)].astype(np.uint16)
+            for t in EVENT_TABLES}
+
+
 def class_luts(model: TimelineModel) -> dict[str, np.ndarray]:
     """Colour keys of the "class" mode per name code (index into CLASSES; the last
     entry is for events without a name): kernels by their class, copies all
@@ -140,13 +149,7 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
     dv = None
     if scale.mode == "delta" and values is not None and len(values) == len(trace.kernels):
         dv = np.asarray(values, dtype=np.float64)
-    if scale.mode == "class":
-        lut = class_luts(model)
-    else:
-        lut = {t: np.r_[kernel_name_keys(model.names[t]) if t == "kernels" else
-                        np.array([name_key(n) for n in model.names[t]], np.uint16),
-                        np.uint16(NO_KEY)].astype(np.uint16)
-               for t in EVENT_TABLES}
+    lut = class_luts(model) if scale.mode == "class" else name_luts(model)
     out = {}
     for i in model.tracks():
         if cancelled is not None and cancelled():
