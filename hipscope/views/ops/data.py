@@ -114,7 +114,7 @@ def _event_names(trace: Trace) -> tuple[np.ndarray, np.ndarray, list[str]]:
             cats = [n or none for n in cats]
         else:
             codes, cats = np.full(len(table), -1, np.int32), []
-        out.append(np.where(codes >= 0, codes, len(cats)).astype(np.int64) + len(names))
+        out.append((np.where(codes >= 0, codes, len(cats)) + len(names)).astype(np.int32))
         names += cats + [none]
     return out[0], out[1], names
 
@@ -136,11 +136,11 @@ def build(trace: Trace, cancelled: CancelledFn | None = None) -> OpsData:
     _, name_id = np.unique(name_str, return_inverse=True)    # one id per name string
     gid_raw = (path + 1) * (int(name_id.max(initial=0)) + 1) + name_id.reshape(-1)[f.name]
     uniq, gid = np.unique(gid_raw, return_inverse=True)
-    data.op_group = gid.reshape(-1).astype(np.int64)
+    data.op_group = gid.reshape(-1).astype(np.int32)        # int32: 4 bytes an event
     data.kernel_group = np.where(att.kernel_op >= 0, data.op_group[np.maximum(att.kernel_op, 0)]
-                                 if len(f) else -1, -1)
+                                 if len(f) else -1, -1).astype(np.int32)
     data.copy_group = np.where(att.copy_op >= 0, data.op_group[np.maximum(att.copy_op, 0)]
-                               if len(f) else -1, -1)
+                               if len(f) else -1, -1).astype(np.int32)
     data.kernel_code, data.copy_code, data.names = _event_names(trace)
     data.op_path = path
     data.op_is_module = np.array([n.startswith(MODULE_PREFIX) for n in f.names], bool)[f.name] \
