@@ -23,6 +23,7 @@ from ..model import Trace
 from ..model.progress import Cancelled
 from ..model.view_state import Listener, Observable
 from . import diff
+from .diff.by_op import attach_ops
 
 DEFAULT_RULES_TEXT = "# one regex a line: PATTERN (deleted) or PATTERN => REPLACEMENT\n@defaults\n"
 ALIGN_KINDS = ("start", "marker", "kernel")
@@ -199,6 +200,7 @@ def compute(traces: Sequence[Trace], rules_text: str,
     prog = progress or (lambda f: None)
     comps = diff.compare_many(traces[0], traces[1:], norm,
                               progress=lambda f: prog(0.7 * f), cancelled=cancelled)
+    attach_ops(traces[0], traces[1:], comps, "auto")     # as `compare --by auto`
     matcher = Matcher(traces, norm, cancelled)
     prog(0.9)
     ratios = duration_ratios(traces, matcher)

@@ -12,7 +12,8 @@ from ..qt.panels import MENU_EXPORT
 from . import file_dialogs as fd
 from .actions import ActionId, install_navigation, make_action
 
-COLOR_LABELS = {"name": "Name", "duration": "Duration", "queue_delay": "Queue delay"}
+COLOR_LABELS = {"name": "Name", "duration": "Duration", "queue_delay": "Queue delay",
+                "class": "Kernel class"}
 GROUP_LABELS = {"queue": "Queue", "stream": "Stream"}
 
 

@@ -15,7 +15,7 @@ from .observable import Listener, Observable
 __all__ = ["COLOR_MODES", "GROUPINGS", "VALUE_COLOR_MODES", "Filters", "Listener",
            "Observable", "Selection", "ViewState"]
 
-COLOR_MODES = ("name", "duration", "queue_delay")
+COLOR_MODES = ("name", "duration", "queue_delay", "class")   # class: analysis/kernel_class.py
 # Colour modes fed by per-kernel numbers from outside the trace (``color_values``):
 # "delta" colours a kernel by its duration over the matched kernel's in another run.
 VALUE_COLOR_MODES = ("delta",)

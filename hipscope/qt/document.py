@@ -32,6 +32,7 @@ class Document(QObject):
     grouping_changed = Signal(str)
     area_changed = Signal(object)        # (t0, t1) ns of the ruler, or None
     reveal_requested = Signal(object)    # Selection: scroll the timeline to it
+    highlight_requested = Signal(object)  # events to stand out (.masks per table), or None
 
     def __init__(self, paths: list[Path] | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -70,6 +71,12 @@ class Document(QObject):
         """Select an event and ask the timeline to bring it into view."""
         self.view_state.select(selection)
         self.reveal_requested.emit(selection)
+
+    def highlight(self, events) -> None:
+        """Make events stand out in the timeline like find matches (the Ops panel's
+        selected op: ``events.masks`` is a bool mask per event table); None: back to
+        the find query."""
+        self.highlight_requested.emit(events)
 
     def full_range(self) -> tuple[int, int]:
         tr = self.trace.time_range() if self.trace is not None else None

@@ -17,6 +17,7 @@ from .area_table import AreaTableView
 from .details import DetailsView
 from .diagnostics import DiagnosticsView
 from .heatmap import CounterHeatmapView
+from .ops import OpsPanel
 from .queue_delay import QueueDelayView
 from .tables import KernelsTableView, KernelSummaryView
 from .tuner_panel import TunerPanel
@@ -43,6 +44,7 @@ register_panel(PanelSpec(
     "kernels", "All kernels", KernelsTableView, tabify_with="summary", order=30,
     actions=(PanelAction("export.kernels_csv", "All &kernels as CSV…", MENU_EXPORT,
                          lambda panel, commands: commands.export_table(panel, "kernels")),)))
+register_panel(PanelSpec("ops", "Ops", OpsPanel, tabify_with="summary", order=35))
 register_panel(PanelSpec("queue_delay", "Queue delay", QueueDelayView, tabify_with="summary",
                          order=40))
 register_panel(PanelSpec("counters", "Counters", CounterHeatmapView, tabify_with="summary",

@@ -45,6 +45,7 @@ from .compare_models import (
     run_names,
 )
 from ..qt.compare import CompareController
+from .compare_ops import OpsComparePage
 from .timeline import TimelineView
 
 ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance"}
@@ -165,6 +166,10 @@ class CompareView(QWidget):
         self.delta_check.setToolTip("Green: faster than the matched kernel of the other run; "
                                     "red: slower; dark grey: no matched instance")
         self.delta_check.toggled.connect(self.state.set_delta_colours)
+        self.class_check = QCheckBox("by class", bar)
+        self.class_check.setToolTip("Colour kernels by class (GEMM, attention, …) in every "
+                                    "run: the same colours whatever the kernels are called")
+        self.class_check.toggled.connect(self._on_class_toggled)
         self.rules_button = QPushButton("Name rules…", bar)
         self.rules_button.setToolTip("Edit how kernel names are normalised for matching")
         self.rules_button.clicked.connect(self.edit_rules)
@@ -175,7 +180,7 @@ class CompareView(QWidget):
         for w in (self.align_kind, self.align_name, self.align_n):
             h.addWidget(w)
         h.addSpacing(12)
-        for w in (self.b_combo, self.delta_check, self.rules_button):
+        for w in (self.b_combo, self.delta_check, self.class_check, self.rules_button):
             h.addWidget(w)
         h.addStretch(1)
         h.addWidget(self.progress)
@@ -215,6 +220,10 @@ class CompareView(QWidget):
             hh.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         self.tabs = QTabWidget(split)
         self.tabs.addTab(self._build_kernel_page(), "Kernels")
+        self.ops_page = OpsComparePage(self.tabs)
+        self.ops_page.align_requested.connect(
+            lambda row, n: self.controller.align_at_op(row, n, self.state.b_index))
+        self.tabs.addTab(self.ops_page, "Ops")
         self.provenance_model = ProvenanceModel(self)
         self.provenance_table = _table(self.provenance_model, self.tabs)
         ph = self.provenance_table.horizontalHeader()
@@ -292,8 +301,16 @@ class CompareView(QWidget):
         if kind != "start" and not name:
             return
         choice = cs.AlignChoice(kind, name if kind != "start" else "", self.align_n.value())
-        if choice != self.state.align:
+        if choice != self.state.align or self.controller.aligned_at_op:
             self.state.set_align(choice)
+
+    def _on_class_toggled(self, on: bool) -> None:
+        if on:
+            self.state.set_delta_colours(False)
+        elif self.state.delta_colours:
+            return                            # delta took over
+        for d in self.controller.documents:
+            d.view_state.set_color_mode("class" if on else "name")
 
     def _on_align_instance_clicked(self) -> None:
         row = self.instance_table.currentIndex().row()
@@ -329,11 +346,14 @@ class CompareView(QWidget):
             self._show_align_choice()
         elif what == "delta_colours":
             self.delta_check.setChecked(bool(value))
+            if value:
+                self.class_check.setChecked(False)
 
     def _show_result(self) -> None:
         c = self.state.comparison
         self.kernel_model.set_diff(c.kernels if c is not None else None)
         self.provenance_model.set_provenance(c.provenance if c is not None else None)
+        self.ops_page.set_ops(c.ops if c is not None else None)
         self._show_headline()
         self._fill_align_names()
         self._show_notes()

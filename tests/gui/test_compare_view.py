@@ -266,12 +266,13 @@ def test_a_trace_compared_with_itself_shows_zero_deltas(qtbot, window):
 
 
 @pytest.mark.skipif(AMD is None or NVIDIA is None, reason="bert samples not present")
-def test_amd_against_nvidia_is_not_comparable(qtbot, window):
-    tab = _compare(qtbot, window, [AMD, NVIDIA])
+def test_amd_against_nvidia_compares_by_op_and_says_the_gpus_differ(qtbot, window):
+    tab = _compare(qtbot, window, [AMD, NVIDIA])    # issue 17: a fact, not a refusal
     v = tab.view
-    assert tab.controller.state.comparison.not_comparable
-    assert v.banner.isVisibleTo(v)
-    assert "not comparable" in v.banner.text() and "GPUs differ" in v.banner.text()
+    assert not tab.controller.state.comparison.not_comparable
+    assert not v.banner.isVisibleTo(v)
+    assert "GPUs differ" in v.note.text()
+    assert v.ops_page.coverage.text().startswith("<b>Matched at: op</b>")
 
 
 def test_three_runs_stack_three_timelines(qtbot, window):

@@ -18,7 +18,7 @@ from hipscope.qt.panels import load_panels, panel_specs, unregister_panel
 from hipscope.qt.tasks import TaskRunner
 
 TWIN = Path(__file__).resolve().parents[1] / "data" / "rocprofv3-csv-twin" / "node01"
-BUILTIN_KEYS = ["details", "summary", "area", "kernels", "queue_delay", "counters", "tuner"]
+BUILTIN_KEYS = ["details", "summary", "area", "kernels", "ops", "queue_delay", "counters", "tuner"]
 SPECS = panel_specs()
 
 

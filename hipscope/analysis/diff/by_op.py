@@ -280,3 +280,31 @@ def attach_ops(a: Trace, bs: Sequence[Trace], comparisons: Sequence[Any], by: st
         if lv is None:
             c.warnings.insert(0, "not comparable: no op, module or step of A matches one "
                                  "of B")
+
+
+def matched_op_instances(a: Trace | OpAttribution, b: Trace | OpAttribution
+                         ) -> dict[str, Any]:
+    """The op instances :func:`compare_ops` matched, at the level it speaks at (for
+    aligning two timelines at one of them): ``{"level", "a", "b"}``, ``a``/``b`` the
+    op indices into each run's forest of each matched pair (ops of that level that
+    launched GPU work), in A's start order; plus ``"att": (att_a, att_b)``."""
+    intern: dict[tuple, int] = {}
+    att_a, att_b = (t if isinstance(t, OpAttribution) else attribute(t) for t in (a, b))
+    shapes = att_a.forest.shape is not None and att_b.forest.shape is not None
+    sa, sb = _side(att_a, intern, shapes), _side(att_b, intern, shapes)
+    matched = _match(sa, sb, intern)
+    m_arr = np.fromiter(matched, np.int64, len(matched))
+    level = _pick_level({lv: {"a": _coverage(sa, lv, m_arr), "b": _coverage(sb, lv, m_arr)}
+                         for lv in LEVELS})
+    at = level or "op"
+    ops = []
+    for s in (sa, sb):
+        lop = s.ev_level_op[at]
+        o = np.unique(lop[lop >= 0])
+        o = o[np.isin(s.key[o], m_arr)]
+        ops.append(dict(zip(s.key[o].tolist(), o.tolist())))
+    keys = [k for k in ops[0] if k in ops[1]] if level else []
+    pa = np.array([ops[0][k] for k in keys], np.int64)
+    pb = np.array([ops[1][k] for k in keys], np.int64)
+    order = np.argsort(att_a.forest.start[pa], kind="stable") if len(pa) else pa
+    return {"level": level, "a": pa[order], "b": pb[order], "att": (att_a, att_b)}

@@ -1,5 +1,5 @@
-"""Colour keys of the timeline's events (name, duration, queue delay, delta) and
-each row's binned key pyramid; colours themselves are the view's business."""
+"""Colour keys of the timeline's events (name, duration, queue delay, kernel class,
+delta) and each row's binned key pyramid; colours themselves are the view's business."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from ...model import Trace
 from ...model.progress import Cancelled
+from ..kernel_class import CLASSES, COPY, class_codes
 from .events import EVENT_TABLES, MAX_BINS, NO_KEY, Events, busy_until
 from .rows import TimelineModel, int_column
 
@@ -73,6 +74,8 @@ def color_scale(trace: Trace, model: TimelineModel, mode: str,
         ok = qd[qd >= 0] if qd is not None else np.zeros(0)
         lo, hi = np.quantile(np.maximum(ok, 1), (0.01, 0.99)) if len(ok) else (1e3, 1e6)
         return ColorScale(mode, float(lo), float(max(hi, lo * 2)))
+    if mode == "class":
+        return ColorScale(mode, top_names=_class_legend(trace, model))
     top: list[tuple[str, int]] = []
     if len(k):
         codes, names = model.codes["kernels"], model.names["kernels"]
@@ -83,6 +86,38 @@ def color_scale(trace: Trace, model: TimelineModel, mode: str,
             if tot[c] > 0:
                 top.append((names[c], int(keys[c])))
     return ColorScale(mode, top_names=tuple(top))
+
+
+def name_luts(model: TimelineModel) -> dict[str, np.ndarray]:
+    """Colour keys of the "name" mode per name code, per event table (the last entry
+    is for events without a name)."""
+    return {t: np.r_[kernel_name_keys(model.names[t]) if t == "kernels" else
+                     np.array([name_key(n) for n in model.names[t]], np.uint16),
+                     np.uint16(NO_KEY)].astype(np.uint16)
+            for t in EVENT_TABLES}
+
+
+def class_luts(model: TimelineModel) -> dict[str, np.ndarray]:
+    """Colour keys of the "class" mode per name code (index into CLASSES; the last
+    entry is for events without a name): kernels by their class, copies all
+    copy/memset; host events have no key (drawn neutral, so the GPU work stands out)."""
+    kernels = np.r_[class_codes(model.names["kernels"]).astype(np.uint16),
+                    np.uint16(CLASSES.index("other"))]
+    copies = np.full(len(model.names["copies"]) + 1, CLASSES.index(COPY), np.uint16)
+    return {"kernels": kernels, "copies": copies}
+
+
+def _class_legend(trace: Trace, model: TimelineModel) -> tuple[tuple[str, int], ...]:
+    """The classes present, by GPU time (largest first): (class, key)."""
+    tot = np.zeros(len(CLASSES))
+    luts = class_luts(model)
+    for t in ("kernels", "copies"):
+        tab, codes = getattr(trace, t), model.codes[t]
+        if len(tab):
+            dur = int_column(tab, "end", 0) - int_column(tab, "start", 0)
+            cls = luts[t][np.where(codes >= 0, codes, len(luts[t]) - 1)]
+            tot += np.bincount(cls, weights=dur, minlength=len(CLASSES))
+    return tuple((CLASSES[i], int(i)) for i in np.argsort(-tot, kind="stable") if tot[i] > 0)
 
 
 def _queue_delay(trace: Trace) -> np.ndarray | None:
@@ -114,10 +149,7 @@ def color_keys(trace: Trace, model: TimelineModel, scale: ColorScale, cancelled=
     dv = None
     if scale.mode == "delta" and values is not None and len(values) == len(trace.kernels):
         dv = np.asarray(values, dtype=np.float64)
-    lut = {t: np.r_[kernel_name_keys(model.names[t]) if t == "kernels" else
-                    np.array([name_key(n) for n in model.names[t]], np.uint16),
-                    np.uint16(NO_KEY)].astype(np.uint16)
-           for t in EVENT_TABLES}
+    lut = class_luts(model) if scale.mode == "class" else name_luts(model)
     out = {}
     for i in model.tracks():
         if cancelled is not None and cancelled():

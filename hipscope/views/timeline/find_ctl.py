@@ -106,6 +106,31 @@ class TimelineFind:
             self._emit()
             v.tasks.submit("find", job).succeeded.connect(self._on_succeeded)
 
+    def highlight(self, events) -> None:
+        """Events that stand out like matches (``events.masks``: a bool mask per event
+        table, e.g. the Ops panel's selected op and its kernels); None: back to the
+        document's query. F3 then steps through them."""
+        v = self.view
+        model, trace = v.model, v.document.trace
+        if model is None or trace is None:
+            return
+        if events is None:
+            vs = v.document.view_state
+            self.changed((vs.find_text, vs.find_regex))
+            return
+        masks = {t: np.asarray(m, bool) for t, m in events.masks.items()
+                 if t in lod.EVENT_TABLES and len(m) == len(getattr(trace, t))}
+
+        def job(progress=None, cancelled=None):
+            found = found_from_masks(trace, masks)
+            return model, found, lod.track_match_starts(model, found)
+
+        if sum(len(m) for m in masks.values()) < SYNC_FIND:
+            self._on_succeeded(job())
+        else:
+            self.searching, self.current = True, None
+            v.tasks.submit("find", job).succeeded.connect(self._on_succeeded)
+
     def _on_succeeded(self, result) -> None:
         model, found, starts = result
         if model is self.view.model:
@@ -151,6 +176,22 @@ class TimelineFind:
         name = model.names[table][c] if c >= 0 else "?"
         s, e = v.span_of(table, row)
         return Match(table, row, name or "?", s, e)
+
+
+def found_from_masks(trace, masks: dict[str, np.ndarray]) -> lod.FindResult:
+    """A find result holding the events of ``masks`` (table -> bool per row), in time
+    order."""
+    starts, tables, rows = [np.zeros(0, np.int64)], [np.zeros(0, np.int8)], \
+        [np.zeros(0, np.int64)]
+    for ti, t in enumerate(lod.EVENT_TABLES):
+        if t in masks:
+            r = np.flatnonzero(masks[t])
+            starts.append(lod.int_column(getattr(trace, t), "start", 0)[r])
+            tables.append(np.full(len(r), ti, np.int8))
+            rows.append(r)
+    s, tab, r = np.concatenate(starts), np.concatenate(tables), np.concatenate(rows)
+    o = np.lexsort((r, tab, s))
+    return lod.FindResult(s[o], tab[o], r[o], dict(masks))
 
 
 def dim_non_matches(cols: np.ndarray, rowbg: int, mcols: np.ndarray | None, wide,

@@ -290,7 +290,8 @@ def _paint_legend(p: QPainter, fs: FrameState) -> None:
 
 _LEGEND_TITLES = {"name": "Colour by name", "duration": "Colour by duration",
                   "queue_delay": "Colour by queue delay (launch end → start)",
-                  "delta": "Colour by time vs. the matched kernel"}
+                  "delta": "Colour by time vs. the matched kernel",
+                  "class": "Colour by kernel class"}
 
 
 LEGEND_CHARS = 30          # a legend entry: names cut where they differ
@@ -324,7 +325,7 @@ def _draw_legend(p: QPainter, fs: FrameState, y: int) -> None:
     x = 8
     p.drawText(QPointF(x, y + 15), title)
     x += fm.horizontalAdvance(title) + 14
-    if mode == "name":
+    if mode in ("name", "class"):
         for x0, _x1, short, _name, key in legend_entries(fs.fonts, fs.scale, w):
             p.fillRect(QRectF(x0, y + 6, 10, 10), rd.qcolor(fs.palette.rgb[key]))
             p.setPen(rd.qcolor(pal.TEXT))

@@ -66,6 +66,13 @@ DISTINCT = ((0x4E, 0x79, 0xA7), (0xF2, 0x8E, 0x2B), (0x59, 0xA1, 0x4F), (0xE1, 0
             (0x9C, 0x75, 0x5F))
 
 
+# Kernel classes (analysis.kernel_class.CLASSES, in its order): GEMM, attention,
+# convolution, elementwise, reduction, normalization, copy/memset, communication, other.
+CLASS_RGB = ((0x4E, 0x79, 0xA7), (0xB0, 0x7A, 0xA1), (0x76, 0xB7, 0xB2), (0x59, 0xA1, 0x4F),
+             (0xF2, 0x8E, 0x2B), (0xED, 0xC9, 0x48), (0x9C, 0x75, 0x5F), (0xE1, 0x57, 0x59),
+             (0xBA, 0xB0, 0xAC))
+
+
 def pack(rgb: np.ndarray) -> np.ndarray:
     """(..., 3) 0..255 -> uint32 0xFFRRGGBB."""
     rgb = np.clip(np.round(rgb), 0, 255).astype(np.uint32)
@@ -106,6 +113,8 @@ class Palette:
         self.mode = mode
         if mode == "name":
             rgb = np.array([name_rgb(k) for k in range(4096)] + list(DISTINCT), float)
+        elif mode == "class":
+            rgb = np.array(CLASS_RGB, float)
         elif mode == "delta":
             rgb = delta_rgb(np.arange(256) / 255.0)
         else:

@@ -91,6 +91,7 @@ class TimelineView(QWidget):
         d.color_mode_changed.connect(self._on_document_color_mode_changed)
         d.grouping_changed.connect(self._on_document_grouping_changed)
         d.reveal_requested.connect(lambda sel: self.reveal(sel.table, sel.row))
+        d.highlight_requested.connect(self._on_document_highlight_requested)
         if d.trace is not None:
             self._prepare()
 
@@ -222,6 +223,9 @@ class TimelineView(QWidget):
 
     def _on_document_find_changed(self, value) -> None:
         self.finder.changed(value)
+
+    def _on_document_highlight_requested(self, events) -> None:
+        self.finder.highlight(events)      # a slot of the widget: gone when it is
 
     def _on_document_selection_changed(self, sel) -> None:
         if sel is not None:
