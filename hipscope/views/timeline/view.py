@@ -23,6 +23,7 @@ from ...qt.timeline_api import RangeStats
 from . import first_frame
 from . import palette as pal
 from . import render as rd
+from .area_pick import TimelineArea
 from .find_ctl import TimelineFind
 from .flows import TimelineFlows
 from .frame_state import Fonts, FrameState, PaintCache
@@ -73,6 +74,7 @@ class TimelineView(QWidget):
         self.axis_origin: int | None = None
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.input = TimelineInput(self)
+        self.area_pick = TimelineArea(self)     # Shift+drag: a range over chosen tracks
         self.finder = TimelineFind(self)
         self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
@@ -193,6 +195,7 @@ class TimelineView(QWidget):
         self.update()
 
     def _on_document_grouping_changed(self, grouping: str) -> None:
+        self.area_pick.clear()                  # its rows are the old grouping's
         self._prepare()
 
     def _on_document_color_mode_changed(self, mode: str) -> None:
@@ -372,6 +375,7 @@ class TimelineView(QWidget):
         if model is None:
             return
         self.ruler = (int(t0), int(t1))
+        self.area_pick.box = None               # the ruler's range covers every track
         self.input.last_pick = "ruler"
         self.document.view_state.set_area(self.ruler)
         trace = self.document.trace
@@ -385,10 +389,13 @@ class TimelineView(QWidget):
             self.ruler_stats = {"pending": True}
             self.tasks.submit("ruler", job).succeeded.connect(self._on_measure_succeeded)
 
-    def clear_ruler(self) -> None:
-        """Drop the ruler (and the document's area)."""
+    def clear_ruler(self, keep_area: bool = False) -> None:
+        """Drop the ruler, an area pick and the document's area (``keep_area``: not
+        these two, a new area pick replaces the ruler)."""
         self.ruler = self.ruler_stats = None
-        self.document.view_state.set_area(None)
+        if not keep_area:
+            self.area_pick.box = None
+            self.document.view_state.set_area(None)
         self.update()
 
     def _on_measure_succeeded(self, stats: dict) -> None:
@@ -444,7 +451,8 @@ class TimelineView(QWidget):
             collapsed=frozenset(self.collapsed), palette=self.palette, scale=self.scale,
             found=self.found, find_starts=self.find_starts, selection_box=box,
             arrows=tuple(self.flows.geometry()), axis_origin=self.axis_origin,
-            ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
+            ruler=self.ruler, ruler_stats=self.ruler_stats, area_box=self.area_pick.box,
+            fonts=self.fonts,
             message_font=self.font(), cache=self.paint_cache, label_w=self.track_rect.x())
 
     def render_to(self, p: QPainter, w: int, h: int) -> rd.FrameStats:
