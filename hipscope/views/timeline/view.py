@@ -20,7 +20,7 @@ from ...analysis import lod
 from ...model.view_state import Selection
 from ...qt.document import Document
 from ...qt.timeline_api import RangeStats
-from . import first_frame
+from . import first_frame, track_state
 from . import palette as pal
 from . import render as rd
 from .area_pick import TimelineArea
@@ -75,6 +75,7 @@ class TimelineView(QWidget):
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.input = TimelineInput(self)
         self.area_pick = TimelineArea(self)     # Shift+drag: a range over chosen tracks
+        self.pending_track_state: dict | None = None   # saved track choices (track_state.py)
         self.finder = TimelineFind(self)
         self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
@@ -174,6 +175,7 @@ class TimelineView(QWidget):
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
         self._seen_keys |= {r.key for r in model.rows}
         self._relayout()
+        track_state.apply_pending(self)     # the choices saved for this trace
         self.finder.set_result(found, starts)
         self._on_document_selection_changed(self.document.view_state.selection)
         self.prepared.emit()
