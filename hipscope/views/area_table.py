@@ -23,6 +23,7 @@ from ..analysis.area import KIND_LABELS, AreaRow, TrackBusy, area_rows, track_bu
 from ..model.units import fmt_duration
 from ..qt.document import Document
 from ..qt.tasks import TaskScope
+from .tables.format import fmt_kernel_name
 
 HEADERS = ("Kind", "Name", "Count", "Time in range", "Mean", "Share")
 TRACK_HEADERS = ("Track", "Events", "Busy", "Busy time")
@@ -113,6 +114,8 @@ class AreaTableView(QWidget):
             return
         if self._tasks is None:
             self._tasks = self.document.scope("area")
+        self.table.setRowCount(0)                  # not the last range's rows meanwhile
+        self.tracks_table.hide()
         self.title.setText(f"Counting what {fmt_duration(t1 - t0)} holds…")
         h = self._tasks.submit("area", job)
         h.succeeded.connect(lambda res: self._late_fill(tracks, res))
@@ -133,7 +136,8 @@ class AreaTableView(QWidget):
         t.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.DescendingOrder)
         t.setRowCount(len(rows))
         for i, r in enumerate(rows):
-            cells = ((KIND_LABELS[r.kind], r.kind), (r.name, r.name), (f"{r.count:,}", r.count),
+            shown = fmt_kernel_name(r.name) if r.kind == "kernels" else r.name
+            cells = ((KIND_LABELS[r.kind], r.kind), (shown, r.name), (f"{r.count:,}", r.count),
                      (fmt_duration(r.total_ns), r.total_ns), (fmt_duration(r.mean_ns), r.mean_ns),
                      (f"{100 * r.share:.1f} %", r.share))
             for j, (text, key) in enumerate(cells):

@@ -53,6 +53,7 @@ class TimelineArea:
             return False
         v = self.view
         v.clear_ruler(keep_area=True)
+        v.range_measured.emit(None)             # the ruler's figures are gone
         v.input.last_pick = "ruler"
         v.document.view_state.set_area(self.box[:2], self.tracks())
         return True
