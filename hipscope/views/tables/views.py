@@ -222,7 +222,10 @@ class KernelsTableView(QWidget):
             idx = self.model.index(row, 0)
             sm.setCurrentIndex(idx, QItemSelectionModel.SelectionFlag.ClearAndSelect
                                | QItemSelectionModel.SelectionFlag.Rows)
+            hbar = self.table.horizontalScrollBar()
+            x = hbar.value()                        # centre the row, not the name cell:
             self.table.scrollTo(idx, QAbstractItemView.ScrollHint.PositionAtCenter)
+            hbar.setValue(x)                        # the names' starts stay in sight
         finally:
             self._syncing = False
 
