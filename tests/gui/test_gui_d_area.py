@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from hipscope.app.main_window import MainWindow
+from hipscope.app.screen_state import screen_state
 from hipscope.model.units import fmt_duration
 
 from .conftest import make_tiny_trace
@@ -123,12 +124,17 @@ def test_shift_drag_over_two_tracks_sums_only_their_events(qtbot, window):
     edge = img.pixelColor(x, tl.row_y(s8)[0])          # the box's top edge
     assert edge.red() > 200 and edge.blue() < 120
     assert img.pixelColor(x, tl.row_y(other)[0]) != edge
+    # the screenshot hook says what is measured, and over which tracks
+    hook = screen_state(w)["current"]["area"]
+    assert (hook["t0_ns"], hook["t1_ns"]) == (t0, t1)
+    assert hook["tracks"] == [t.label for t in vs.area_tracks]
     # Esc clears the pick and the dock
     tl.setFocus()
     with qtbot.waitSignal(panel.shown):
         qtbot.keyClick(tl, Qt.Key.Key_Escape)
     assert vs.area is None and vs.area_tracks is None and tl.area_pick.box is None
     assert panel.table.rowCount() == 0 and not panel.tracks_table.isVisible()
+    assert screen_state(w)["current"]["area"] is None
 
 
 def test_a_folded_group_counts_every_track_inside_it(qtbot, window):
