@@ -91,6 +91,19 @@ def test_hip_event_waits_are_drawn_from_the_record_to_each_wait(qtbot, window, s
     assert tl.stats.rects > 0
 
 
+def test_details_lists_the_waits_of_a_record(qtbot, window):
+    w, tab = window
+    details = tab.panels["details"]
+    with qtbot.waitSignal(details.args_shown):
+        tab.document.view_state.select(Selection("markers", 0))
+    tree = details.tree
+    sec = next(tree.topLevelItem(i) for i in range(tree.topLevelItemCount())
+               if tree.topLevelItem(i).text(0) == "Cross-stream waits")
+    rows = [(sec.child(j).text(0), sec.child(j).text(1)) for j in range(sec.childCount())]
+    assert rows == [("Waited on by", f"Marker #{wait}: {MARKERS[wait][0]}")
+                    for _rec, wait in _expected_links(0)]
+
+
 def test_wait_flows_toggle_off(qtbot, window):
     w, tab = window
     tl = tab.timeline
