@@ -166,7 +166,7 @@ def _queue_delays(svc: TraceAnalyses, cancelled=None):
 def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
-    return idle.idle_breakdown(svc.trace, cancelled=cancelled)
+    return idle.idle_breakdown(svc.trace)
 
 
 @result("idle_json")

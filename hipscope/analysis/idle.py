@@ -41,7 +41,6 @@ import numpy as np
 
 from ..model import Trace
 from ..model.api_names import is_sync_call, per_code  # noqa: F401 - is_sync_call re-exported
-from ..model.progress import CancelledFn, check_cancel
 from .graphs import graph_replay_gaps
 
 DEFAULT_THRESHOLD_NS = 30_000
@@ -262,10 +261,7 @@ def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     return unknown.astype(np.int64)
 
 
-def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS,
-                   cancelled: CancelledFn | None = None) -> IdleBreakdown:
-    """Per device, each gap between kernels split by its cause (module docstring);
-    ``cancelled`` is checked per device (seconds each on millions of kernels)."""
+def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> IdleBreakdown:
     k = trace.kernels
     out: dict[int, DeviceIdle] = {}
     if len(k) == 0:
@@ -281,7 +277,6 @@ def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS,
     k_pid = k.numpy("pid", fill=-1).astype(np.int64)
     k_tid = k.numpy("tid", fill=-1).astype(np.int64)
     for d in np.unique(dev):
-        check_cancel(cancelled)
         rows = np.flatnonzero(dev == d)
         rows = rows[np.argsort(starts[rows], kind="stable")]
         s, e = starts[rows], ends[rows]

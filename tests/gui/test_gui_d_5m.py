@@ -118,19 +118,3 @@ def test_proposing_stops_at_the_next_analysis_once_cancelled(caplog):
     unstopped = TraceAnalyses(trace)
     propose(trace, analyses=unstopped)
     assert sum(unstopped.computed.values()) > 1              # (it would have done more)
-
-
-def test_the_idle_breakdown_stops_between_devices():
-    from hipscope.analysis.idle import idle_breakdown
-
-    trace = make_tiny_trace(400)                              # two GPUs
-    asked = []
-
-    def second_device() -> bool:
-        asked.append(1)
-        return len(asked) >= 2
-
-    with pytest.raises(Cancelled):
-        idle_breakdown(trace, cancelled=second_device)
-    assert len(asked) == 2
-    assert set(idle_breakdown(trace).devices) == {0, 1}
