@@ -128,8 +128,11 @@ def test_shift_drag_over_two_tracks_sums_only_their_events(qtbot, window):
     hook = screen_state(w)["current"]["area"]
     assert (hook["t0_ns"], hook["t1_ns"]) == (t0, t1)
     assert hook["tracks"] == [t.label for t in vs.area_tracks]
-    # Esc clears the pick and the dock
+    # F zooms to the picked range
     tl.setFocus()
+    qtbot.keyClick(tl, Qt.Key.Key_F)
+    assert vs.window == (t0, t1) and vs.area == (t0, t1)
+    # Esc clears the pick and the dock
     with qtbot.waitSignal(panel.shown):
         qtbot.keyClick(tl, Qt.Key.Key_Escape)
     assert vs.area is None and vs.area_tracks is None and tl.area_pick.box is None
