@@ -7,7 +7,7 @@ items, so the Range dock lists only their events; Esc clears it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -30,7 +30,7 @@ class TimelineArea:
     def begin(self, x: float, y: float) -> None:
         """Start a pick at a widget point of the track area."""
         v = self.view
-        self._anchor = (v.t_of(x), y - AXIS_H + v.scroll)
+        self._anchor = (v.t_of(x), y - AXIS_H + _scroll(v))
         self.drag_to(x, y)
 
     def drag_to(self, x: float, y: float) -> None:
@@ -41,7 +41,7 @@ class TimelineArea:
         t, ya = self._anchor
         t1 = v.t_of(min(max(x, v.track_rect.left()), v.track_rect.right()))
         a, b = sorted((t, t1))
-        self.box = (a, b, tuple(rows_crossed(v.layout, ya, y - AXIS_H + v.scroll)))
+        self.box = (a, b, tuple(rows_crossed(v.layout, ya, y - AXIS_H + _scroll(v))))
         v.update()
 
     def finish(self, x: float, y: float) -> bool:
@@ -93,6 +93,10 @@ class TimelineArea:
             picks.append(AreaTrack(r.key, _path(model, i), r.table,
                                    np.asarray(r.events.index, dtype=np.int64)))
         return picks
+
+
+def _scroll(view) -> int:
+    return cast(int, view.scroll)         # the view's int (it shadows QWidget.scroll)
 
 
 def rows_crossed(layout, ya: float, yb: float) -> list[int]:
