@@ -139,3 +139,49 @@ def test_a_reload_keeps_what_the_user_did_since(qtbot, ini, trace_path):
     qtbot.waitUntil(lambda: tab.state == "loaded" and tl.model is not None, timeout=20_000)
     assert _seen(tl) == now
     w.close()
+
+
+def quiet_trace():
+    """One GPU: a busy stream and four near-empty ones (folded by default)."""
+    import numpy as np
+
+    from hipscope.model import Trace, build_table
+
+    busy = np.arange(60, dtype=np.int64) * 10_000
+    quiet = np.array([5_000, 205_000, 405_000, 505_000], np.int64)
+    start = np.r_[busy, quiet] + 1_000_000_000
+    end = start + np.r_[np.full(60, 8_000), np.full(4, 100)]
+    stream = np.r_[np.ones(60), np.arange(2, 6)].astype(np.int32)
+    kernels = build_table("kernels", {
+        "name": ["gemm"] * 60 + ["tiny"] * 4, "device": np.zeros(64, np.int16),
+        "start": start, "end": end, "stream": stream, "queue": stream - 1})
+    devices = build_table("devices", {"index": np.array([0], np.int16), "name": ["GPU"],
+                                      "vendor": ["AMD"], "arch": ["gfx942"]})
+    return Trace(kernels=kernels, devices=devices,
+                 meta={"format": "tiny-test", "sources": ["tiny"], "clock": "test",
+                       "cache_key": "quiet-1"})
+
+
+def test_a_fold_opened_by_the_user_stays_open(qtbot, ini, trace_path):
+    def window():
+        w = MainWindow(settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)),
+                       loader=lambda paths, progress, cancelled: quiet_trace(), persist=True)
+        qtbot.addWidget(w)
+        w.resize(1600, 1000)
+        w.show()
+        qtbot.waitExposed(w)
+        return w
+
+    w = window()
+    tab, tl = _open(qtbot, w, trace_path)
+    (fold,) = [i for i, r in enumerate(tl.model.rows) if r.kind == "fold"]
+    key = tl.model.rows[fold].key
+    assert key in tl.collapsed                               # folded by default
+    tl.toggle_group(fold)                                    # the user opens it
+    shown = _seen(tl)
+    assert key not in tl.collapsed and len(shown["rows"]) > 3
+    w.close()
+    w2 = window()
+    tab2, tl2 = _open(qtbot, w2, trace_path)
+    assert key not in tl2.collapsed and _seen(tl2) == shown
+    w2.close()
