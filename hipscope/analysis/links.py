@@ -102,6 +102,27 @@ def wait_source(trace: Trace, idx: SourceIndex | None, marker_row: int
     return None if best is None else (best[1], best[2])
 
 
+def recorded_waits(trace: Trace, table: str, row: int) -> list[tuple[str, int, str, int]]:
+    """Cross-stream waits the markers table holds (``wait_on_correlation_id``, e.g. rocpd
+    HIP event records): (record marker -> wait marker) links of a selected record (every
+    wait on it) or wait (its record); the record is the marker with that correlation
+    id, of the same process."""
+    m = trace.markers
+    if table != "markers" or not 0 <= row < len(m) or not (
+            m.has("wait_on_correlation_id") and m.has("correlation_id")):
+        return []
+    won, corr = m.numpy("wait_on_correlation_id", fill=-1), m.numpy("correlation_id", fill=-1)
+    pid = m.numpy("pid", fill=-1) if m.has("pid") else np.full(len(m), -1)
+    same = pid == pid[row]
+    if won[row] >= 0:
+        rec = np.flatnonzero(same & (corr == won[row]) & (won < 0))
+        return [("markers", int(rec[0]), "markers", row)] if len(rec) else []
+    if corr[row] < 0:
+        return []
+    waits = np.flatnonzero(same & (won == corr[row]))[:MAX_LINKS]
+    return [("markers", row, "markers", int(w)) for w in waits]
+
+
 def wait_targets(trace: Trace, idx: SourceIndex | None, table: str, row: int
                  ) -> list[int]:
     """Marker rows of the GPU syncs that wait for this kernel or copy."""

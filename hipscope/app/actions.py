@@ -66,8 +66,10 @@ SHORTCUTS = (
     ("Shift+wheel", "pan"),
     ("Drag on the tracks", "pan (both directions)"),
     ("Drag on the time axis", "measure a range: figures and a per-name table"),
+    ("Shift+drag on the tracks", "area selection (as Perfetto's): a time range over the "
+     "tracks crossed; the Range dock sums only their events, with each track's busy %"),
     ("Click / double click", "select an event / zoom to it"),
-    ("Esc", "clear the ruler, then the selection; close the find bar"),
+    ("Esc", "clear the ruler or the area, then the selection; close the find bar"),
     ("Ctrl+F", "find by name"),
     ("F3 / Shift+F3, Enter", "next / previous match"),
     ("F5", "reload the trace"),

@@ -216,6 +216,7 @@ class MainWindow(QMainWindow):
     def close_tab(self, tab: TraceTab | None) -> None:
         if tab is None or self.tabs.indexOf(tab) < 0:
             return
+        session.save_tracks(self, tab)
         tab.dispose()
         for view in tab.panels.values():
             view.setParent(None)
@@ -251,6 +252,7 @@ class MainWindow(QMainWindow):
             if self.persist:
                 for p in tab.paths:
                     self.settings.add_recent(p)
+                session.restore_tracks(self, tab)
             if i >= 0:
                 self.tabs.setTabText(i, _title(tab))
         elif state == "failed":
@@ -480,6 +482,7 @@ class MainWindow(QMainWindow):
             self.settings.save_window(self.saveGeometry(), self.saveState())
             self.settings.save_session(session.open_tabs(self))
         for tab in self.tab_list():
+            session.save_tracks(self, tab)
             tab.dispose()
         self.runner.shutdown()
         super().closeEvent(event)

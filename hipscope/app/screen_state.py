@@ -90,7 +90,7 @@ def _tab_state(tab) -> dict[str, Any] | None:
     out["markers"] = ([{"t0_ns": m.t0, "t1_ns": m.t1, "code": m.code}
                        for m in source.markers] if source is not None else [])
     if tab.document.trace is None:
-        out["time_window"], out["tracks"] = None, None
+        out["time_window"], out["tracks"], out["area"] = None, None, None
         return out
     t0, t1 = tab.document.view_state.window
     lo = tab.document.full_range()[0]
@@ -98,7 +98,19 @@ def _tab_state(tab) -> dict[str, Any] | None:
                           "from_start": fmt_duration(t0 - lo)}
     tl = tab.timeline_api
     out["tracks"] = _tracks(tl) if tl is not None else None
+    out["area"] = _area(tab.document.view_state)
     return out
+
+
+def _area(vs) -> dict[str, Any] | None:
+    """The measured range (ruler or area selection) and the tracks it is limited to
+    (None: every track)."""
+    if vs.area is None:
+        return None
+    t0, t1 = vs.area
+    tracks = None if vs.area_tracks is None else [t.label for t in vs.area_tracks]
+    return {"t0_ns": int(t0), "t1_ns": int(t1), "span": fmt_duration(t1 - t0),
+            "tracks": tracks}
 
 
 def _tracks(tl: Any) -> dict[str, Any]:

@@ -1,7 +1,11 @@
-"""The window's theme choice and its session: the trace tabs reopened at start."""
+"""The window's theme choice and its session: the trace tabs reopened at start, and
+each trace's track choices (hidden, pinned, moved, folded tracks, the label column's
+width), kept per trace identity: its files' paths and the content key the trace cache
+gave it (``meta["cache_key"]``), so an edited file starts afresh."""
 
 from __future__ import annotations
 
+from hashlib import blake2b
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -35,3 +39,37 @@ def restore(w) -> list:
     if not w.settings.reopen_session():
         return []
     return [w.open_run_trace(g) for g in w.settings.session() if all(p.exists() for p in g)]
+
+
+def trace_identity(tab) -> str | None:
+    """A trace tab's identity for its saved track choices (None: no trace yet)."""
+    trace = getattr(getattr(tab, "document", None), "trace", None)
+    if trace is None:
+        return None
+    h = blake2b(digest_size=12)
+    for p in tab.paths:
+        h.update(str(Path(p).resolve()).encode() + b"\0")
+    h.update(str(trace.meta.get("cache_key") or "").encode())
+    return h.hexdigest()
+
+
+def save_tracks(w, tab) -> None:
+    """Keep a trace tab's track choices (the tab or the window is closing)."""
+    from ..views.timeline.track_state import track_state
+
+    tl, ident = getattr(tab, "timeline_api", None), trace_identity(tab)
+    state = track_state(tl) if w.persist and tl is not None and ident else None
+    if state is not None:
+        w.settings.save_track_state(ident, state)
+
+
+def restore_tracks(w, tab) -> None:
+    """Put back a trace tab's saved track choices, on its first load only (a reload
+    keeps what the user did since)."""
+    from ..views.timeline.track_state import restore_track_state
+
+    tl, ident = getattr(tab, "timeline_api", None), trace_identity(tab)
+    if not w.persist or tl is None or not ident or getattr(tab, "tracks_restored", False):
+        return
+    tab.tracks_restored = True
+    restore_track_state(tl, w.settings.track_state(ident))

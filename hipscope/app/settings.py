@@ -1,5 +1,6 @@
 """Persistent settings (QSettings): window geometry, dock layout, recent files, the
-theme, and the tabs to reopen at start (when that is switched on).
+theme, the tabs to reopen at start (when that is switched on) and, per trace, the
+timeline's track choices.
 
 The organisation/application names of the QCoreApplication pick the store, so a
 test that sets its own names (and ``QSettings.setPath``) never touches the user's.
@@ -13,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings
 
 MAX_RECENT = 10
+MAX_TRACK_STATES = 100          # traces whose track choices are kept (most recent)
 
 
 class Settings:
@@ -87,4 +89,28 @@ class Settings:
     def save_session(self, tabs: list[list[Path]]) -> None:
         self.store.setValue("session/tabs",
                             json.dumps([[str(Path(p).resolve()) for p in t] for t in tabs]))
+        self.store.sync()
+
+    # ---- track choices per trace ---------------------------------------------------
+    def track_state(self, identity: str) -> dict | None:
+        """The timeline's track choices saved for a trace identity (None: none)."""
+        raw = self.store.value(f"tracks/{identity}")
+        try:
+            v = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            return None
+        return v if isinstance(v, dict) else None
+
+    def save_track_state(self, identity: str, state: dict) -> None:
+        """Keep ``state`` for ``identity``; the oldest beyond MAX_TRACK_STATES go."""
+        raw = self.store.value("tracks/index", "[]")
+        try:
+            index = json.loads(raw) if isinstance(raw, str) else []
+        except ValueError:
+            index = []
+        index = [identity, *(k for k in index if isinstance(k, str) and k != identity)]
+        for old in index[MAX_TRACK_STATES:]:
+            self.store.remove(f"tracks/{old}")
+        self.store.setValue(f"tracks/{identity}", json.dumps(state, sort_keys=True))
+        self.store.setValue("tracks/index", json.dumps(index[:MAX_TRACK_STATES]))
         self.store.sync()

@@ -50,6 +50,7 @@ class ViewState(Observable):
     grouping: str = "queue"                  # GPU -> queue -> stream, or by stream
     color_values: Any = None                 # per kernel row, for VALUE_COLOR_MODES
     area: tuple[int, int] | None = None      # the ruler's range [t0, t1), ns (None: none)
+    area_tracks: Any = None                  # the tracks an area selection picked (None: all)
 
     def set_window(self, t0: int, t1: int) -> None:
         t0, t1 = int(t0), int(t1)
@@ -64,11 +65,13 @@ class ViewState(Observable):
             self.selection = selection
             self._emit("selection", selection)
 
-    def set_area(self, area: tuple[int, int] | None) -> None:
-        """The measured (area) range; panels list what it holds."""
+    def set_area(self, area: tuple[int, int] | None, tracks: Any = None) -> None:
+        """The measured (area) range; panels list what it holds (on ``tracks`` only,
+        a sequence of ``analysis.area.AreaTrack``, when given)."""
         area = None if area is None else (int(min(area)), int(max(area)))
-        if area != self.area:
-            self.area = area
+        tracks = None if area is None or tracks is None else tuple(tracks)
+        if area != self.area or tracks != self.area_tracks:
+            self.area, self.area_tracks = area, tracks
             self._emit("area", area)
 
     def set_filters(self, **changes: Any) -> None:

@@ -16,6 +16,7 @@ from ..analysis import queue_delay as qd
 from ..analysis.context import TraceAnalyses, analyses_of
 from ..analysis.report import has_real_timeline
 from ..model import Trace
+from ..model.progress import CancelledFn
 from .knobs import parse_version
 
 
@@ -26,14 +27,16 @@ class TraceContext:
     GPU time one graph node costs at replay, measured on a graph-replay trace of the
     same machine); rules use them when present. The analyses come from the trace's one
     analysis service (``analyses``; default :func:`analyses_of`), the same objects the
-    report and the panels read.
+    report and the panels read; ``cancelled`` goes to each of them, so a closing tab
+    stops the rules between analyses, not only between rules.
     """
 
     def __init__(self, trace: Trace, probes: dict[str, float] | None = None,
-                 analyses: TraceAnalyses | None = None):
+                 analyses: TraceAnalyses | None = None, cancelled: CancelledFn | None = None):
         self.trace = trace
         self.probes = dict(probes or {})
         self.analyses = analyses if analyses is not None else analyses_of(trace)
+        self.cancelled = cancelled
 
     # ------------------------------------------------------------ analyses
     @cached_property
@@ -42,19 +45,19 @@ class TraceContext:
 
     @cached_property
     def idle(self):
-        return self.analyses.idle()
+        return self.analyses.idle(self.cancelled)
 
     @cached_property
     def concurrency(self) -> dict:
-        return self.analyses.concurrency()
+        return self.analyses.concurrency(self.cancelled)
 
     @cached_property
     def launch(self) -> dict:
-        return self.analyses.launch_stats()
+        return self.analyses.launch_stats(self.cancelled)
 
     @cached_property
     def delays(self) -> qd.QueueDelays:
-        return self.analyses.queue_delays()
+        return self.analyses.queue_delays(self.cancelled)
 
     @cached_property
     def graph_kernel(self) -> np.ndarray:

@@ -65,7 +65,7 @@ def thread_label(pid: int, tid: int) -> str:
 
 def steps_of(ctx: TraceContext) -> Steps | None:
     """The trace's steps (the analysis service's, computed once per trace)."""
-    return ctx.analyses.steps()
+    return ctx.analyses.steps(ctx.cancelled)
 
 
 def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | None]:
@@ -83,7 +83,7 @@ def _windows(ctx: TraceContext) -> tuple[str, np.ndarray, np.ndarray, Steps | No
 def gpu_step_ns(ctx: TraceContext, st: Steps) -> int:
     """Median steady-state step on the GPU: from the end of the previous step's GPU
     work to the end of this one's (0 when the trace cannot tell)."""
-    ends = ctx.analyses.gpu_step_ends()         # once per trace, not per proposal
+    ends = ctx.analyses.gpu_step_ends(ctx.cancelled)   # once per trace, not per proposal
     if ends is None or len(ends) < 2:
         return 0
     period = np.diff(ends)[st.steady[1:]]

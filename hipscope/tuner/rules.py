@@ -19,7 +19,7 @@ import numpy as np
 from ..analysis.context import TraceAnalyses
 from ..analysis.idle import CATEGORIES, Coverage, category_pieces
 from ..model import Trace
-from ..model.progress import CancelledFn, check_cancel
+from ..model.progress import Cancelled, CancelledFn, check_cancel
 from ..model.units import fmt_duration
 from . import knobs
 from .context import TraceContext
@@ -55,7 +55,7 @@ def propose(trace: Trace, probes: dict[str, float] | None = None,
     rule that fails is logged and skipped: one bug must not hide the other proposals.
     """
     _load_rule_modules()
-    ctx = TraceContext(trace, probes, analyses)
+    ctx = TraceContext(trace, probes, analyses, cancelled)
     if not ctx.real_timeline:
         return []
     out: list[Proposal] = []
@@ -67,6 +67,8 @@ def propose(trace: Trace, probes: dict[str, float] | None = None,
             props = [_bounded(ctx, p) for p in fn(ctx)]
             out.extend(p for p in props if p.estimated_gain_fraction >= MIN_GAIN
                        or p.confidence.level == "high")
+        except Cancelled:
+            raise                               # not a rule's bug: the tab is closing
         except Exception:  # noqa: BLE001 - a rule's bug must not hide the others
             log.exception("tuner rule %s failed", name)
     out.sort(key=Proposal.sort_key)
@@ -131,6 +133,7 @@ def launch_stretches(ctx: TraceContext, max_gap_ns: int = 200_000,
     gap_lo = np.zeros(len(k), dtype=np.int64)
     out: list[Stretch] = []
     for d, di in ctx.idle.devices.items():
+        check_cancel(ctx.cancelled)             # seconds a device on millions of kernels
         gap_len[di.gap_next_kernel] = di.gap_end - di.gap_start
         gap_cat[di.gap_next_kernel] = di.gap_category
         gap_hw[di.gap_next_kernel] = di.gap_parts[HOST_WAIT]
@@ -205,10 +208,15 @@ def stretch_pieces(ctx: TraceContext, kept: list[tuple[float, float, Stretch]],
     when ``scale``; tagged with the GPU and the launching host thread."""
     starts = ctx.trace.kernels.numpy("start")
     groups = []
-    for d in sorted({s.device for _, _, s in kept}):
+    per_device: dict[int, list[tuple[int, int, float]]] = {}     # one pass over ``kept``
+    for g, _, s in kept:
+        per_device.setdefault(s.device, []).append(
+            (s.t0, int(starts[s.last_row]),
+             g / s.recoverable_ns if scale and s.recoverable_ns else 1.0))
+    for d in sorted(per_device):
+        check_cancel(ctx.cancelled)
         di = ctx.idle.devices[d]
-        mine = sorted((s.t0, int(starts[s.last_row]), g / s.recoverable_ns if scale and
-                       s.recoverable_ns else 1.0) for g, _, s in kept if s.device == d)
+        mine = sorted(per_device[d])
         lo = np.array([m[0] for m in mine], np.int64)
         hi = np.array([m[1] for m in mine], np.int64)
         # the stretch each gap belongs to: its next kernel starts in (t0, last start]

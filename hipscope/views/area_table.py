@@ -1,6 +1,8 @@
 """Range panel: what the ruler's range holds, per name (count, time inside the range,
 mean, share), for kernels, API calls, copies and markers, as Perfetto's area
-selection. Follows ``area_changed``; double click finds that name in the timeline."""
+selection. An area selection over chosen tracks (Shift+drag on the timeline) counts
+only their events and adds each track's busy share. Follows ``area_changed``; double
+click finds that name in the timeline."""
 
 from __future__ import annotations
 
@@ -17,12 +19,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..analysis.area import KIND_LABELS, AreaRow, area_rows
+from ..analysis.area import KIND_LABELS, AreaRow, TrackBusy, area_rows, track_busy
 from ..model.units import fmt_duration
 from ..qt.document import Document
 from ..qt.tasks import TaskScope
+from .tables.format import fmt_kernel_name
 
 HEADERS = ("Kind", "Name", "Count", "Time in range", "Mean", "Share")
+TRACK_HEADERS = ("Track", "Events", "Busy", "Busy time")
 ASYNC_EVENTS = 300_000        # events in the trace: above this, count in a worker
 SORT_ROLE = Qt.ItemDataRole.UserRole + 3
 PLURALS = {"kernels": "kernels", "api": "API calls", "copies": "copies", "markers": "markers"}
@@ -47,6 +51,7 @@ class AreaTableView(QWidget):
         super().__init__(parent)
         self.document = document
         self.rows: list[AreaRow] = []
+        self.busy: list[TrackBusy] = []
         self._tasks: TaskScope | None = None
         self.title = QLabel("Drag on the time axis to measure a range.", self)
         self.title.setWordWrap(True)
@@ -71,9 +76,25 @@ class AreaTableView(QWidget):
         v = QVBoxLayout(self)
         v.setContentsMargins(4, 2, 4, 2)
         v.addWidget(self.title)
-        v.addWidget(self.table)
+        v.addWidget(self.table, 3)
+        self.tracks_table = self._make_tracks_table()
+        v.addWidget(self.tracks_table, 1)
         document.area_changed.connect(self._on_document_area_changed)
         document.trace_loaded.connect(lambda _t: self._on_document_area_changed(None))
+
+    def _make_tracks_table(self) -> QTableWidget:
+        """The picked tracks' table (hidden unless an area selection picked tracks)."""
+        t = QTableWidget(0, len(TRACK_HEADERS), self)
+        t.setObjectName("area_tracks")
+        t.setHorizontalHeaderLabels(TRACK_HEADERS)
+        t.verticalHeader().hide()
+        t.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        t.setWordWrap(False)
+        t.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        t.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        t.hide()
+        return t
 
     def _on_document_area_changed(self, area) -> None:
         trace = self.document.trace
@@ -81,28 +102,42 @@ class AreaTableView(QWidget):
             self.fill(None, [])
             return
         t0, t1 = area
+        tracks = self.document.view_state.area_tracks
+
+        def job(progress=None, cancelled=None):
+            busy = None if tracks is None else track_busy(trace, t0, t1, tracks, cancelled)
+            return area, area_rows(trace, t0, t1, cancelled=cancelled, tracks=tracks), busy
+
         n = sum(len(getattr(trace, t)) for t in ("kernels", "api", "copies", "markers"))
         if n < ASYNC_EVENTS:
-            self.fill(area, area_rows(trace, t0, t1))
+            self.fill(*job(None, lambda: False))
             return
         if self._tasks is None:
             self._tasks = self.document.scope("area")
+        self.table.setRowCount(0)                  # not the last range's rows meanwhile
+        self.tracks_table.hide()
         self.title.setText(f"Counting what {fmt_duration(t1 - t0)} holds…")
-        h = self._tasks.submit("area", lambda progress, cancelled:
-                               (area, area_rows(trace, t0, t1, cancelled=cancelled)))
-        h.succeeded.connect(lambda res: self.fill(*res))
+        h = self._tasks.submit("area", job)
+        h.succeeded.connect(lambda res: self._late_fill(tracks, res))
 
-    def fill(self, area, rows: list[AreaRow]) -> None:
-        """Show the rows of one range (``area`` None: none measured)."""
+    def _late_fill(self, tracks, res) -> None:
+        if tracks is self.document.view_state.area_tracks:   # else: an older pick's
+            self.fill(*res)
+
+    def fill(self, area, rows: list[AreaRow], busy: list[TrackBusy] | None = None) -> None:
+        """Show the rows of one range (``area`` None: none measured; ``busy``: the
+        picked tracks of an area selection, None for every track)."""
         if area is not None and area != self.document.view_state.area:
             return                              # a late answer for an older range
-        self.rows = rows
+        self.rows, self.busy = rows, list(busy or [])
+        self._fill_tracks(self.busy if busy is not None else None)
         t = self.table
         t.setSortingEnabled(False)
         t.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.DescendingOrder)
         t.setRowCount(len(rows))
         for i, r in enumerate(rows):
-            cells = ((KIND_LABELS[r.kind], r.kind), (r.name, r.name), (f"{r.count:,}", r.count),
+            shown = fmt_kernel_name(r.name) if r.kind == "kernels" else r.name
+            cells = ((KIND_LABELS[r.kind], r.kind), (shown, r.name), (f"{r.count:,}", r.count),
                      (fmt_duration(r.total_ns), r.total_ns), (fmt_duration(r.mean_ns), r.mean_ns),
                      (f"{100 * r.share:.1f} %", r.share))
             for j, (text, key) in enumerate(cells):
@@ -120,11 +155,28 @@ class AreaTableView(QWidget):
             counts = {k: sum(r.count for r in rows if r.kind == k) for k in KIND_LABELS}
             parts = [f"{n:,} {KIND_LABELS[k] if n == 1 else PLURALS[k]}"
                      for k, n in counts.items() if n]
-            self.title.setText(f"Range of {fmt_duration(area[1] - area[0])}: "
+            where = "" if busy is None else f" on {len(busy)} track{'s' * (len(busy) != 1)}"
+            self.title.setText(f"Range of {fmt_duration(area[1] - area[0])}{where}: "
                                + (", ".join(parts) or "nothing inside"))
         for j in (0, 2, 3, 4, 5):
             t.resizeColumnToContents(j)
         self.shown.emit()
+
+    def _fill_tracks(self, busy: list[TrackBusy] | None) -> None:
+        t = self.tracks_table
+        t.setVisible(busy is not None)
+        t.setRowCount(len(busy or []))
+        for i, b in enumerate(busy or []):
+            cells = (b.label, f"{b.count:,}", f"{100 * b.busy:.1f} %", fmt_duration(b.busy_ns))
+            for j, text in enumerate(cells):
+                it = QTableWidgetItem(text)
+                if j:
+                    it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                else:
+                    it.setToolTip(b.label)
+                t.setItem(i, j, it)
+        for j in (1, 2, 3):
+            t.resizeColumnToContents(j)
 
     def _on_item_double_clicked(self, item: QTableWidgetItem) -> None:
         cell = self.table.item(item.row(), 1)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from ..analysis.links import (
     enclosing_ops,
     op_launches,
+    recorded_waits,
     shown_level,
     wait_source,
     wait_targets,
@@ -243,8 +244,14 @@ class DetailsView(QWidget):
                       f"{label}  @ {fmt_time(start - t0, self._span)}", Selection(name, r))
 
     def _look_up_args(self, trace: Trace, sel: Selection) -> None:
-        """Every arg the source file has for the selection, in a worker (Kineto)."""
+        """Every arg the source file has for the selection, in a worker (Kineto); the
+        cross-stream waits the markers table holds (rocpd HIP event records) at once."""
         if trace.format != "kineto":
+            waits = [("Waited on by", Selection(t, r)) if (a, b) == (sel.table, sel.row)
+                     else ("Waits for", Selection(a, b))
+                     for a, b, t, r in recorded_waits(trace, sel.table, sel.row)]
+            if waits:
+                self._show_args((sel, None, waits))
             return
         if self._tasks is None:
             self._tasks = self.document.scope("details")

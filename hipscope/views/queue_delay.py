@@ -31,6 +31,7 @@ from ..analysis.idle import CATEGORIES
 from ..model.view_state import Selection
 from ..qt.document import Document
 from .panel import WorkerPanel
+from .plot_style import follow_theme
 from .tables.format import fmt_duration, fmt_time
 
 KIND_TEXT = {"from_api_start": "from API start", "from_api_end": "from API end",
@@ -88,16 +89,16 @@ class QueueDelayView(WorkerPanel):
         self.idle_label.setTextFormat(Qt.TextFormat.RichText)
         # x in log10(ns): decades evenly spaced, labelled as durations
         self.hist_plot = pg.PlotWidget(axisItems={"bottom": _DecadeAxis("bottom")})
-        self.hist_plot.setBackground("w")
         self.hist_plot.setLabel("bottom", "queue delay (log scale)")
         self.hist_plot.setLabel("left", "kernels")
         self.hist_plot.addLegend(offset=(-10, 10))
+        follow_theme(self.hist_plot)            # the app's theme, also after a switch
         self.hist_plot.setMouseEnabled(x=False, y=False)
         self.time_axis = _TimeAxis("bottom")
         self.density_plot = pg.PlotWidget(axisItems={"left": _DecadeAxis("left"),
                                                      "bottom": self.time_axis})
-        self.density_plot.setBackground("w")
         self.density_plot.setLabel("left", "queue delay (log scale)")
+        follow_theme(self.density_plot)
         self.density_plot.setMouseEnabled(x=False, y=False)
         self.density_image = pg.ImageItem()
         self.density_plot.addItem(self.density_image)

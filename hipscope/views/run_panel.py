@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from ..launchers.base import RunState
 from ..qt.runs import MAX_LINE_CHARS, METRICS, RunSession, TelemetryBuffer, fmt_seconds
+from .plot_style import follow_theme
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class TelemetryCharts(QWidget):
             else:
                 p.setXLink(first)
             self.plots[key] = p
+        follow_theme(self.glw)                  # the app's theme, also after a switch
         self.legend = QLabel(self)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)

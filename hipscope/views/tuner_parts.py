@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel
 from ..model.view_state import Selection
 from ..tuner.proposals import Proposal, Ref
 from ..tuner.state import ExperimentRecord
+from .plot_style import follow_theme
 from .tables.format import fmt_bytes, fmt_duration, fmt_percent
 
 VERDICT_TEXT = {"better": ("better", "#2e7d32"), "worse": ("worse", "#c62828"),
@@ -83,7 +84,6 @@ class ABChart(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
         self.setMouseEnabled(x=False, y=False)
         self.hideButtons()
         self.setMenuEnabled(False)
@@ -92,6 +92,7 @@ class ABChart(pg.PlotWidget):
         self.setXRange(-0.6, 1.6, padding=0)
         self.showGrid(y=True, alpha=0.25)
         self.setMinimumHeight(150)
+        follow_theme(self)                      # the app's theme, also after a switch
 
     def show_runs(self, runs: list[dict]) -> None:
         self.clear()

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -83,7 +83,10 @@ class KernelsTableView(QWidget):
         # "Sorting…" / "Filtering…" while a worker computes the rows of a big table
         self.busy_label = QLabel(self)
         self.busy_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.busy_label.setStyleSheet("color: palette(highlight); font-weight: bold;")
+        bold = self.busy_label.font()
+        bold.setBold(True)
+        self.busy_label.setFont(bold)          # the theme's highlight, also after a switch
+        self.busy_label.setForegroundRole(QPalette.ColorRole.Highlight)
         self.busy_label.hide()
         self._debounce = QTimer(self, singleShot=True, interval=250)
         self._debounce.timeout.connect(self._apply_filter_bar)
@@ -219,7 +222,10 @@ class KernelsTableView(QWidget):
             idx = self.model.index(row, 0)
             sm.setCurrentIndex(idx, QItemSelectionModel.SelectionFlag.ClearAndSelect
                                | QItemSelectionModel.SelectionFlag.Rows)
+            hbar = self.table.horizontalScrollBar()
+            x = hbar.value()                        # centre the row, not the name cell:
             self.table.scrollTo(idx, QAbstractItemView.ScrollHint.PositionAtCenter)
+            hbar.setValue(x)                        # the names' starts stay in sight
         finally:
             self._syncing = False
 

@@ -1,13 +1,15 @@
 """The flows of the selected event (launch arrows, op -> kernel links, cross-stream
 waits), each kind togglable (``TimelineFlows.kinds``, class-wide: the window's
-View > Flows menu sets it). Waits come from the source file's args (Kineto), read in
-a worker the first time."""
+View > Flows menu sets it). Waits come from the markers table where it holds them
+(``wait_on_correlation_id``: rocpd HIP event records) or from the source file's args
+(Kineto), read in a worker the first time."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ...analysis import lod
+from ...analysis.links import recorded_waits
 
 if TYPE_CHECKING:
     from .view import TimelineView
@@ -37,6 +39,8 @@ class TimelineFlows:
             return
         kinds = self.kinds
         self.targets = lod.flow_links(trace, sel.table, sel.row, kinds - {"wait"})
+        if "wait" in kinds:
+            self.targets += [(*w, "wait") for w in recorded_waits(trace, sel.table, sel.row)]
         if "wait" in kinds and trace.format == "kineto":
             def job(progress=None, cancelled=None):
                 from ...analysis.source_args import source_index

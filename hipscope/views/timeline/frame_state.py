@@ -67,6 +67,7 @@ class FrameState:
     axis_origin: int | None
     ruler: tuple[int, int] | None
     ruler_stats: dict | None
+    area_box: tuple[int, int, tuple[int, ...]] | None   # an area pick: t0, t1, rows
     fonts: Fonts
     message_font: QFont               # the widget's own font (the empty states)
     cache: PaintCache

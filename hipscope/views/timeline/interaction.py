@@ -3,10 +3,12 @@
 As in Nsight Systems and Perfetto: the wheel scrolls the tracks, Ctrl+wheel zooms at
 the cursor, Shift+wheel (or a sideways wheel) pans; with ``view.wheel_zooms`` (the
 "classic" setting) the wheel zooms and Shift or the label column scrolls. Dragging the
-tracks pans, a click selects, a double click zooms to the event, dragging the axis
-strip measures (the ruler), a click on a group's label folds it; W/S zoom, A/D pan,
-F zooms to the ruler or the selection, Home fits, F3/Shift+F3 step through find
-matches, Escape clears the ruler, then the selection. The window binds the same keys
+tracks pans, Shift+dragging them picks a time range over the tracks crossed (an area
+selection, :mod:`.area_pick`), a click selects, a double click zooms to the event,
+dragging the axis strip measures (the ruler), a click on a group's label folds it;
+W/S zoom, A/D pan, F zooms to the ruler, the area or the selection, Home fits,
+F3/Shift+F3 step through find matches, Escape clears the ruler or the area, then the
+selection. The window binds the same keys
 for the whole trace tab (``app.actions``) through :meth:`TimelineView.navigate`. The
 view owns the state; this holds only the gesture in progress.
 """
@@ -102,6 +104,9 @@ class TimelineInput:
             row = self.tracks.label_row_at(y)       # sticky group headers included
             if row >= 0 and v.model.rows[row].kind in ("group", "fold"):
                 v.toggle_group(row)
+        elif y >= AXIS_H and event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.drag = {"kind": "area"}
+            v.area_pick.begin(x, y)
         elif y >= AXIS_H:
             self.drag = {"kind": "pan", "x": x, "y": y, "moved": False,
                          "window": v.document.view_state.window, "scroll": v.scroll}
@@ -117,6 +122,8 @@ class TimelineInput:
         if d["kind"] == "ruler":
             v.ruler = (d["t"], v.t_of(pos.x()))
             v.update()
+        elif d["kind"] == "area":
+            v.area_pick.drag_to(pos.x(), pos.y())
         elif d["kind"] == "pan":
             dx, dy = pos.x() - d["x"], pos.y() - d["y"]
             if not d["moved"] and abs(dx) + abs(dy) < 4:
@@ -135,6 +142,8 @@ class TimelineInput:
         pos = event.position()
         if d["kind"] == "pan" and not d["moved"]:
             v.document.view_state.select(v.hit(pos.x(), pos.y()))
+        elif d["kind"] == "area":
+            v.area_pick.finish(pos.x(), pos.y())
         elif d["kind"] == "ruler":
             a, b = d["t"], v.t_of(pos.x())
             if abs(pos.x() - d["x"]) < 3:
@@ -159,7 +168,7 @@ class TimelineInput:
             else:
                 v.find_next()
         elif k == Qt.Key.Key_Escape:
-            if v.ruler is not None:
+            if v.ruler is not None or v.area_pick.box is not None:
                 v.clear_ruler()
             else:
                 v.document.view_state.select(None)
@@ -192,9 +201,9 @@ class TimelineInput:
         """Show the selected event or the ruler's range, whichever came last (F)."""
         v = self.view
         sel = v.document.view_state.selection
-        ruler = v.ruler is not None and v.ruler[0] != v.ruler[1]
-        if ruler and (sel is None or self.last_pick == "ruler"):
-            a, b = sorted(v.ruler)
+        span = v.ruler or (v.area_pick.box[:2] if v.area_pick.box else None)
+        if span and span[0] != span[1] and (sel is None or self.last_pick == "ruler"):
+            a, b = sorted(span)
             v.set_window(a, b)
             return
         if sel is not None:

@@ -20,6 +20,9 @@ from .frame_state import FrameState
 from .layout import sticky_rows as layout_sticky_rows
 from .render import AXIS_H, LEGEND_H, SCROLL_W
 
+AREA_FILL = (255, 170, 60, 55)      # an area pick's rows (RGBA; reads on both canvases)
+AREA_EDGE = (255, 150, 40, 230)
+
 
 def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
     """Paint the whole view with ``p`` (widget, image, SVG) from ``fs``."""
@@ -46,6 +49,7 @@ def paint_frame(p: QPainter, fs: FrameState) -> rd.FrameStats:
     _paint_find_outlines(p, fs, stats)
     _paint_selection(p, fs)
     _paint_ruler_band(p, fs)
+    _paint_area(p, fs)
     _paint_origin(p, fs)
     p.restore()
     _paint_label_column(p, fs)
@@ -115,6 +119,23 @@ def _paint_ruler_band(p: QPainter, fs: FrameState) -> None:
     p.setPen(QPen(QColor(120, 170, 255, 200), 1))
     p.drawLine(QPointF(xa, AXIS_H), QPointF(xa, AXIS_H + th))
     p.drawLine(QPointF(xb, AXIS_H), QPointF(xb, AXIS_H + th))
+
+
+def _paint_area(p: QPainter, fs: FrameState) -> None:
+    """An area pick: its time range shaded on each picked row, outlined as one box."""
+    if fs.area_box is None:
+        return
+    a, b, rows = fs.area_box
+    xa, xb = fs.x_of(a), fs.x_of(b)
+    ys = [ry for ry in (fs.row_y(r) for r in rows) if ry is not None]
+    if not ys:
+        return
+    for y, h in ys:
+        p.fillRect(QRectF(xa, y, max(xb - xa, 1), h), QColor(*AREA_FILL))
+    top, bottom = min(y for y, _h in ys), max(y + h for y, h in ys)
+    p.setPen(QPen(QColor(*AREA_EDGE), 1.5))
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    p.drawRect(QRectF(xa, top, max(xb - xa, 1), bottom - top))
 
 
 def _ruler_lines(fs: FrameState) -> list[str]:

@@ -20,9 +20,10 @@ from ...analysis import lod
 from ...model.view_state import Selection
 from ...qt.document import Document
 from ...qt.timeline_api import RangeStats
-from . import first_frame
+from . import first_frame, track_state
 from . import palette as pal
 from . import render as rd
+from .area_pick import TimelineArea
 from .find_ctl import TimelineFind
 from .flows import TimelineFlows
 from .frame_state import Fonts, FrameState, PaintCache
@@ -73,6 +74,8 @@ class TimelineView(QWidget):
         self.axis_origin: int | None = None
         self._times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.input = TimelineInput(self)
+        self.area_pick = TimelineArea(self)     # Shift+drag: a range over chosen tracks
+        self.pending_track_state: dict | None = None   # saved track choices (track_state.py)
         self.finder = TimelineFind(self)
         self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
@@ -173,6 +176,7 @@ class TimelineView(QWidget):
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
         self._seen_keys |= {r.key for r in model.rows}
         self._relayout()
+        track_state.apply_pending(self)     # the choices saved for this trace
         self.finder.set_result(found, starts)
         self._on_document_selection_changed(self.document.view_state.selection)
         self.prepared.emit()
@@ -194,6 +198,7 @@ class TimelineView(QWidget):
         self.update()
 
     def _on_document_grouping_changed(self, grouping: str) -> None:
+        self.area_pick.clear()                  # its rows are the old grouping's
         self._prepare()
 
     def _on_document_color_mode_changed(self, mode: str) -> None:
@@ -376,6 +381,7 @@ class TimelineView(QWidget):
         if model is None:
             return
         self.ruler = (int(t0), int(t1))
+        self.area_pick.box = None               # the ruler's range covers every track
         self.input.last_pick = "ruler"
         self.document.view_state.set_area(self.ruler)
         trace = self.document.trace
@@ -389,10 +395,13 @@ class TimelineView(QWidget):
             self.ruler_stats = {"pending": True}
             self.tasks.submit("ruler", job).succeeded.connect(self._on_measure_succeeded)
 
-    def clear_ruler(self) -> None:
-        """Drop the ruler (and the document's area)."""
+    def clear_ruler(self, keep_area: bool = False) -> None:
+        """Drop the ruler, an area pick and the document's area (``keep_area``: not
+        these two, a new area pick replaces the ruler)."""
         self.ruler = self.ruler_stats = None
-        self.document.view_state.set_area(None)
+        if not keep_area:
+            self.area_pick.box = None
+            self.document.view_state.set_area(None)
         self.update()
 
     def _on_measure_succeeded(self, stats: dict) -> None:
@@ -448,7 +457,8 @@ class TimelineView(QWidget):
             collapsed=frozenset(self.collapsed), palette=self.palette, scale=self.scale,
             found=self.found, find_starts=self.find_starts, selection_box=box,
             arrows=tuple(self.flows.geometry()), axis_origin=self.axis_origin,
-            ruler=self.ruler, ruler_stats=self.ruler_stats, fonts=self.fonts,
+            ruler=self.ruler, ruler_stats=self.ruler_stats, area_box=self.area_pick.box,
+            fonts=self.fonts,
             message_font=self.font(), cache=self.paint_cache, label_w=self.track_rect.x())
 
     def render_to(self, p: QPainter, w: int, h: int) -> rd.FrameStats:
