@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -159,7 +160,7 @@ class OpsComparePage(QWidget):
         self.model = OpsDiffModel(self)
         self.table = _ops_table(self.model, self)
         self.levels = QLabel("", self)
-        self.levels.setStyleSheet("color: #8a909a;")
+        self.levels.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         bottom = QHBoxLayout()
         self.instance = QSpinBox(self)
         self.instance.setRange(1, 1)

@@ -12,7 +12,7 @@ document's job runner (:mod:`.data`).
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut, QStandardItem, QStandardItemModel
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -122,7 +122,7 @@ class OpsPanel(WorkerPanel):
         clear.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.tree.doubleClicked.connect(self._on_double_clicked)
         hint = QLabel(HINT)
-        hint.setStyleSheet("color: #8a909a;")
+        hint.setForegroundRole(QPalette.ColorRole.PlaceholderText)   # muted, follows the theme
         content = QWidget()
         lay = QVBoxLayout(content)
         lay.setContentsMargins(4, 4, 4, 4)
