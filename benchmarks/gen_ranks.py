@@ -146,7 +146,7 @@ def _write(out: Path, r: _Rank) -> Path:
         "distributedInfo": {"backend": "nccl", "rank": r.rank, "world_size": r.world},
         "cuda_runtime_version": 12040, "baseTimeNanoseconds": BASE_NS}
     text = json.dumps(head)[:-1] + ',\n  "traceEvents": [\n  ' + ",\n  ".join(r.lines) \
-        + "\n  ],\n" + '  "traceName": "rank-%d"\n}\n' % r.rank
+        + "\n  ],\n" + f'  "traceName": "rank-{r.rank}"\n}}\n'
     path = out / f"rank-{r.rank}.json.gz"
     with gzip.open(path, "wt", compresslevel=1) as fh:
         fh.write(text)
