@@ -149,8 +149,21 @@ def _client(workers: int | None, scheduler: str | None, slurm: SlurmOptions | No
         with Client(scheduler, timeout="30s") as client:
             yield client, scheduler
         return
-    with _cluster(workers, slurm) as (cluster, name), Client(cluster) as client:
+    with _quiet(), _cluster(workers, slurm) as (cluster, name), Client(cluster) as client:
         yield client, name
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Dask's INFO chatter (scheduler, nannies) off while hipscope logs at WARNING."""
+    logger = logging.getLogger("distributed")
+    old = logger.level
+    if not logging.getLogger("hipscope").isEnabledFor(logging.INFO):
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
 
 
 @contextlib.contextmanager
@@ -168,7 +181,7 @@ def _cluster(workers: int | None, slurm: SlurmOptions | None) -> Iterator[tuple[
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         yield cluster, f"local:{n} workers"
 

@@ -15,8 +15,11 @@ reader's one sentence, returned (not raised), so it costs only that rank.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
+from hashlib import blake2b
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -82,7 +85,7 @@ def analyse_rank(source: str, cache_dir: str | None = None) -> RankResult | Rank
     if cache_dir:
         os.environ["HIPSCOPE_CACHE_DIR"] = str(cache_dir)
     store = _store(trace_cache.cache_key(None, source))
-    found = store.load(_RKEY) if store is not None else None
+    found = store.load(_rkey()) if store is not None else None
     if found is not None:
         return dataclasses.replace(RankResult.from_json(found[0]), from_cache=True,
                                    cache=str(store.folder.parent))
@@ -93,12 +96,23 @@ def analyse_rank(source: str, cache_dir: str | None = None) -> RankResult | Rank
     res = summarise(trace, source)
     store = _store(trace.meta.get("cache_key"))
     if store is not None:
-        store.save(_RKEY, res.to_json())
+        store.save(_rkey(), res.to_json())
         res = dataclasses.replace(res, cache=str(store.folder.parent))
     return res
 
 
-_RKEY = ("rank_result", RESULT_VERSION)
+@functools.lru_cache(maxsize=1)
+def _code() -> str:
+    """A digest of this package's code: an edited rank analysis never serves an older
+    one's results (the analysis store already keys ``analysis/*.py``)."""
+    h = blake2b(digest_size=8)
+    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _rkey() -> tuple:
+    return ("rank_result", RESULT_VERSION, _code())
 
 
 def _store(key: Any):
