@@ -182,7 +182,7 @@ def _cluster(workers: int | None, slurm: SlurmOptions | None) -> Iterator[tuple[
 
     n = workers or os.cpu_count() or 1
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         yield cluster, f"local:{n} workers"
 
 
