@@ -46,7 +46,7 @@ def one_node_cluster(tmp_path_factory):
         "AccountingStorageType=accounting_storage/none", "SchedulerType=sched/builtin",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "MpiDefault=none",
         "ReturnToService=2", "SwitchType=switch/none", "MinJobAge=600",
-        f"NodeName={host} CPUs={max(2, os.cpu_count() or 2)} State=UNKNOWN",
+        f"NodeName={host} CPUs={max(2, os.cpu_count() or 2)} RealMemory=2048 State=UNKNOWN",
         f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(conf)
