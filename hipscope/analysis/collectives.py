@@ -181,3 +181,36 @@ def match(per_rank: Mapping[int, RankCollectives]) -> tuple[list, int]:
             wait_ns=sum(latest - a for a in arrival.values())))
     out.sort(key=lambda c: (min(c.arrival_ns.values()), c.name, c.group, c.sequence))
     return out, alone
+
+
+def compare_collectives(a: Trace, b: Trace) -> list[dict] | None:
+    """Two ranks of one job, collective by collective (``hipscope compare A B``): per
+    instance matched on both, ``{"name", "group", "sequence", "a_arrival_ns",
+    "b_arrival_ns", "skew_ns", "last"}`` ("a", "b", or None when they arrived
+    together), in time order; None unless both traces have collectives."""
+    from .context import analyses_of
+
+    ca = collectives_of(a, analyses_of(a).ops())
+    cb = collectives_of(b, analyses_of(b).ops())
+    if not len(ca) or not len(cb):
+        return None
+    rows = []
+    for c in match({0: ca, 1: cb})[0]:
+        ta, tb = c.arrival_ns[0], c.arrival_ns[1]
+        rows.append({"name": c.name, "group": c.group, "sequence": c.sequence,
+                     "a_arrival_ns": ta, "b_arrival_ns": tb, "skew_ns": c.skew_ns,
+                     "last": None if ta == tb else ("a" if ta > tb else "b")})
+    return rows
+
+
+def format_collectives_text(rows: list[dict], top: int = 15) -> list[str]:
+    """The compare text section: the instances with the largest skew first."""
+    from ..model.units import fmt_duration
+
+    worst = sorted(rows, key=lambda r: (-r["skew_ns"], r["name"], r["sequence"]))[:top]
+    out = ["", f"Collectives matched on both ranks: {len(rows)} (largest skew first)",
+           f"{'name':<32} {'group':>8} {'seq':>6} {'skew':>10} {'last':>5}"]
+    for r in worst:
+        out.append(f"{r['name'][:32]:<32} {r['group'][:8]:>8} {r['sequence']:>6} "
+                   f"{fmt_duration(r['skew_ns']):>10} {r['last'] or '-':>5}")
+    return out
