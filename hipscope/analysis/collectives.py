@@ -147,12 +147,8 @@ def _numbered(rows: list[list]) -> RankCollectives:
         if any(r[2] is None for r in members):
             for i, r in enumerate(members):
                 r[2] = i
-    out = RankCollectives()
-    for r in rows:
-        for col, v in zip((out.name, out.group, out.sequence, out.start, out.end,
-                           out.kernel), r):
-            col.append(v)
-    return out
+    cols: list[list] = [[r[i] for r in rows] for i in range(6)]
+    return RankCollectives(*cols)
 
 
 def match(per_rank: Mapping[int, RankCollectives]) -> tuple[list, int]:

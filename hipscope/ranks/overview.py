@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ..analysis.collectives import match
 from .grid import job_grid, rebin
 from .model import JobOverview, RankFailure, RankSummary
@@ -25,16 +27,17 @@ __all__ = ["assemble", "rank_numbers"]
 def rank_numbers(results: Sequence[RankResult]) -> tuple[list[int], str, list[str]]:
     """Each result's rank, where the numbers came from, and warnings."""
     meta = [r.meta_rank for r in results]
-    if meta and None not in meta and len(set(meta)) == len(meta):
-        return [int(m) for m in meta], "distributedInfo", []
+    given = [m for m in meta if m is not None]
+    if meta and len(given) == len(meta) and len(set(given)) == len(given):
+        return given, "distributedInfo", []
     warnings = []
     if any(m is not None for m in meta):
         warnings.append("the files' distributedInfo ranks are missing or repeated; "
                         "ranks are taken from the file names or their order")
     names = [_RANK_IN_NAME.search(Path(r.source).name) for r in results]
-    nums = [int(m.group(1)) if m else None for m in names]
-    if nums and None not in nums and len(set(nums)) == len(nums):
-        return [int(n) for n in nums], "file name", warnings
+    nums = [int(m.group(1)) for m in names if m]
+    if names and len(nums) == len(names) and len(set(nums)) == len(nums):
+        return nums, "file name", warnings
     return list(range(len(results))), "order", warnings
 
 
@@ -68,5 +71,5 @@ def _summary(r: RankResult, rank: int, rank_from: str, grid: tuple[int, int, int
         start_ns=r.start_ns, end_ns=r.end_ns, kernels=r.kernels, gpu_busy_ns=r.gpu_busy_ns,
         gpu_busy_fraction=min(1.0, r.gpu_busy_ns / span), step_ns=r.step_ns, idle=r.idle,
         comm_ns=r.comm_ns, classes=r.classes, top_ops=r.top_ops,
-        util_bins=rebin(r.fine_width, r.fine_first, r.fine_busy, grid),
+        util_bins=rebin(r.fine_width, r.fine_first, np.asarray(r.fine_busy, np.int64), grid),
         warnings=r.warnings, cache=r.cache)

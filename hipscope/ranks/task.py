@@ -182,7 +182,7 @@ def _busy_union(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _devices(trace: Trace) -> list[str]:
-    used = set()
+    used: set[int] = set()
     for t in (trace.kernels, trace.copies):
         if len(t):
             used.update(int(d) for d in np.unique(t.numpy("device", fill=-1)) if d >= 0)
