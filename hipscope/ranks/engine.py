@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import sys
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,8 +110,10 @@ def _distributed(client, files: list[str], cache: str | None, progress: Progress
                  cancelled: CancelledFn) -> list[RankResult | RankFailure]:
     from distributed import wait
 
+    job = uuid.uuid4().hex[:12]        # two jobs on one scheduler never share a task
     futures = client.map(analyse_rank, files, cache_dir=cache, pure=False,
-                         key=[f"rank-{i}-{os.path.basename(f)}" for i, f in enumerate(files)])
+                         key=[f"rank-{i}-{os.path.basename(f)}-{job}"
+                              for i, f in enumerate(files)])
     source = {f.key: path for f, path in zip(futures, files)}
     got: dict[str, RankResult | RankFailure] = {}
     pending = set(futures)

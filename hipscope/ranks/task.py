@@ -14,9 +14,11 @@ reader's one sentence, returned (not raised), so it costs only that rank.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import Path
@@ -82,23 +84,40 @@ def analyse_rank(source: str, cache_dir: str | None = None) -> RankResult | Rank
     from ..parsers import TraceFormatError, open_trace
     from ..parsers import cache as trace_cache
 
-    if cache_dir:
-        os.environ["HIPSCOPE_CACHE_DIR"] = str(cache_dir)
-    store = _store(trace_cache.cache_key(None, source))
-    found = store.load(_rkey()) if store is not None else None
-    if found is not None:
-        return dataclasses.replace(RankResult.from_json(found[0]), from_cache=True,
-                                   cache=str(store.folder.parent))
+    with _cache_dir(cache_dir):
+        store = _store(trace_cache.cache_key(None, source))
+        found = store.load(_rkey()) if store is not None else None
+        if found is not None:
+            return dataclasses.replace(RankResult.from_json(found[0]), from_cache=True,
+                                       cache=str(store.folder.parent))
+        try:
+            trace = open_trace(source, use_cache=True)
+        except TraceFormatError as exc:
+            return RankFailure(source, str(exc))
+        res = summarise(trace, source)
+        store = _store(trace.meta.get("cache_key"))
+        if store is not None:
+            store.save(_rkey(), res.to_json())
+            res = dataclasses.replace(res, cache=str(store.folder.parent))
+        return res
+
+
+@contextlib.contextmanager
+def _cache_dir(folder: str | None) -> Iterator[None]:
+    """``$HIPSCOPE_CACHE_DIR`` (what ``parsers.cache`` reads) set to ``folder`` for the
+    task, then restored: a serial run must not move its own process's cache."""
+    if not folder:
+        yield
+        return
+    old = os.environ.get("HIPSCOPE_CACHE_DIR")
+    os.environ["HIPSCOPE_CACHE_DIR"] = str(folder)
     try:
-        trace = open_trace(source, use_cache=True)
-    except TraceFormatError as exc:
-        return RankFailure(source, str(exc))
-    res = summarise(trace, source)
-    store = _store(trace.meta.get("cache_key"))
-    if store is not None:
-        store.save(_rkey(), res.to_json())
-        res = dataclasses.replace(res, cache=str(store.folder.parent))
-    return res
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HIPSCOPE_CACHE_DIR", None)
+        else:
+            os.environ["HIPSCOPE_CACHE_DIR"] = old
 
 
 @functools.lru_cache(maxsize=1)
