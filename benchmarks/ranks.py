@@ -26,11 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# the CLI in-process, then its own peak RSS (KiB) on the last stderr line
-_CLIENT = ("import resource, sys; from hipscope.cli.main import main; "
+# the CLI in-process, then its own peak RSS (KiB) on the last stderr line: VmHWM, not
+# ru_maxrss (which keeps the forking parent's peak across exec on Linux)
+_CLIENT = ("import sys; from hipscope.cli.main import main; "
            "rc = main(sys.argv[1:]); "
-           "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-           "file=sys.stderr); sys.exit(rc)")
+           "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]; "
+           "print('maxrss', hwm[0], file=sys.stderr); sys.exit(rc)")
 
 
 def _job(ranks: int, kernels: int) -> Path:
