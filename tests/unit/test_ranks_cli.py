@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,30 @@ def test_no_rank_readable_is_exit_1(tmp_path):
     assert r.returncode == 1
     assert "failed: " + str(bad) in r.stdout
     assert r.stderr.strip() == "hipscope: none of the 1 rank files could be read."
+
+
+def test_ctrl_c_stops_the_tasks_and_the_cluster(tmp_path):
+    """SIGINT while a worker is blocked on a FIFO rank: exit 130, one sentence, and the
+    embedded cluster's worker processes are gone."""
+    from tests.unit.launcher_fixtures import alive, wait_until
+    from tests.unit.test_ranks import _readers
+
+    fifo = tmp_path / "rank-0.json.gz"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR)       # a writer: the worker's read blocks, never fails
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HIPSCOPE_CACHE_DIR": str(tmp_path)}
+    p = subprocess.Popen([sys.executable, "-m", "hipscope.cli.main", "ranks", str(fifo),
+                          "--workers", "1"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        worker = wait_until(lambda: _readers(fifo) - {p.pid}, 120, "the worker to block")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 130 and out == ""
+        assert err.strip() == "hipscope: cancelled; the tasks were stopped."
+        wait_until(lambda: not any(alive(w) for w in worker), 60, "the worker to exit")
+    finally:
+        os.close(fd)
+        if p.poll() is None:
+            p.kill()
+            p.wait(30)
