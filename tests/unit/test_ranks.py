@@ -29,10 +29,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cluster():
+    """2 worker processes; a task whose worker dies is retried once
+    (``allowed-failures`` 1, so that "reported" needs only two deaths)."""
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=":0") as c:
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         host="127.0.0.1", dashboard_address=":0") as c:
         yield c
 
 
@@ -179,8 +183,9 @@ def test_a_killed_worker_costs_nothing_its_rank_is_retried(cluster, job, tmp_pat
     t, out = _run_in_thread(paths=files, scheduler=cluster.scheduler_address,
                             cache_dir=tmp_path / "cache")
     first = wait_until(lambda: _readers(fifo), 60, "a worker to block reading the FIFO rank")
-    os.kill(first.pop(), signal.SIGKILL)
-    wait_until(lambda: _readers(fifo), 60, "the task to be retried on another worker")
+    pid = first.pop()
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: _readers(fifo) - {pid}, 60, "the task to be retried on another worker")
     _feed(fd, data)
     t.join(120)
     assert "exc" not in out, out.get("exc")
@@ -189,6 +194,23 @@ def test_a_killed_worker_costs_nothing_its_rank_is_retried(cluster, job, tmp_pat
     copy = tmp_path / "copy.json.gz"
     copy.write_bytes(data)
     assert {r.rank: r.kernels for r in ov.ranks}[4] == ex.kernel_count(ex.load(copy))
+
+
+def test_a_rank_whose_workers_keep_dying_is_reported(cluster, job, tmp_path):
+    fifo, data, fd = _blocked_rank(tmp_path)
+    t, out = _run_in_thread(paths=[job / "rank-0.json.gz", fifo],
+                            scheduler=cluster.scheduler_address, cache_dir=tmp_path / "c")
+    killed: set[int] = set()
+    for attempt in range(2):                  # the first try, then its one retry
+        pid = wait_until(lambda: _readers(fifo) - killed, 60, f"reader {attempt}").pop()
+        os.kill(pid, signal.SIGKILL)
+        killed.add(pid)
+    t.join(120)
+    os.close(fd)
+    ov = out["ov"]
+    assert [r.rank for r in ov.ranks] == [0]
+    assert [f.source for f in ov.failed] == [str(fifo)]
+    assert ov.failed[0].reason.startswith("its worker died while analysing it")
 
 
 def test_cancel_stops_the_tasks(cluster, tmp_path):
