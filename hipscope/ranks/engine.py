@@ -44,6 +44,9 @@ from .overview import assemble
 from .task import RankResult, analyse_rank
 
 POLL_S = 0.2                  # how often cancelled() is asked while tasks run
+# Dask's statistical profiler samples each task's stack every 10 ms of wall time (more
+# samples the busier the machine), for a profile nobody looks at here
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 
 __all__ = ["SlurmOptions", "analyse_job"]
 
@@ -181,17 +184,19 @@ def _cluster(workers: int | None, slurm: SlurmOptions | None) -> Iterator[tuple[
         finally:
             cluster.close()
         return
+    import dask
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
+    with dask.config.set(WORKER_CONFIG), \
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         yield cluster, f"local:{n} workers"
 
 
 def _slurm_kwargs(s: SlurmOptions) -> dict:
     """SLURMCluster arguments: the workers run this Python, with this PYTHONPATH."""
-    prologue = []
+    prologue = ["export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"]
     if os.environ.get("PYTHONPATH"):
         prologue.append(f"export PYTHONPATH={_quote(os.environ['PYTHONPATH'])}")
     if os.environ.get("HIPSCOPE_CACHE_DIR"):
