@@ -63,6 +63,7 @@ class SlurmOptions:
     walltime: str = "01:00:00"
     jobs: int = 1
     extra: list[str] = field(default_factory=list)     # more #SBATCH directives
+    log_directory: str | None = None    # the jobs' output (None: Slurm's slurm-%j.out)
 
 
 def analyse_job(paths: Sequence[str | Path], *, workers: int | None = None,
@@ -205,7 +206,7 @@ def _slurm_kwargs(s: SlurmOptions) -> dict:
                 memory=s.memory, walltime=s.walltime, python=sys.executable,
                 job_script_prologue=prologue, job_extra_directives=list(s.extra),
                 scheduler_options={"dashboard_address": None},
-                log_directory=None)
+                log_directory=s.log_directory)
 
 
 def _quote(text: str) -> str:

@@ -21,7 +21,8 @@ def test_workers_as_slurm_jobs(slurm, tmp_path):
     files = write_job(tmp_path / "job", 3, kernels=60, steps=3, straggler=0)
     ov = analyse_job([tmp_path / "job"], cache_dir=tmp_path / "cache",
                      slurm=SlurmOptions(partition="debug", cores=1, memory="1GB",
-                                        walltime="00:10:00", jobs=1))
+                                        walltime="00:10:00", jobs=1,
+                                        log_directory=str(tmp_path / "logs")))
     assert ov.engine == "slurm:1 jobs" and ov.failed == []
     assert {r.rank: r.kernels for r in ov.ranks} == \
         {ex.load(f)["distributedInfo"]["rank"]: ex.kernel_count(ex.load(f)) for f in files}
