@@ -69,6 +69,9 @@ def run(argv: list[str]) -> int:
     except (KeyboardInterrupt, Cancelled):
         print("hipscope: cancelled; the tasks were stopped.", file=sys.stderr)
         return 130
+    except ImportError as exc:  # no dask.distributed / dask-jobqueue
+        print(f"hipscope: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:     # a scheduler that cannot be reached, a cluster refused
         print(f"hipscope: the Dask cluster could not be used: {exc}", file=sys.stderr)
         return 2

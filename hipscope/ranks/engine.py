@@ -101,9 +101,7 @@ def _serial(files: list[str], cache: str | None, progress: ProgressFn,
 
 
 def _sentence(exc: BaseException) -> str:
-    from distributed.scheduler import KilledWorker
-
-    if isinstance(exc, KilledWorker):
+    if type(exc).__name__ == "KilledWorker":        # distributed.scheduler's
         return ("its worker died while analysing it, on every retry (out of memory? "
                 "see the workers' logs)")
     text = " ".join(str(exc).split()) or type(exc).__name__
@@ -150,7 +148,12 @@ def _outcome(fut, path: str) -> RankResult | RankFailure:
 def _client(workers: int | None, scheduler: str | None, slurm: SlurmOptions | None
             ) -> Iterator[tuple[object, str]]:
     """A Client on the chosen cluster, and the engine's name for the overview."""
-    from distributed import Client
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError("analysing ranks on workers needs dask.distributed: install "
+                          "hipscope's 'ranks' extra (pip install 'hipscope[ranks]'), "
+                          "or run them in this process with --workers 0") from None
 
     if scheduler is not None:
         with Client(scheduler, timeout="30s") as client:

@@ -55,3 +55,22 @@ def test_rebinning_is_exact_for_every_job_bin():
         want = [_plain_busy(iv, start + i * width, start + (i + 1) * width) / width
                 for i in range(n)]
         assert np.allclose(got, want, atol=1e-6)
+
+
+def test_discover_expands_folders_and_globs_once_each(tmp_path):
+    import pytest
+
+    from hipscope.parsers import TraceFormatError
+    from hipscope.ranks import discover
+
+    for n in ("rank-1.json.gz", "rank-0.json.gz", "notes.txt"):
+        (tmp_path / n).write_text("x")
+    got = discover([tmp_path, tmp_path / "rank-0.json.gz", str(tmp_path / "rank-*.json.gz")])
+    assert got == [tmp_path / "rank-0.json.gz", tmp_path / "rank-1.json.gz"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.db").write_text("x")
+    (other / "b.txt").write_text("x")
+    assert discover([other]) == [other / "a.db"]
+    with pytest.raises(TraceFormatError, match="expected files matching the pattern"):
+        discover([str(tmp_path / "nothing-*.json")])
