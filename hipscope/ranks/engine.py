@@ -72,8 +72,9 @@ def analyse_job(paths: Sequence[str | Path], *, workers: int | None = None,
                 cancelled: CancelledFn = never_cancelled) -> JobOverview:
     """The job overview of the rank traces named by ``paths`` (module docstring).
     Raises TraceFormatError when a path names nothing, Cancelled when cancelled."""
-    files = [str(p) for p in discover(paths)]
-    cache = str(cache_dir) if cache_dir is not None else None
+    # absolute: a worker's working folder need not be the client's
+    files = [str(Path(p).absolute()) for p in discover(paths)]
+    cache = str(Path(cache_dir).absolute()) if cache_dir is not None else None
     progress(0.0)
     if workers == 0 and scheduler is None and slurm is None:
         results = _serial(files, cache, progress, cancelled)
