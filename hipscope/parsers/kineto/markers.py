@@ -165,7 +165,7 @@ def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[st
         return {}
     names = [str(a.coll_name) if h else None for a, h in zip(args, has)]
     groups = [_group_text(a) if h else None for a, h in zip(args, has)]
-    pad = [None] * n_other
+    pad: list[str | None] = [None] * n_other
     seq = np.array([to_int(a.seq) if h else NULL for a, h in zip(args, has)]
                    + [NULL] * n_other, dtype=np.int64)
     out: dict[str, Any] = {"collective": _nullable_names(names + pad),
