@@ -49,15 +49,33 @@ def _x(cat: str, name: str, pid: int, tid: int, start: int, dur: int, args: dict
 
 
 class _Rank:
-    """One rank's event lines and clocks (host ``h``, GPU stream ``g``, ns from base)."""
+    """One rank's file, its pending event lines and counters (clocks: ns from base)."""
 
-    def __init__(self, rank: int, world: int, seed: int):
+    def __init__(self, rank: int, world: int, seed: int, out: Path):
         self.rank, self.world = rank, world
         self.pid = 1000 + rank
         self.rng = np.random.default_rng([seed, rank])
         self.lines: list[str] = []
         self.corr = 1
         self.ext = 1
+        self.path = out / f"rank-{rank}.json.gz"
+        self.fh = gzip.open(self.path, "wt", compresslevel=1)
+        self.fh.write(_header(rank, world) + ',\n  "traceEvents": [\n  ')
+        self.first = True
+
+    def flush(self) -> None:
+        """Write the lines made so far (a step's), so a job of many ranks never sits in
+        memory at once."""
+        if self.lines:
+            self.fh.write(("" if self.first else ",\n  ") + ",\n  ".join(self.lines))
+            self.first = False
+            self.lines.clear()
+
+    def close(self) -> Path:
+        self.flush()
+        self.fh.write("\n  ],\n" + f'  "traceName": "rank-{self.rank}"\n}}\n')
+        self.fh.close()
+        return self.path
 
     def launch(self, op: str, kernel: str, h: int, g: int, k_ns: int) -> tuple[int, int]:
         """One op launching one kernel at host ``h``; returns (host, gpu) clocks after."""
@@ -109,7 +127,7 @@ def write_job(out: Path, n: int, kernels: int, steps: int = 8, straggler: int | 
               ) -> list[Path]:
     """Write the job's ``n`` rank files into ``out``; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
-    ranks = [_Rank(r, n, seed) for r in range(n)]
+    ranks = [_Rank(r, n, seed, out) for r in range(n)]
     per_step = max(1, (kernels - steps) // steps)
     extra_count = 4
     extra = (straggler_op, extra_count, extra_us * 1000 // extra_count)
@@ -136,21 +154,17 @@ def write_job(out: Path, n: int, kernels: int, steps: int = 8, straggler: int | 
             r.lines.append(_x("user_annotation", f"ProfilerStep#{s + 1}", r.pid, r.pid,
                               step_start[r.rank], done + 5_000 - step_start[r.rank], {}))
             h[r.rank] = g[r.rank] = done + 10_000   # the host syncs on the step's result
-    return [_write(out, r) for r in ranks]
+            r.flush()
+    return [r.close() for r in ranks]
 
 
-def _write(out: Path, r: _Rank) -> Path:
+def _header(rank: int, world: int) -> str:
     head = {"schemaVersion": 1, "deviceProperties": [{
         "id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984,
         "computeMajor": 9, "computeMinor": 0, "warpSize": 32, "numSms": 132}],
-        "distributedInfo": {"backend": "nccl", "rank": r.rank, "world_size": r.world},
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
         "cuda_runtime_version": 12040, "baseTimeNanoseconds": BASE_NS}
-    text = json.dumps(head)[:-1] + ',\n  "traceEvents": [\n  ' + ",\n  ".join(r.lines) \
-        + "\n  ],\n" + f'  "traceName": "rank-{r.rank}"\n}}\n'
-    path = out / f"rank-{r.rank}.json.gz"
-    with gzip.open(path, "wt", compresslevel=1) as fh:
-        fh.write(text)
-    return path
+    return json.dumps(head)[:-1]
 
 
 def main(argv: list[str] | None = None) -> int:
