@@ -104,6 +104,12 @@ def run(argv: list[str]) -> int:
         return 130
     top = args.top if args.top is not None or args.json else 15
     objs = [diff.to_json(c, top=top) for c in comps]
+    from ..analysis.collectives import compare_collectives
+
+    for o, b in zip(objs, traces[1:]):          # two ranks of one job (issue 17)
+        rows = compare_collectives(traces[0], b)
+        if rows is not None:
+            o["collectives"] = rows
     if args.json:
         doc = objs[0] if len(objs) == 1 else {
             "a": str(args.a), "comparisons": [{"b": str(b), **o} for b, o in zip(args.b, objs)]}
@@ -235,6 +241,10 @@ def format_text(obj: dict[str, Any], a: str, b: str, name_width: int = 90) -> st
     lines += _kernel_lines(obj["kernels"], name_width)
     if obj.get("ops") is not None:
         lines += _op_lines(obj["ops"], name_width)
+    if obj.get("collectives"):
+        from ..analysis.collectives import format_collectives_text
+
+        lines += format_collectives_text(obj["collectives"])
     lines.append("")
     lines.append(f"Added kernels: {len(obj['added'])}   removed kernels: {len(obj['removed'])}")
     diffs = {k: v for k, v in obj["provenance"].items() if v["differs"]}

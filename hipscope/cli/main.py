@@ -149,6 +149,10 @@ def _dispatch(argv: list[str]) -> int:
         from .probe_cmd import run as probe
 
         return probe(argv[1:])
+    if argv and argv[0] == "ranks":         # every rank of a job: hipscope/cli/ranks_cmd.py
+        from .ranks_cmd import run as ranks
+
+        return ranks(argv[1:])
     if argv and argv[0] == "compare":
         from .compare_cmd import run as compare
 

@@ -150,6 +150,10 @@ MARKERS = TableSpec(
            "ops of one node share it)"),
         _c("fwd_thread_id", pa.int64(), doc="'Fwd thread id': the thread of the forward op "
            "a backward op belongs to"),
+        # collective fields (c10d record_param_comms args), for collectives across ranks
+        _c("collective", NAME, doc="'Collective name' (allreduce, all_gather...)"),
+        _c("process_group", NAME, doc="'Process Group Name' (else its 'Process Group Ranks')"),
+        _c("collective_seq", pa.int64(), doc="'Seq': the collective's number in its group"),
     ),
     "Markers and ranges (roctx, NVTX, PyTorch annotations, GPU-side syncs).",
 )

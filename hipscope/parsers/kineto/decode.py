@@ -50,6 +50,11 @@ class _Args(msgspec.Struct, gc=False):
     external_id: Any = msgspec.field(default=None, name="External id")
     sequence_number: Any = msgspec.field(default=None, name="Sequence number")
     fwd_thread_id: Any = msgspec.field(default=None, name="Fwd thread id")
+    # record_param_comms (c10d) fields: which collective, of which process group
+    coll_name: Any = msgspec.field(default=None, name="Collective name")
+    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
+    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    seq: Any = msgspec.field(default=None, name="Seq")
 
 
 RAW_ARGS = ("Input Dims", "Input type")

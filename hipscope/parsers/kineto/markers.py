@@ -24,7 +24,7 @@ from .columns import (
     to_int,
 )
 
-__all__ = ["gpu_annotation_side", "marker_table", "op_fields"]
+__all__ = ["comm_fields", "gpu_annotation_side", "marker_table", "op_fields"]
 
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
 
@@ -92,6 +92,7 @@ def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespa
                        -(1 << 31), _I31),
     }
     cols.update(op_fields(host, ng + ns, provenance))
+    cols.update(comm_fields(host, ng + ns, provenance))
     if ns:
         cols["correlation_id"] = opt_array(corr, -(1 << 63) + 1, _I63)
         provenance["markers.correlation_id"] = (
@@ -144,3 +145,45 @@ def op_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str,
     provenance["markers.input_dims"] = ("Kineto cpu_op args 'Input Dims' (and 'Input type'), "
                                         "as compact JSON text")
     return out
+
+
+def _group_text(a: Any) -> str | None:
+    """The process group of a record_param_comms op: its name, else its ranks."""
+    for v in (a.pg_name, a.pg_ranks):
+        if v is not None and v != "":
+            return v if isinstance(v, str) else msgspec.json.encode(v).decode()
+    return None
+
+
+def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
+    """Collective columns of the host ranges (c10d ``record_param_comms`` args
+    'Collective name', 'Process Group Name' (else 'Process Group Ranks'), 'Seq');
+    none when no op has them."""
+    args = [e.args for e in host]
+    has = [a is not None and a.coll_name is not None for a in args]
+    if not any(has):
+        return {}
+    names = [str(a.coll_name) if h else None for a, h in zip(args, has)]
+    groups = [_group_text(a) if h else None for a, h in zip(args, has)]
+    pad: list[str | None] = [None] * n_other
+    seq = np.array([to_int(a.seq) if h else NULL for a, h in zip(args, has)]
+                   + [NULL] * n_other, dtype=np.int64)
+    out: dict[str, Any] = {"collective": _nullable_names(names + pad),
+                           "process_group": _nullable_names(groups + pad)}
+    arr = opt_array(seq, -(1 << 62), _I62)
+    if arr is not None:
+        out["collective_seq"] = arr
+    provenance["markers.collective"] = ("Kineto record_param_comms args 'Collective name', "
+                                        "'Process Group Name' (or 'Process Group Ranks'), "
+                                        "'Seq'")
+    return out
+
+
+def _nullable_names(values: list[str | None]) -> Any:
+    """Categorical column with nulls where ``values`` holds None."""
+    codes, cats = str_codes([v if v is not None else "" for v in values])
+    if "" in cats:
+        empty = cats.index("")
+        codes = np.where(codes == empty, -1, codes - (codes > empty)).astype(np.int32)
+        cats = [c for c in cats if c != ""]
+    return categorical(codes, cats)

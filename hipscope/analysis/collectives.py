@@ -1,0 +1,212 @@
+"""Collectives: a trace's NCCL/RCCL collective instances, and their matching across ranks.
+
+A *collective instance* of one rank is one collective call: the communication kernels
+(kernel class "communication": ``ncclDevKernel_*``, ``ncclKernel_*``, ``rccl*``) that
+one host op launched. The op is the outermost collective op above the kernel's
+launching op (:mod:`.ops`): c10d's ``record_param_comms`` (whose args the Kineto reader
+keeps as the markers' ``collective``, ``process_group`` and ``collective_seq``) or the
+``nccl:*`` / ``rccl:*`` annotation inside it. A kernel with no launching op (traces that
+start mid-stream) is an instance of its own.
+
+Identity across ranks: (name, process group, sequence). The name is the ``nccl:*``
+annotation's (``nccl:all_reduce``), else the ``Collective name`` arg, else the kernel's
+name up to its argument list; the group is ``Process Group Name`` ('' when the file has
+none); the sequence is the file's ``Seq`` where every instance of that (name, group)
+has one, else the instance's order among that (name, group) on its rank (from 0).
+
+Across ranks (:func:`match`): arrival = the instance's first kernel start; skew =
+latest - earliest arrival; the last rank arrived latest (ties: the lowest rank); wait =
+sum over ranks of (latest - own arrival), the time the others spent waiting. Qt-free.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import Trace
+from .kernel_class import CLASSES, COMM, classes_of
+
+COLLECTIVE_PREFIXES = ("nccl:", "rccl:")
+PARAM_COMMS = "record_param_comms"
+
+__all__ = ["COLLECTIVE_PREFIXES", "RankCollectives", "collectives_of", "match",
+           "short_kernel_name"]
+
+
+@dataclass(frozen=True)
+class RankCollectives:
+    """One rank's collective instances, in arrival order (plain lists: small, and
+    cheap to send from a worker or keep in a cache)."""
+
+    name: list[str] = field(default_factory=list)
+    group: list[str] = field(default_factory=list)
+    sequence: list[int] = field(default_factory=list)
+    start: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    kernel: list[str] = field(default_factory=list)     # its first kernel's short name
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def keys(self) -> list[tuple[str, str, int]]:
+        return list(zip(self.name, self.group, self.sequence))
+
+
+def short_kernel_name(name: str) -> str:
+    """A kernel name up to its argument list (``ncclKernel_AllReduce_RING_LL_Sum_float``)."""
+    cut = name.find("(")
+    return (name[:cut] if cut > 0 else name).strip()
+
+
+def _marker_column(trace: Trace, col: str) -> tuple[np.ndarray, list] | None:
+    m = trace.markers
+    if col not in m.data.column_names or len(m) == 0:
+        return None
+    if col == "collective_seq":
+        return m.numpy(col, fill=-1).astype(np.int64), []
+    return m.codes(col)
+
+
+class _OpInfo:
+    """What the op forest says about collective ops: per op, its collective name,
+    group and seq where the markers carry them."""
+
+    def __init__(self, trace: Trace, forest):
+        self.forest = forest
+        self.coll = _marker_column(trace, "collective")
+        self.group = _marker_column(trace, "process_group")
+        self.seq = _marker_column(trace, "collective_seq")
+
+    def _text(self, col, op: int) -> str | None:
+        if col is None:
+            return None
+        codes, cats = col
+        c = int(codes[int(self.forest.row[op])])
+        return cats[c] if c >= 0 else None
+
+    def chain(self, op: int) -> tuple[int, str | None, str, int | None]:
+        """(owner op, name, group, seq) of the collective above (or at) ``op``;
+        owner -1 when no op of the chain is a collective."""
+        owner, name, coll, group, seq = -1, None, None, None, None
+        while op >= 0:
+            own = self.forest.name_of(op)
+            c = self._text(self.coll, op)
+            if c is not None or own == PARAM_COMMS or own.startswith(COLLECTIVE_PREFIXES):
+                owner = op
+                if own.startswith(COLLECTIVE_PREFIXES) and name is None:
+                    name = own
+                if c is not None and coll is None:
+                    coll, group = c, self._text(self.group, op)
+                    s = int(self.seq[0][int(self.forest.row[op])]) if self.seq else -1
+                    seq = s if s >= 0 else None
+            op = int(self.forest.parent[op])
+        return owner, name or coll, group or "", seq
+
+
+def collectives_of(trace: Trace, att=None) -> RankCollectives:
+    """The collective instances of one rank's trace (see the module docstring);
+    ``att``: its op attribution (``analyses_of(trace).ops()``), computed when None."""
+    k = trace.kernels
+    if len(k) == 0:
+        return RankCollectives()
+    codes, cats = k.codes("name")
+    comm = np.nonzero(classes_of(codes, cats) == CLASSES.index(COMM))[0]
+    if len(comm) == 0:
+        return RankCollectives()
+    if att is None:
+        from .ops import attribute
+
+        att = attribute(trace)
+    info = _OpInfo(trace, att.forest)
+    start, end = k.numpy("start").astype(np.int64), k.numpy("end").astype(np.int64)
+    groups: dict[tuple, list] = {}
+    for row in comm[np.argsort(start[comm], kind="stable")]:
+        op = int(att.kernel_op[row])
+        kname = short_kernel_name(cats[int(codes[row])] if codes[row] >= 0 else "")
+        owner, name, group, seq = info.chain(op) if op >= 0 else (-1, None, "", None)
+        key = ("op", owner) if owner >= 0 else ("kernel", int(row))
+        g = groups.get(key)
+        if g is None:
+            groups[key] = [name or kname, group, seq, int(start[row]), int(end[row]), kname]
+        else:
+            g[3], g[4] = min(g[3], int(start[row])), max(g[4], int(end[row]))
+    return _numbered(sorted(groups.values(), key=lambda g: (g[3], g[0])))
+
+
+def _numbered(rows: list[list]) -> RankCollectives:
+    """Sequence numbers: the file's Seq where a (name, group) has it throughout, else
+    the order within that (name, group)."""
+    by: dict[tuple[str, str], list[list]] = defaultdict(list)
+    for r in rows:
+        by[(r[0], r[1])].append(r)
+    for members in by.values():
+        if any(r[2] is None for r in members):
+            for i, r in enumerate(members):
+                r[2] = i
+    cols: list[list] = [[r[i] for r in rows] for i in range(6)]
+    return RankCollectives(*cols)
+
+
+def match(per_rank: Mapping[int, RankCollectives]) -> tuple[list, int]:
+    """Instances matched across ranks (those on two ranks or more), earliest first, as
+    :class:`~hipscope.ranks.model.CollectiveInstance`; and how many instances were on
+    one rank only (left out)."""
+    from ..ranks.model import CollectiveInstance
+
+    seen: dict[tuple[str, str, int], dict[int, tuple[int, int]]] = defaultdict(dict)
+    for rank in sorted(per_rank):
+        rc = per_rank[rank]
+        for key, s, e in zip(rc.keys(), rc.start, rc.end):
+            seen[key].setdefault(rank, (s, e))
+    out, alone = [], 0
+    for (name, group, seq), by in seen.items():
+        if len(by) < 2:
+            alone += 1
+            continue
+        arrival = {r: se[0] for r, se in sorted(by.items())}
+        latest = max(arrival.values())
+        last = min(r for r, a in arrival.items() if a == latest)
+        out.append(CollectiveInstance(
+            name=name, sequence=seq, group=group, arrival_ns=arrival,
+            end_ns={r: se[1] for r, se in sorted(by.items())},
+            skew_ns=latest - min(arrival.values()), last_rank=last,
+            wait_ns=sum(latest - a for a in arrival.values())))
+    out.sort(key=lambda c: (min(c.arrival_ns.values()), c.name, c.group, c.sequence))
+    return out, alone
+
+
+def compare_collectives(a: Trace, b: Trace) -> list[dict] | None:
+    """Two ranks of one job, collective by collective (``hipscope compare A B``): per
+    instance matched on both, ``{"name", "group", "sequence", "a_arrival_ns",
+    "b_arrival_ns", "skew_ns", "last"}`` ("a", "b", or None when they arrived
+    together), in time order; None unless both traces have collectives."""
+    from .context import analyses_of
+
+    ca = collectives_of(a, analyses_of(a).ops())
+    cb = collectives_of(b, analyses_of(b).ops())
+    if not len(ca) or not len(cb):
+        return None
+    rows = []
+    for c in match({0: ca, 1: cb})[0]:
+        ta, tb = c.arrival_ns[0], c.arrival_ns[1]
+        rows.append({"name": c.name, "group": c.group, "sequence": c.sequence,
+                     "a_arrival_ns": ta, "b_arrival_ns": tb, "skew_ns": c.skew_ns,
+                     "last": None if ta == tb else ("a" if ta > tb else "b")})
+    return rows
+
+
+def format_collectives_text(rows: list[dict], top: int = 15) -> list[str]:
+    """The compare text section: the instances with the largest skew first."""
+    from ..model.units import fmt_duration
+
+    worst = sorted(rows, key=lambda r: (-r["skew_ns"], r["name"], r["sequence"]))[:top]
+    out = ["", f"Collectives matched on both ranks: {len(rows)} (largest skew first)",
+           f"{'name':<32} {'group':>8} {'seq':>6} {'skew':>10} {'last':>5}"]
+    for r in worst:
+        out.append(f"{r['name'][:32]:<32} {r['group'][:8]:>8} {r['sequence']:>6} "
+                   f"{fmt_duration(r['skew_ns']):>10} {r['last'] or '-':>5}")
+    return out

@@ -1,0 +1,219 @@
+"""The engine: every rank of a job analysed as a ``dask.distributed`` task.
+
+``analyse_job`` expands the paths (:mod:`.discover`), submits one task per rank file
+(:func:`.task.analyse_rank`), waits for them while polling ``cancelled()`` and
+assembles the overview on the client (:mod:`.overview`). Where the tasks run:
+
+- ``workers=0``: in this process, one rank after the other (the baseline; tiny jobs);
+- default: an embedded ``LocalCluster`` of ``workers`` (default: the CPU count) worker
+  processes with one thread each, closed afterwards;
+- ``scheduler="tcp://HOST:PORT"``: an existing cluster (``dask scheduler`` and
+  ``dask worker``); it is left running;
+- ``slurm=SlurmOptions(...)``: workers started as Slurm jobs by ``dask_jobqueue``'s
+  ``SLURMCluster``; they read the traces from the shared filesystem.
+
+Only each rank's small result crosses to the client. A rank whose file is bad is a
+``RankFailure`` with the reader's sentence; a task whose worker dies is retried on
+another worker by the scheduler (``distributed.scheduler.allowed-failures``, 3 by
+default) and reported as a ``RankFailure`` when it keeps dying. Cancelling (or Ctrl+C)
+cancels the outstanding tasks and closes the cluster the engine started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..model.progress import (
+    Cancelled,
+    CancelledFn,
+    ProgressFn,
+    check_cancel,
+    never_cancelled,
+    no_progress,
+)
+from .discover import discover
+from .model import JobOverview, RankFailure
+from .overview import assemble
+from .task import RankResult, analyse_rank
+
+POLL_S = 0.2                  # how often cancelled() is asked while tasks run
+# Dask's statistical profiler samples each task's stack every 10 ms of wall time (more
+# samples the busier the machine), for a profile nobody looks at here
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+__all__ = ["SlurmOptions", "analyse_job"]
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """Workers as Slurm jobs (``dask_jobqueue.SLURMCluster``): one worker process of
+    ``cores`` threads and ``memory`` per job, ``jobs`` jobs."""
+
+    partition: str | None = None
+    account: str | None = None
+    cores: int = 1
+    memory: str = "4GB"
+    walltime: str = "01:00:00"
+    jobs: int = 1
+    extra: list[str] = field(default_factory=list)     # more #SBATCH directives
+    log_directory: str | None = None    # the jobs' output (None: Slurm's slurm-%j.out)
+
+
+def analyse_job(paths: Sequence[str | Path], *, workers: int | None = None,
+                scheduler: str | None = None, slurm: SlurmOptions | None = None,
+                cache_dir: Path | None = None, progress: ProgressFn = no_progress,
+                cancelled: CancelledFn = never_cancelled) -> JobOverview:
+    """The job overview of the rank traces named by ``paths`` (module docstring).
+    Raises TraceFormatError when a path names nothing, Cancelled when cancelled."""
+    # absolute: a worker's working folder need not be the client's
+    files = [str(Path(p).absolute()) for p in discover(paths)]
+    cache = str(Path(cache_dir).absolute()) if cache_dir is not None else None
+    progress(0.0)
+    if workers == 0 and scheduler is None and slurm is None:
+        results = _serial(files, cache, progress, cancelled)
+        engine = "serial"
+    else:
+        with _client(workers, scheduler, slurm) as (client, engine):
+            results = _distributed(client, files, cache, progress, cancelled)
+    progress(1.0)
+    return assemble(results, engine)
+
+
+def _serial(files: list[str], cache: str | None, progress: ProgressFn,
+            cancelled: CancelledFn) -> list[RankResult | RankFailure]:
+    out: list[RankResult | RankFailure] = []
+    for i, f in enumerate(files):
+        check_cancel(cancelled)
+        try:
+            out.append(analyse_rank(f, cache))
+        except Cancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one rank's failure costs that rank
+            out.append(RankFailure(f, _sentence(exc)))
+        progress((i + 1) / len(files))
+    return out
+
+
+def _sentence(exc: BaseException) -> str:
+    if type(exc).__name__ == "KilledWorker":        # distributed.scheduler's
+        return ("its worker died while analysing it, on every retry (out of memory? "
+                "see the workers' logs)")
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"the analysis failed: {text}"
+
+
+def _distributed(client, files: list[str], cache: str | None, progress: ProgressFn,
+                 cancelled: CancelledFn) -> list[RankResult | RankFailure]:
+    from distributed import wait
+
+    job = uuid.uuid4().hex[:12]        # two jobs on one scheduler never share a task
+    futures = client.map(analyse_rank, files, cache_dir=cache, pure=False,
+                         key=[f"rank-{i}-{os.path.basename(f)}-{job}"
+                              for i, f in enumerate(files)])
+    source = {f.key: path for f, path in zip(futures, files)}
+    got: dict[str, RankResult | RankFailure] = {}
+    pending = set(futures)
+    try:
+        while pending:
+            if cancelled():
+                raise Cancelled()
+            try:
+                done, pending = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue
+            for fut in done:
+                got[fut.key] = _outcome(fut, source[fut.key])
+            progress(len(got) / len(files))
+    finally:
+        if pending:
+            client.cancel(list(pending))
+    return [got[f.key] for f in futures]
+
+
+def _outcome(fut, path: str) -> RankResult | RankFailure:
+    if fut.status == "error":
+        return RankFailure(path, _sentence(fut.exception()))
+    if fut.status == "cancelled":
+        return RankFailure(path, "its task was cancelled by the cluster")
+    return fut.result()
+
+
+@contextlib.contextmanager
+def _client(workers: int | None, scheduler: str | None, slurm: SlurmOptions | None
+            ) -> Iterator[tuple[object, str]]:
+    """A Client on the chosen cluster, and the engine's name for the overview."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError("analysing ranks on workers needs dask.distributed: install "
+                          "hipscope's 'ranks' extra (pip install 'hipscope[ranks]'), "
+                          "or run them in this process with --workers 0") from None
+
+    if scheduler is not None:
+        with Client(scheduler, timeout="30s") as client:
+            yield client, scheduler
+        return
+    with _quiet(), _cluster(workers, slurm) as (cluster, name), Client(cluster) as client:
+        yield client, name
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Dask's INFO chatter (scheduler, nannies) off while hipscope logs at WARNING."""
+    logger = logging.getLogger("distributed")
+    old = logger.level
+    if not logging.getLogger("hipscope").isEnabledFor(logging.INFO):
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+@contextlib.contextmanager
+def _cluster(workers: int | None, slurm: SlurmOptions | None) -> Iterator[tuple[object, str]]:
+    if slurm is not None:
+        from dask_jobqueue import SLURMCluster
+
+        cluster = SLURMCluster(**_slurm_kwargs(slurm))
+        try:
+            cluster.scale(jobs=slurm.jobs)
+            yield cluster, f"slurm:{slurm.jobs} jobs"
+        finally:
+            cluster.close()
+        return
+    import dask
+    from distributed import LocalCluster
+
+    n = workers or os.cpu_count() or 1
+    with dask.config.set(WORKER_CONFIG), \
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
+        yield cluster, f"local:{n} workers"
+
+
+def _slurm_kwargs(s: SlurmOptions) -> dict:
+    """SLURMCluster arguments: the workers run this Python, with this PYTHONPATH."""
+    prologue = ["export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"]
+    if os.environ.get("PYTHONPATH"):
+        prologue.append(f"export PYTHONPATH={_quote(os.environ['PYTHONPATH'])}")
+    if os.environ.get("HIPSCOPE_CACHE_DIR"):
+        prologue.append(f"export HIPSCOPE_CACHE_DIR={_quote(os.environ['HIPSCOPE_CACHE_DIR'])}")
+    return dict(queue=s.partition, account=s.account, cores=s.cores, processes=1,
+                memory=s.memory, walltime=s.walltime, python=sys.executable,
+                job_script_prologue=prologue, job_extra_directives=list(s.extra),
+                scheduler_options={"dashboard_address": None},
+                log_directory=s.log_directory)
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)

@@ -1,0 +1,78 @@
+"""Collective instances of a trace and their matching across ranks
+(analysis/collectives.py), checked against plain json code over the raw files: the
+real two-rank HTA sample (no Seq, no process group) and a generated job (c10d
+record_param_comms args with Seq and process group)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from benchmarks.gen_ranks import write_job
+from hipscope.analysis.collectives import collectives_of, match
+from hipscope.parsers import open_trace
+from tests.unit import ranks_expected as ex
+
+
+def _rank(path):
+    tr = open_trace(path)
+    return tr, collectives_of(tr)
+
+
+def test_hta_sample_instances_and_arrivals_equal_plain_json():
+    per, want = {}, {}
+    for r in (0, 1):
+        path = ex.HTA / f"sampled_rank-{r}.json.gz"
+        _, per[r] = _rank(path)
+        want[r] = ex.collectives(ex.load(path))
+        assert dict(zip(per[r].keys(), per[r].start)) == want[r]
+    assert {k[0] for k in want[0]} == {"nccl:all_to_all", "nccl:all_reduce",
+                                       "nccl:_all_gather_base"}
+    matched, alone = match(per)
+    assert alone == 0 and len(matched) == len(want[0]) == 10
+    for c in matched:
+        a = {r: want[r][(c.name, c.group, c.sequence)] for r in (0, 1)}
+        assert c.arrival_ns == a
+        assert c.skew_ns == max(a.values()) - min(a.values())
+        assert c.last_rank == max(a, key=a.get)
+        assert c.wait_ns == sum(max(a.values()) - v for v in a.values())
+
+
+def test_generated_job_uses_the_files_seq_and_process_group(tmp_path):
+    paths = write_job(tmp_path, 3, kernels=60, steps=4, straggler=1)
+    per = {}
+    for r, p in enumerate(paths):
+        tr, per[r] = _rank(p)
+        want = ex.collectives(ex.load(p))
+        assert dict(zip(per[r].keys(), per[r].start)) == want
+        # the reader kept c10d's args on the record_param_comms ops
+        m = tr.markers
+        assert set(m.data.column("collective").drop_null().to_pylist()) == {"allreduce"}
+        assert sorted(m.data.column("collective_seq").drop_null().to_pylist()) == [1, 2, 3, 4]
+    assert set(want) == {("nccl:all_reduce", "0", s) for s in (1, 2, 3, 4)}
+    matched, _ = match(per)
+    assert [c.sequence for c in matched] == [1, 2, 3, 4]
+    assert all(c.last_rank == 1 and c.skew_ns > 300_000 for c in matched)
+
+
+def test_kernels_without_launch_calls_are_instances_of_their_own(tmp_path):
+    """A trace that starts mid-stream: NCCL kernels whose launch was not recorded are
+    numbered in order by their kernel name."""
+    evs = [{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(x)",
+            "pid": 0, "tid": 7, "ts": 10 + 100 * i, "dur": 5,
+            "args": {"device": 0, "stream": 7, "correlation": 900 + i}} for i in range(3)]
+    p = tmp_path / "r.json.gz"
+    with gzip.open(p, "wt") as fh:
+        json.dump({"schemaVersion": 1, "traceEvents": evs}, fh)
+    _, rc = _rank(p)
+    assert rc.keys() == [("ncclKernel_AllReduce_RING_LL_Sum_float", "", i) for i in range(3)]
+    assert rc.start == [(10 + 100 * i) * 1000 for i in range(3)]
+
+
+@pytest.mark.parametrize("ranks", [{}, {0: None}])
+def test_nothing_to_match(ranks):
+    from hipscope.analysis.collectives import RankCollectives
+
+    assert match({r: RankCollectives() for r in ranks}) == ([], 0)
