@@ -49,10 +49,7 @@ class Part:
 def fetch(ctx: Ctx, table: str, cols: tuple[str, ...], what: str) -> dict[str, Ints | list]:
     """Columns of ``table`` in time order, rows without start/end dropped (counted).
     Integer columns become :class:`Ints`; ``*Name``/``text`` columns stay lists."""
-    raw = ctx.db.rows(table, ("start", "end", *cols))
-    out: dict[str, Any] = {}
-    for c, vals in raw.items():
-        out[c] = vals if c == "text" else ctx.db.ints(table, c, vals)
+    out: dict[str, Any] = ctx.db.fetch(table, ("start", "end", *cols), text=("text",))
     start, end = out["start"], out["end"]
     keep = start.valid & (end.valid if what != "NVTX events" else np.ones_like(end.valid))
     add_count(ctx.dropped, f"{what} without a start or end", int((~keep).sum()))
@@ -231,14 +228,21 @@ def copies(ctx: Ctx) -> Part:
 
 
 def _directions(ctx: Ctx, kind: Ints, memset: np.ndarray) -> tuple[list[str], list[str]]:
+    """Direction and name of each copy row, worked out once per distinct (memset,
+    copyKind) pair."""
     enum = ctx.db.enum("ENUM_CUDA_MEMCPY_OPER")
+    cls = np.where(memset, 0, np.where(kind.valid, 2, 1))   # memset, no copyKind, kind
+    pairs = np.column_stack([cls, np.where(cls == 2, kind.values, 0)])
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
     direction, label = [], []
-    for k, ok, is_set in zip(kind.values.tolist(), kind.valid, memset):
-        if is_set:
+    for c, k in uniq.tolist():
+        if c == 0:
             direction.append("memset")
             label.append("CUDA memset")
             continue
-        text = (enum.get(k) or MEMCPY_KINDS.get(k, "")) if ok else ""
+        text = (enum.get(k) or MEMCPY_KINDS.get(k, "")) if c == 2 else ""
         direction.append(copy_direction(text))
         label.append(f"CUDA memcpy {MEMCPY_KINDS.get(k) or enum.get(k) or 'Unknown'}")
-    return direction, label
+    inv = inv.reshape(-1)
+    return (np.array(direction, dtype=object)[inv].tolist(),
+            np.array(label, dtype=object)[inv].tolist())
