@@ -90,6 +90,40 @@ def test_declines_what_numpy_cannot_reproduce(tmp_path, monkeypatch):
         assert len(tr.kernels) == 1
 
 
+def _raw_annotation_kernel(tmp_path, raw: bytes) -> Path:
+    """``_one_kernel`` whose begin event carries one more debug annotation given as raw
+    bytes (shapes protobuf would never write: fields repeated or out of order)."""
+    path = _one_kernel(tmp_path, [{"name_iid": 1, "uint_value": 10}])
+    t = pb2.Trace.FromString(path.read_bytes())
+    out = bytearray()
+    for i, pkt in enumerate(t.packet):
+        if i != 1:
+            out += pb2.Trace(packet=[pkt]).SerializeToString()
+            continue
+        ev = pkt.track_event.SerializeToString() + b"\x22" + bytes([len(raw)]) + raw
+        pkt.ClearField("track_event")
+        body = pkt.SerializeToString() + b"\x5a" + bytes([len(ev)]) + ev
+        out += b"\x0a" + bytes([len(body)]) + body
+    path.write_bytes(bytes(out))
+    return path
+
+
+@pytest.mark.parametrize("raw", [
+    b"\x08\x02\x18\x05", b"\x08\x03\x20\x7f", b"\x08\x03\x10\x01",     # the fast shape
+    b"\x08\x03\x20" + b"\xff" * 9 + b"\x01",                               # int -1
+    b"\x18\x05\x08\x02",                                # value before name
+    b"\x08\x02\x18\x05\x18\x06", b"\x08\x02\x18\x05\x08\x03",          # a field twice
+    b"\x08\x02\x18", b"\x08" + b"\x81" * 9 + b"\x02\x18\x05",             # malformed
+    b"\x08\x02\x28\x05", b"\x08\x02\x31" + b"\x00" * 8,                  # other values
+], ids=["uint", "int", "bool", "int-1", "value-first", "value-twice", "name-twice",
+        "cut-short", "varint-over-64-bits", "field-5", "double"])
+def test_raw_annotation_shapes_read_as_protobuf_reads_them(raw, tmp_path, monkeypatch):
+    path = _raw_annotation_kernel(tmp_path, raw)
+    got = _read(path, "cols", monkeypatch)
+    assert_same(got, _read(path, "protobuf", monkeypatch))
+    assert_same(_read(path, "records", monkeypatch), _read(path, "protobuf", monkeypatch))
+
+
 def test_annotation_kinds_to_integers(tmp_path, monkeypatch):
     """``ann_as_int`` on arrays: doubles round half to even, strings parse with base 0,
     bools count, non-finite doubles and other strings are null; PMC values stay floats."""
