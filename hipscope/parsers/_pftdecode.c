@@ -344,3 +344,31 @@ int pft_decode_chunk(Ctx *c, size_t size, Frame *f)
     }
     return 1;
 }
+
+/* ------------------------------------------------------------------ decode ahead */
+static void *ahead_run(void *arg)
+{
+    Ahead *a = arg;
+    a->dec = pft_decode_chunk(a->c, a->size, a->f);
+    return NULL;
+}
+
+void pft_ahead_start(Ahead *a, Ctx *c, size_t size, Frame *f)
+{
+    a->c = c; a->size = size; a->f = f; a->dec = 0; a->started = 0;
+#ifdef PFT_THREADS
+    if (pthread_create(&a->th, NULL, ahead_run, a) == 0) { a->started = 1; return; }
+#endif
+    ahead_run(a);
+}
+
+int pft_ahead_join(Ahead *a)
+{
+#ifdef PFT_THREADS
+    if (a->started) {
+        pthread_join(a->th, NULL);
+        a->started = 0;
+    }
+#endif
+    return a->dec;
+}

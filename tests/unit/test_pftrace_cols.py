@@ -186,6 +186,31 @@ def test_progress_and_cancel_inside_the_column_walk():
         walk_columns(data, cancelled=lambda: True)
 
 
+def test_a_file_of_several_chunks_reads_as_protobuf_reads_it(tmp_path, monkeypatch):
+    """Past one chunk of packets (65,536) the next chunk is decoded on a worker thread
+    while the walk takes the current one: 180 copies of the fixture (138,780 packets,
+    three chunks; each copy clears the incremental state) read as protobuf reads them,
+    with a progress tick per chunk and cancellation between chunks."""
+    from hipscope.model.progress import Cancelled
+    from hipscope.parsers.pftrace.colwalk import walk_columns
+
+    data = FIXTURES[0].read_bytes() * 180
+    path = tmp_path / "many.pftrace"
+    path.write_bytes(data)
+    seen: list[float] = []
+    assert walk_columns(data, seen.append) is not None
+    assert len(seen) == 3 and seen == sorted(seen) and seen[-1] == 0.8
+    one = _read(FIXTURES[0], "protobuf", monkeypatch)
+    tr = _read(path, "cols", monkeypatch)
+    assert len(tr.kernels) == 180 * len(one.kernels)
+    assert_same(tr, _read(path, "protobuf", monkeypatch))
+    assert_same(_read(path, "records", monkeypatch), tr)
+    calls: list[float] = []
+    with pytest.raises(Cancelled):
+        walk_columns(data, calls.append, cancelled=lambda: len(calls) >= 1)
+    assert len(calls) == 1
+
+
 def test_same_text_as_name_and_interned_value(tmp_path, monkeypatch):
     """Interned annotation values decode with errors="replace", names strictly: the
     same text from both is one string (the name's column is found)."""
