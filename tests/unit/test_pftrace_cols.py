@@ -228,3 +228,29 @@ def test_same_text_as_name_and_interned_value(tmp_path, monkeypatch):
     _event(t, 2000, 2)
     tr = three(_write(t, tmp_path), monkeypatch)
     assert tr.kernels.strings("queue") == [7]
+
+
+_NO_PANDAS = """
+import contextlib, io, sys
+from hipscope.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(["report", "--no-cache", "--json", sys.argv[1]])
+print(rc, "pandas" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("path", FIXTURES + REAL[:1], ids=[p.name for p in FIXTURES + REAL[:1]])
+def test_the_report_of_a_pftrace_does_not_import_pandas(path):
+    """pyarrow's conversions of Python and numpy values (``pa.array``, ``pa.scalar``,
+    ``to_numpy(zero_copy_only=False)``) import pandas, about 1 s of every open."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(path)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["0", "False"], out.stderr
+
