@@ -95,3 +95,12 @@ def test_generated_events_read_the_same(events, tmp_path, monkeypatch):
     text = json.dumps({"traceEvents": _META + events + [{}]})
     path.write_text(text)
     both(path, monkeypatch)
+
+
+@pytest.mark.parametrize("path", [DATA / "jax/gpu/gpu2.trace.json.gz",
+                                  DATA / "jax/cpu/vm.xplane.pb"])
+def test_the_report_does_not_import_pandas(path):
+    from .test_pftrace_cols import assert_report_without_pandas
+
+    assert_report_without_pandas(path)
+

@@ -91,3 +91,11 @@ def test_text_that_is_not_utf8_reads_with_replacement_as_before(tmp_path):
                               "WHERE text = 'forward'")
     tr, db = both(path)
     assert "\ufffdA" in tr.markers.strings("name") and db.adbc_fallbacks == 1
+
+
+@pytest.mark.parametrize("path", FIXTURES)
+def test_the_report_does_not_import_pandas(path):
+    from .test_pftrace_cols import assert_report_without_pandas
+
+    assert_report_without_pandas(path)
+

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import SPECS, Trace, build_table
-from ...model.table import to_numpy, valid_mask
+from ...model.table import from_numpy, string_array, to_numpy, valid_mask
 from ...model.trace import link_by_correlation
 from .._common import add_count, devices_table, finish_meta, group_key, nesting_depth, new_meta
 from ..base import TraceFormatError, check_cancel
@@ -56,11 +56,17 @@ def _table(name: str, cols: dict[str, list], n: int, counts: dict[str, int]):
 
 
 def _arrow(vals: list, type_: pa.DataType) -> pa.Array | None:
-    """``vals`` as an Arrow array of ``type_`` (None: values of other types)."""
-    try:
-        return pa.array(vals, type=type_)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+    """``vals`` (str or int, and None) as an Arrow array of ``type_`` (string or int64),
+    without pyarrow's conversions (they import pandas); None: values of other types."""
+    if pa.types.is_string(type_):
+        return string_array(vals)
+    if not all(v is None or type(v) is int for v in vals):
         return None
+    try:
+        arr = np.array([0 if v is None else v for v in vals], np.int64)
+    except OverflowError:
+        return None
+    return from_numpy(arr, np.fromiter((v is None for v in vals), bool, len(vals)))
 
 
 def _fit_list(name: str, c: str, vals: list, bits: int, spec, counts: dict[str, int]):

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import categorical
+from ...model.table import from_numpy
 from .._common import add_count, copy_direction
 from .._csv import fit
 from .db import (DRIVER, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, RUNTIME, Ints, NsysDb,
@@ -185,7 +186,7 @@ def _join_api(ctx: Ctx, parts: list[tuple]) -> Part:
     nm = pa.concat_arrays(pa.chunked_array([p[2] for p in parts]).unify_dictionaries().chunks)
     dom = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p[2]) for p in parts])
     ctx.pids.update(int(x) for x in np.unique(pid.values[pid.valid]))
-    cols = {"name": nm.take(pa.array(order)),
+    cols = {"name": nm.take(from_numpy(order)),
             "domain": categorical(dom[order], [p[3] for p in parts]),
             "start": start.values[order], "end": end.values[order],
             "pid": opt(pid, I32), "tid": opt(tid), "correlation_id": opt(corr)}
@@ -218,9 +219,9 @@ def copies(ctx: Ctx) -> Part:
     dst = ctx.devices.resolve(pid, Ints(f["dstDeviceId"].values, f["dstDeviceId"].valid & peer))
     out = {"direction": direction, "name": label, "start": f["start"].values,
            "end": f["end"].values, "bytes": opt(f["bytes"]),
-           "device": pa.array(device, mask=device < 0, type=pa.int16()),
-           "src_device": pa.array(src, mask=src < 0, type=pa.int16()),
-           "dst_device": pa.array(dst, mask=dst < 0, type=pa.int16()),
+           "device": from_numpy(device.astype(np.int16), device < 0),
+           "src_device": from_numpy(src.astype(np.int16), src < 0),
+           "dst_device": from_numpy(dst.astype(np.int16), dst < 0),
            "pid": opt(pid, I32), "correlation_id": opt(f["correlationId"])}
     ctx.provenance["copies.direction"] = ("copyKind via ENUM_CUDA_MEMCPY_OPER (else the "
                                           "CUpti_ActivityMemcpyKind values); memset records")
