@@ -143,14 +143,14 @@ def _stream(ctx, sel: np.ndarray) -> tuple[Rows, Rows]:
     args = [ev[j].args for j in s]
     cls = np.fromiter((_stream_class(a, name[j]) for a, j in zip(args, s)), np.int64, len(s))
     corr_all = _ints([a.correlation_id if a is not None else None for a in args])
-    for j in np.flatnonzero(cls == GRAPH):
-        skips.add("CUDA graph executions (their kernels are kept)", int(pos[sel[j]]))
-    for j in np.flatnonzero(cls == MEMORY):
-        skips.add(f"{name[s[j]]} events", int(pos[sel[j]]))
+    for g in np.flatnonzero(cls == GRAPH).tolist():
+        skips.add("CUDA graph executions (their kernels are kept)", int(pos[sel[g]]))
+    for g in np.flatnonzero(cls == MEMORY).tolist():
+        skips.add(f"{name[s[g]]} events", int(pos[sel[g]]))
     dev = [lanes[c][1] for c in code[sel].tolist()]
     stream = [lanes[c][2] for c in code[sel].tolist()]
     cp = np.flatnonzero((cls == MEMCPY) | (cls == MEMSET)).tolist()
-    copies = {"direction": [], "name": [], "bytes": []}
+    copies: dict[str, list] = {"direction": [], "name": [], "bytes": []}
     for j in cp:
         a, nm = args[j], name[s[j]]
         memcpy = cls[j] == MEMCPY
@@ -165,11 +165,11 @@ def _stream(ctx, sel: np.ndarray) -> tuple[Rows, Rows]:
     for j in kn:
         a = args[j]
         text = a.kernel_details if a else None
-        det = memo.get(text)
-        if det is None:
-            det = memo[text] = kernel_details(text)
-        dets.append(det)
-    kernels = {"name": [name[s[j]] for j in kn]}
+        kd = memo.get(text)
+        if kd is None:
+            kd = memo[text] = kernel_details(text)
+        dets.append(kd)
+    kernels: dict[str, list] = {"name": [name[s[j]] for j in kn]}
     _common(kernels, kn, sel, start, end, dev, stream, corr_all)
     for i, col in enumerate(("registers", "lds_bytes", "dyn_lds_bytes", "grid", "block_x",
                              "block_y", "block_z")):

@@ -230,6 +230,7 @@ class NsysDb:
                     if self.use_adbc else None
                 if got is not None:
                     ids, vals = got["id"], got["value"]
+                    assert isinstance(ids, Ints) and isinstance(vals, list)
                     self._strings = {i: v for i, ok, v in zip(
                         ids.values.tolist(), ids.valid.tolist(), vals) if ok and v is not None}
                     return self._strings
