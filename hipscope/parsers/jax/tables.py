@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +56,18 @@ def _table(name: str, cols: dict[str, list], n: int, counts: dict[str, int]):
     return build_table(name, arrays, n=n)
 
 
+_BIG = 50_000  # values from which pa.array's speed pays for the pandas import it makes
+
+
 def _arrow(vals: list, type_: pa.DataType) -> pa.Array | None:
-    """``vals`` (str or int, and None) as an Arrow array of ``type_`` (string or int64),
-    without pyarrow's conversions (they import pandas); None: values of other types."""
+    """``vals`` (str or int, and None) as an Arrow array of ``type_`` (string or int64);
+    None: values of other types. Short lists without pyarrow's conversions: they import
+    pandas (~0.3 s once), which only long ones (C speed: 5x) pay back."""
+    if len(vals) >= _BIG or "pandas" in sys.modules:
+        try:
+            return pa.array(vals, type=type_)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
     if pa.types.is_string(type_):
         return string_array(vals)
     if not all(v is None or type(v) is int for v in vals):
