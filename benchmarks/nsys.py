@@ -34,7 +34,7 @@ _REPEATED = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
              "NVTX_EVENTS")
 
 
-def _scaled(src: Path, out: Path, copies: int) -> None:
+def scaled_export(src: Path, out: Path, copies: int) -> None:
     """``src`` with the rows of the repeated tables ``copies`` times, shifted."""
     tmp = out.with_suffix(".tmp")
     shutil.copyfile(src, tmp)
@@ -70,7 +70,7 @@ def generate(data: Path, kernels: int) -> Path:
         write(base, newer=True)
         n0 = sqlite3.connect(base).execute(
             "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
-        _scaled(base, out, max(1, -(-kernels // n0)))
+        scaled_export(base, out, max(1, -(-kernels // n0)))
     return out
 
 

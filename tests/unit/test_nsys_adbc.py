@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.nsys import _scaled
+from benchmarks.nsys import scaled_export
 from hipscope.parsers import TraceFormatError
 from hipscope.parsers._sqlite import read_sqlite_input
 from hipscope.parsers.nsys import read_export
@@ -60,7 +60,7 @@ def test_fixtures_read_the_same_through_arrow(path):
 
 def test_a_scaled_unsorted_export_reads_the_same(tmp_path):
     big = tmp_path / "big.sqlite"
-    _scaled(NEW, big, 40)
+    scaled_export(NEW, big, 40)
     with sqlite3.connect(big) as c:
         n = c.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
         c.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphId = NULL")  # all-null column
