@@ -11,7 +11,8 @@ from setuptools import Extension, setup
 ARGS = [] if sys.platform == "win32" else ["-O3", "-std=c99", "-Wall", "-Wextra",
                                            "-Wno-unused-parameter"]
 PFT_ARGS = [] if sys.platform == "win32" else ["-O3", "-std=gnu11", "-Wall", "-Wextra",
-                                               "-Wno-unused-parameter"]
+                                               "-Wno-unused-parameter", "-pthread"]
+PFT_LINK = [] if sys.platform == "win32" else ["-pthread"]  # the decode-ahead thread
 
 setup(ext_modules=[
     Extension("hipscope.parsers._csvscan", ["hipscope/parsers/_csvscan.c"],
@@ -20,5 +21,5 @@ setup(ext_modules=[
               ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c",
                "hipscope/parsers/_pftcols.c"],
               depends=["hipscope/parsers/_pftscan.h"], extra_compile_args=PFT_ARGS,
-              optional=True),
+              extra_link_args=PFT_LINK, optional=True),
 ])

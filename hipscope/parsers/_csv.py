@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..model.diagnostics import coded
+from ..model.table import from_numpy
 from .base import TraceFormatError
 
 # bounds of the schema's integer types, for fit()
@@ -287,7 +288,7 @@ def fit(values: np.ndarray, valid: np.ndarray, bounds: tuple[int, int]) -> tuple
     ok = valid & (v >= bounds[0]) & (v <= bounds[1])
     over = int((valid & ~ok).sum())
     vv = np.where(ok, v, 0).astype(np.int64)
-    return pa.array(vv, mask=~ok if (~ok).any() else None), over
+    return from_numpy(vv, ~ok if (~ok).any() else None), over  # no pandas import
 
 
 def masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:

@@ -7,7 +7,13 @@
 #include "_pftscan.h"
 
 /* ------------------------------------------------------------------ wire */
-static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+#if defined(__GNUC__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
+
+HOT int varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t r = 0;
@@ -25,7 +31,7 @@ static int varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 typedef struct { const uint8_t *p, *end; uint32_t field; int wire; uint64_t v; Span s; } Rd;
 
 /* next field: 1 ok, 0 end of message, -1 malformed */
-static int next(Rd *r, const uint8_t *base)
+HOT int next(Rd *r, const uint8_t *base)
 {
     if (r->p >= r->end) return 0;
     uint64_t key;
@@ -85,12 +91,28 @@ static int d_intern(Ctx *c, Rd *r)
     return st == 0;
 }
 
+/* the common annotation, name_iid then a bool/uint/int value (08 nn 10|18|20 vv), read
+   without the general field loop; 0: not that shape (nothing is consumed) */
+static int d_ann_iid_int(Ann *a, const uint8_t *p, const uint8_t *end)
+{
+    uint64_t name, v;
+    if (p >= end || *p != 0x08) return 0;
+    p++;
+    if (!varint(&p, end, &name) || end - p < 2) return 0;
+    uint8_t key = *p++;
+    int vk = key == 0x10 ? V_BOOL : key == 0x18 ? V_UINT : key == 0x20 ? V_INT : 0;
+    if (!vk || !varint(&p, end, &v) || p != end) return 0;
+    a->nkind = 1; a->name = name; a->vkind = (uint8_t)vk; a->v = v;
+    return 1;
+}
+
 static int d_ann(Ctx *c, Rd *r)
 {
     Rd m = sub(r, c->base);
     Ann *a = PUSH(c, an);
     if (!a) return 0;
     memset(a, 0, sizeof(*a));
+    if (d_ann_iid_int(a, m.p, m.end)) return 1;
     int st;
     unsigned seen = 0;
     while ((st = next(&m, c->base)) > 0) {
@@ -321,4 +343,32 @@ int pft_decode_chunk(Ctx *c, size_t size, Frame *f)
         f->n++;
     }
     return 1;
+}
+
+/* ------------------------------------------------------------------ decode ahead */
+static void *ahead_run(void *arg)
+{
+    Ahead *a = arg;
+    a->dec = pft_decode_chunk(a->c, a->size, a->f);
+    return NULL;
+}
+
+void pft_ahead_start(Ahead *a, Ctx *c, size_t size, Frame *f)
+{
+    a->c = c; a->size = size; a->f = f; a->dec = 0; a->started = 0;
+#ifdef PFT_THREADS
+    if (pthread_create(&a->th, NULL, ahead_run, a) == 0) { a->started = 1; return; }
+#endif
+    ahead_run(a);
+}
+
+int pft_ahead_join(Ahead *a)
+{
+#ifdef PFT_THREADS
+    if (a->started) {
+        pthread_join(a->th, NULL);
+        a->started = 0;
+    }
+#endif
+    return a->dec;
 }

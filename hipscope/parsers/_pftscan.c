@@ -8,9 +8,11 @@
  * the GIL released (framing, TracePacket, TrackEvent, DebugAnnotation, InternedData,
  * ClockSnapshot, TracePacketDefaults), then walked in order with the GIL held (the
  * sequence-scoped interned state, SEQ_INCREMENTAL_STATE_CLEARED, clocks, slice
- * pairing per track), so the records' memory is one chunk's. The walk is one thread:
- * interned ids are defined by earlier packets of the same sequence, so a packet range
- * cannot be resolved without every packet before it.
+ * pairing per track), so the records' memory is two chunks'. Decoding needs no state
+ * (interned ids are only looked up by the walk), so the next chunk is decoded on a
+ * worker thread while the walk takes the current one; the walk is one thread: interned
+ * ids are defined by earlier packets of the same sequence, so a packet range cannot be
+ * resolved without every packet before it.
  *
  * It declines (returns None, and the protobuf path reads the file exactly as before)
  * whatever it does not know or where protobuf's merge rules would matter: a malformed
@@ -403,6 +405,16 @@ static void c_free(Ctx *c)
     for (int w = 0; w < 4; w++) free(c->tmpfl[w]);
 }
 
+/* wait for the chunk started by pft_ahead_start, the GIL released: its result */
+static int ahead_wait(Ahead *a)
+{
+    int dec;
+    Py_BEGIN_ALLOW_THREADS
+    dec = pft_ahead_join(a);
+    Py_END_ALLOW_THREADS
+    return dec;
+}
+
 /* walk(data, data_oneof, primary, tick) -> tuple, or None (declined); tick(fraction)
    is called after each chunk (with the GIL): what it raises (Cancelled) propagates */
 static PyObject *py_walk(PyObject *self, PyObject *args)
@@ -417,12 +429,11 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
         PyBuffer_Release(&buf); PyBuffer_Release(&oneof);
         Py_RETURN_NONE;
     }
-    Ctx c;
+    Ctx cx[2];
     W w;
-    memset(&c, 0, sizeof(c));
+    memset(cx, 0, sizeof(cx));
     memset(&w, 0, sizeof(w));
-    c.base = buf.buf;
-    c.data_oneof = oneof.buf;
+    for (int i = 0; i < 2; i++) { cx[i].base = buf.buf; cx[i].data_oneof = oneof.buf; }
     w.primary = primary;
     static Cols cols0;
     Cols *cl = columns ? malloc(sizeof(Cols)) : NULL;
@@ -434,24 +445,34 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
              (w.empty_tuple = PyTuple_New(0)) && (w.empty_str = PyUnicode_FromString("")) &&
              (w.source_clock = Py_NewRef(Py_None)) && (!columns || cl);
     Frame f = {0, 0, 0, 0, 0};
-    int raised = 0;
+    int raised = 0, cur = 0;
     size_t size = (size_t)buf.len;
-    while (ok && f.pos < size && !f.problem) {
-        int dec;
+    Ahead ahead;
+    memset(&ahead, 0, sizeof(ahead));
+    if (ok && size) {
         Py_BEGIN_ALLOW_THREADS
-        dec = pft_decode_chunk(&c, size, &f);
+        ok = pft_decode_chunk(&cx[0], size, &f);
         Py_END_ALLOW_THREADS
-        ok = dec;
-        for (size_t i = 0; ok && i < c.pk_n; i++) ok = w_packet(&w, &c, &c.pk[i]);
+    }
+    int more = ok && size > 0;
+    while (more) {
+        Ctx *c = &cx[cur];
+        double done = (double)f.pos / (double)(size ? size : 1);
+        int next = f.pos < size && !f.problem; /* the frame is the worker's until waited */
+        if (next) pft_ahead_start(&ahead, &cx[1 - cur], size, &f);
+        for (size_t i = 0; ok && i < c->pk_n; i++) ok = w_packet(&w, c, &c->pk[i]);
         if (ok && tick != Py_None) {
-            PyObject *r = PyObject_CallFunction(tick, "d", (double)f.pos / (double)size);
+            PyObject *r = PyObject_CallFunction(tick, "d", done);
             if (!r) { raised = 1; ok = 0; }
             Py_XDECREF(r);
         }
+        if (next && !ahead_wait(&ahead)) ok = 0;
+        more = ok && next;
+        cur = 1 - cur;
     }
     PyObject *out = NULL;
     if (ok && cl) {
-        out = col_result(&w, c.base);
+        out = col_result(&w, cx[0].base);
         if (out) {
             PyObject *o = Py_BuildValue("(nniiNOIOLLLLiOO)", (Py_ssize_t)f.n, (Py_ssize_t)f.used,
                                         f.problem, (int)f.bad, out, w.snaps, w.primary,
@@ -467,7 +488,8 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
     }
     if (!out && !raised) { PyErr_Clear(); out = Py_NewRef(Py_None); }
     w_free(&w);
-    c_free(&c);
+    c_free(&cx[0]);
+    c_free(&cx[1]);
     PyBuffer_Release(&buf);
     PyBuffer_Release(&oneof);
     return out;

@@ -59,6 +59,22 @@ typedef struct { size_t pos, n, used; int problem; uint8_t bad; } Frame;
 /* decode packets from f->pos until CHUNK packets or the end: 0 = decline */
 int pft_decode_chunk(Ctx *c, size_t size, Frame *f);
 
+/* the decoding of the next chunk on a worker thread (inline where none can start):
+   c and f are the worker's until pft_ahead_join, which returns pft_decode_chunk's result
+   (it blocks: call it without the GIL) */
+#ifndef _WIN32
+#include <pthread.h>
+#define PFT_THREADS 1
+#endif
+typedef struct {
+    Ctx *c; size_t size; Frame *f; int dec, started;
+#ifdef PFT_THREADS
+    pthread_t th;
+#endif
+} Ahead;
+void pft_ahead_start(Ahead *a, Ctx *c, size_t size, Frame *f);
+int pft_ahead_join(Ahead *a);
+
 #ifdef Py_PYTHON_H
 /* ------------------------------------------------------------------ walk state (GIL) */
 #define FASTN 1024

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.gen_kineto import write_kineto_json
 from hipscope.parsers import get_reader
 from hipscope.parsers.kineto import decode
-from tests.conftest import SAMPLES
+from tests.conftest import DATA, SAMPLES
 
 READER = get_reader("kineto")
 KINETO_SAMPLES = sorted((SAMPLES / "kineto").glob("*/*.json.gz"))
@@ -101,3 +101,12 @@ def test_files_that_cannot_be_cut_are_decoded_whole(tmp_path, monkeypatch, case)
     else:
         assert top is None
     _assert_same(*_both(p, monkeypatch, chunk=512))
+
+
+@pytest.mark.parametrize("path", [DATA / "kineto-2021" / "tb_plugin_2021_v100.json",
+                                  SAMPLES / "kineto" / "nvidia-a100-event-sync-hta" /
+                                  "event_sync_trace.json.gz"], ids=["2021", "event-sync"])
+def test_the_report_of_a_kineto_trace_does_not_import_pandas(path):
+    from .test_pftrace_cols import assert_report_without_pandas
+
+    assert_report_without_pandas(path)

@@ -90,6 +90,40 @@ def test_declines_what_numpy_cannot_reproduce(tmp_path, monkeypatch):
         assert len(tr.kernels) == 1
 
 
+def _raw_annotation_kernel(tmp_path, raw: bytes) -> Path:
+    """``_one_kernel`` whose begin event carries one more debug annotation given as raw
+    bytes (shapes protobuf would never write: fields repeated or out of order)."""
+    path = _one_kernel(tmp_path, [{"name_iid": 1, "uint_value": 10}])
+    t = pb2.Trace.FromString(path.read_bytes())
+    out = bytearray()
+    for i, pkt in enumerate(t.packet):
+        if i != 1:
+            out += pb2.Trace(packet=[pkt]).SerializeToString()
+            continue
+        ev = pkt.track_event.SerializeToString() + b"\x22" + bytes([len(raw)]) + raw
+        pkt.ClearField("track_event")
+        body = pkt.SerializeToString() + b"\x5a" + bytes([len(ev)]) + ev
+        out += b"\x0a" + bytes([len(body)]) + body
+    path.write_bytes(bytes(out))
+    return path
+
+
+@pytest.mark.parametrize("raw", [
+    b"\x08\x02\x18\x05", b"\x08\x03\x20\x7f", b"\x08\x03\x10\x01",     # the fast shape
+    b"\x08\x03\x20" + b"\xff" * 9 + b"\x01",                               # int -1
+    b"\x18\x05\x08\x02",                                # value before name
+    b"\x08\x02\x18\x05\x18\x06", b"\x08\x02\x18\x05\x08\x03",          # a field twice
+    b"\x08\x02\x18", b"\x08" + b"\x81" * 9 + b"\x02\x18\x05",             # malformed
+    b"\x08\x02\x28\x05", b"\x08\x02\x31" + b"\x00" * 8,                  # other values
+], ids=["uint", "int", "bool", "int-1", "value-first", "value-twice", "name-twice",
+        "cut-short", "varint-over-64-bits", "field-5", "double"])
+def test_raw_annotation_shapes_read_as_protobuf_reads_them(raw, tmp_path, monkeypatch):
+    path = _raw_annotation_kernel(tmp_path, raw)
+    got = _read(path, "cols", monkeypatch)
+    assert_same(got, _read(path, "protobuf", monkeypatch))
+    assert_same(_read(path, "records", monkeypatch), _read(path, "protobuf", monkeypatch))
+
+
 def test_annotation_kinds_to_integers(tmp_path, monkeypatch):
     """``ann_as_int`` on arrays: doubles round half to even, strings parse with base 0,
     bools count, non-finite doubles and other strings are null; PMC values stay floats."""
@@ -152,6 +186,31 @@ def test_progress_and_cancel_inside_the_column_walk():
         walk_columns(data, cancelled=lambda: True)
 
 
+def test_a_file_of_several_chunks_reads_as_protobuf_reads_it(tmp_path, monkeypatch):
+    """Past one chunk of packets (65,536) the next chunk is decoded on a worker thread
+    while the walk takes the current one: 180 copies of the fixture (138,780 packets,
+    three chunks; each copy clears the incremental state) read as protobuf reads them,
+    with a progress tick per chunk and cancellation between chunks."""
+    from hipscope.model.progress import Cancelled
+    from hipscope.parsers.pftrace.colwalk import walk_columns
+
+    data = FIXTURES[0].read_bytes() * 180
+    path = tmp_path / "many.pftrace"
+    path.write_bytes(data)
+    seen: list[float] = []
+    assert walk_columns(data, seen.append) is not None
+    assert len(seen) == 3 and seen == sorted(seen) and seen[-1] == 0.8
+    one = _read(FIXTURES[0], "protobuf", monkeypatch)
+    tr = _read(path, "cols", monkeypatch)
+    assert len(tr.kernels) == 180 * len(one.kernels)
+    assert_same(tr, _read(path, "protobuf", monkeypatch))
+    assert_same(_read(path, "records", monkeypatch), tr)
+    calls: list[float] = []
+    with pytest.raises(Cancelled):
+        walk_columns(data, calls.append, cancelled=lambda: len(calls) >= 1)
+    assert len(calls) == 1
+
+
 def test_same_text_as_name_and_interned_value(tmp_path, monkeypatch):
     """Interned annotation values decode with errors="replace", names strictly: the
     same text from both is one string (the name's column is found)."""
@@ -169,3 +228,33 @@ def test_same_text_as_name_and_interned_value(tmp_path, monkeypatch):
     _event(t, 2000, 2)
     tr = three(_write(t, tmp_path), monkeypatch)
     assert tr.kernels.strings("queue") == [7]
+
+
+_NO_PANDAS = """
+import contextlib, io, sys
+from hipscope.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(["report", "--no-cache", "--json", sys.argv[1]])
+print(rc, "pandas" in sys.modules)
+"""
+
+
+def assert_report_without_pandas(path: Path) -> None:
+    """``hipscope report --no-cache --json path`` in a fresh process exits 0 without
+    importing pandas (pyarrow's conversions of Python and numpy values, ``pa.array``,
+    ``pa.scalar``, ``to_numpy(zero_copy_only=False)``, import it: ~1 s of every open)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _NO_PANDAS, str(path)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["0", "False"], out.stderr
+
+
+@pytest.mark.parametrize("path", FIXTURES + REAL[:1], ids=[p.name for p in FIXTURES + REAL[:1]])
+def test_the_report_of_a_pftrace_does_not_import_pandas(path):
+    assert_report_without_pandas(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +10,11 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import SPECS, Trace, build_table
+from ...model.table import from_numpy, string_array, to_numpy, valid_mask
 from ...model.trace import link_by_correlation
-from .._common import add_count, devices_table, finish_meta, nesting_depth, new_meta
+from .._common import add_count, devices_table, finish_meta, group_key, nesting_depth, new_meta
 from ..base import TraceFormatError, check_cancel
+from . import vector
 from .collect import DEVICE_RE, Collected, Router, Rows, names, times
 from .decode import Top
 from .folder import host_of
@@ -27,18 +30,65 @@ _BITS = {pa.int16(): 15, pa.int32(): 31, pa.int64(): 63}
 
 def _table(name: str, cols: dict[str, list], n: int, counts: dict[str, int]):
     """``build_table`` with integers that do not fit their column made null (counted:
-    a damaged value must not refuse the whole file)."""
+    a damaged value must not refuse the whole file; the lists in ``cols`` are nulled
+    too, as later steps read them). Lists go to Arrow in one call each."""
     spec = SPECS[name]
+    arrays: dict[str, object] = dict(cols)
     for c, vals in cols.items():
-        bits = _BITS.get(spec.by_name[c].type) if c in spec.by_name else None
-        if bits is None or c in spec.required:
+        t = spec.by_name[c].type if c in spec.by_name else None
+        if t is None or not isinstance(vals, list):
             continue
-        lo, hi = -(1 << bits), (1 << bits) - 1
-        bad = sum(1 for v in vals if v is not None and not lo <= v <= hi)
-        if bad:
-            cols[c] = [v if v is None or lo <= v <= hi else None for v in vals]
-            add_count(counts, f"{name}.{c} values", bad)
-    return build_table(name, cols, n=n)
+        if pa.types.is_string(t) or pa.types.is_dictionary(t):
+            arrays[c] = _arrow(vals, pa.string()) or vals
+            continue
+        bits = _BITS.get(t)
+        if bits is None:
+            continue
+        arr = _arrow(vals, pa.int64())
+        if arr is not None and c not in spec.required:
+            v, ok = to_numpy(arr, 0), valid_mask(arr)
+            if (ok & ((v < -(1 << bits)) | (v > (1 << bits) - 1))).any():
+                arr = None
+        if arr is None:
+            cols[c] = arrays[c] = _fit_list(name, c, vals, bits, spec, counts)
+        else:
+            arrays[c] = arr
+    return build_table(name, arrays, n=n)
+
+
+_BIG = 50_000  # values from which pa.array's speed pays for the pandas import it makes
+
+
+def _arrow(vals: list, type_: pa.DataType) -> pa.Array | None:
+    """``vals`` (str or int, and None) as an Arrow array of ``type_`` (string or int64);
+    None: values of other types. Short lists without pyarrow's conversions: they import
+    pandas (~0.3 s once), which only long ones (C speed: 5x) pay back."""
+    if len(vals) >= _BIG or "pandas" in sys.modules:
+        try:
+            return pa.array(vals, type=type_)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+    if pa.types.is_string(type_):
+        return string_array(vals)
+    if not all(v is None or type(v) is int for v in vals):
+        return None
+    try:
+        arr = np.array([0 if v is None else v for v in vals], np.int64)
+    except OverflowError:
+        return None
+    return from_numpy(arr, np.fromiter((v is None for v in vals), bool, len(vals)))
+
+
+def _fit_list(name: str, c: str, vals: list, bits: int, spec, counts: dict[str, int]):
+    """The values of a list that do not fit ``bits`` made null (counted)."""
+    if c in spec.required:
+        return vals
+    lo, hi = -(1 << bits), (1 << bits) - 1
+    bad = sum(1 for v in vals if v is not None and not lo <= v <= hi)
+    if not bad:
+        return vals
+    add_count(counts, f"{name}.{c} values", bad)
+    return [v if v is None or lo <= v <= hi else None for v in vals]
 
 
 def _device_processes(out: Collected) -> dict[int, int]:
@@ -60,10 +110,15 @@ def _device_processes(out: Collected) -> dict[int, int]:
 
 
 def collect(top: Top, cancelled) -> Collected:
+    """The events routed to their tables: a column at a time (:mod:`.vector`), else
+    (declined, or ``HIPSCOPE_JAX_ROWS=1``) one event at a time."""
     out = Collected()
     evs = top.traceEvents
     out.process_names, out.thread_names = names(evs)
     router = Router(out, _device_processes(out))
+    if vector.enabled() and vector.collect_columns(evs, out, router,
+                                                   lambda: check_cancel(cancelled)):
+        return out
     for i, e in enumerate(evs):
         if e.ph != "X":
             if e.ph != "M" and (e.ph or e.name):     # the closing {} is no event
@@ -123,13 +178,15 @@ def _marker_table(mk: Rows, counts: dict[str, int]):
         return build_table("markers", {}, n=0)
     start = np.asarray(mk.cols["start"], np.int64)
     end = np.asarray(mk.cols["end"], np.int64)
-    dev = [-1 if d is None else d for d in mk.cols["device"]]
-    pid = [-1 if p is None else p for p in mk.cols["pid"]]
-    tid = [-1 if t is None else t for t in mk.cols["tid"]]
-    # one nesting group per host thread and per device
-    keys = {}
-    group = np.fromiter((keys.setdefault((d, p, t), len(keys)) for d, p, t in
-                         zip(dev, pid, tid)), np.int64, mk.n)
+    # one nesting group per host thread and per device (None as -1)
+    cols = [_arrow(mk.cols[c], pa.int64()) for c in ("device", "pid", "tid")]
+    if all(c is not None for c in cols):
+        group = group_key(*(to_numpy(c, -1) for c in cols))
+    else:
+        keys: dict[tuple, int] = {}
+        group = np.fromiter((keys.setdefault(k, len(keys)) for k in zip(*(
+            [-1 if v is None else v for v in mk.cols[c]] for c in ("device", "pid", "tid")))),
+            np.int64, mk.n)
     depth = nesting_depth(start, end, group)
     return _table("markers", {**mk.cols, "depth": depth}, mk.n, counts)
 

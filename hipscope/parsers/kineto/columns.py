@@ -10,10 +10,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...model import build_table, categorical
-from ...model.table import Table
+from ...model.table import Table, from_numpy, string_array, to_numpy, valid_mask
 from .._intervals import INT64_MAX, INT64_MIN, LIMIT_NS, add_ns
 from .decode import ARG_FIELDS, EMPTY_ARGS
 
@@ -130,7 +129,7 @@ def opt_array(values: np.ndarray, lo: int, hi: int) -> Any:
     if bad.all():
         return None
     v = np.where(bad, 0, values)
-    return pa.array(v, mask=bad if bad.any() else None)
+    return from_numpy(v, bad if bad.any() else None)
 
 
 # --------------------------------------------------------------------------- building
@@ -199,9 +198,26 @@ def list_table(name: str, cols: dict[str, list]):
     arrays = {}
     for c, vals in cols.items():
         t = spec.by_name[c].type
-        arrays[c] = pa.array(vals, type=pa.string()) if pa.types.is_dictionary(t) else (
-            pa.array(vals, type=t))
+        arr = string_array(vals) if pa.types.is_dictionary(t) or pa.types.is_string(t) \
+            else _ints(vals, t)
+        arrays[c] = arr if arr is not None else pa.array(
+            vals, type=pa.string() if pa.types.is_dictionary(t) else t)
     return build_table(name, arrays, n=n)
+
+
+def _ints(vals: list, t) -> Any:
+    """A list of int/None as an Arrow array of integer type ``t`` without pyarrow's
+    conversions (they import pandas); None for other values or types."""
+    if not pa.types.is_integer(t) or not all(v is None or type(v) is int for v in vals):
+        return None
+    try:
+        arr = np.array([0 if v is None else v for v in vals], np.int64)
+    except OverflowError:
+        return None
+    try:
+        return from_numpy(arr, np.array([v is None for v in vals], bool)).cast(t)
+    except pa.ArrowInvalid:  # out of range: pa.array(vals, type=t) says so
+        return None
 
 
 def filtered_table(name: str, cols: dict[str, Any], keep: np.ndarray, n: int):
@@ -220,10 +236,10 @@ def drop_api_rows(api, ok: np.ndarray, kernels, copies):
     for t in (kernels, copies):
         if "api_index" in t.data.column_names:
             col = t.column("api_index")
-            vals = pc.fill_null(col, 0).to_numpy(zero_copy_only=False)
+            vals = to_numpy(col, 0)
             nv = new_index[vals]
-            mask = (~col.is_valid().to_numpy(zero_copy_only=False)) | (nv < 0)
-            arr = pa.array(np.where(mask, 0, nv).astype(np.int32), mask=mask)
+            mask = ~valid_mask(col) | (nv < 0)
+            arr = from_numpy(np.where(mask, 0, nv).astype(np.int32), mask)
             data = t.data.set_column(t.data.column_names.index("api_index"), "api_index", arr)
             t = Table(t.spec, data)
         out.append(t)

@@ -8,7 +8,7 @@ import mmap
 import os
 import re
 from collections import deque
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -58,21 +58,21 @@ class _Args(msgspec.Struct, gc=False):
 
 
 RAW_ARGS = ("Input Dims", "Input type")
+_ARGS, _DIMS = attrgetter("args"), attrgetter("input_dims")
 
 
 def own_raw(evs: list, seen: dict) -> None:
     """Raw args point into the buffer they were decoded from (a reused piece, a memory
     map): give the ops that have them values of their own, one object per distinct
     text (``seen``: an op's shapes and types repeat across the trace)."""
-    for e in evs:
-        a = e.args
-        if a is not None and a.input_dims:
-            for f in ("input_dims", "input_type"):
-                b = bytes(getattr(a, f))
-                r = seen.get(b)
-                if r is None:
-                    r = seen[b] = msgspec.Raw(b)
-                setattr(a, f, r)
+    args = list(filter(None, map(_ARGS, evs)))       # C-level loops over the events
+    for a in compress(args, map(_DIMS, args)):        # the ops with shapes
+        for f in ("input_dims", "input_type"):
+            b = bytes(getattr(a, f))
+            r = seen.get(b)
+            if r is None:
+                r = seen[b] = msgspec.Raw(b)
+            setattr(a, f, r)
 
 
 EMPTY_ARGS = _Args()

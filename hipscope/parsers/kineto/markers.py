@@ -137,8 +137,9 @@ def op_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str,
                                      for a in args], n_other),
     }
     for col in ("external_id", "sequence_number", "fwd_thread_id"):
-        vals = np.array([to_int(getattr(a, col)) if a is not None else NULL for a in args]
-                        + [NULL] * n_other, dtype=np.int64)
+        raw = [getattr(a, col) if a is not None else None for a in args]
+        vals = np.array([v if type(v) is int else NULL if v is None else to_int(v)
+                         for v in raw] + [NULL] * n_other, dtype=np.int64)
         arr = opt_array(vals, -(1 << 62), _I62)
         if arr is not None:
             out[col] = arr

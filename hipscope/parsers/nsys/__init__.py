@@ -23,9 +23,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from ...model import Trace, build_table, link_by_correlation
+from ...model.table import from_numpy, to_numpy
 from .._common import finish_meta, new_meta
 from .._sqlite import SQL_ERRORS, connect_ro, is_sqlite, read_sqlite_input, schema_names
 from ..base import TraceFormatError, check_cancel, register
@@ -88,11 +88,11 @@ def read_export(name: str, db: NsysDb, progress, cancelled) -> Trace:
     for part in (k, c, m):
         if part.n and part.stream_key is not None:
             s = ctx.streams.lookup(*part.stream_key)
-            part.cols["stream"] = pa.array(s, mask=s < 0, type=pa.int32())
+            part.cols["stream"] = from_numpy(s.astype(np.int32), s < 0)
     for part in (k, c):
         if part.n:
             idx = part.extra["api_index"] = _link(part, a, ranks)
-            part.cols["api_index"] = pa.array(idx, mask=idx < 0, type=pa.int32())
+            part.cols["api_index"] = from_numpy(idx.astype(np.int32), idx < 0)
     if k.n:
         ctx.pids.update(int(x) for x in np.unique(k.pid.values[k.pid.valid]))
     graphs = _graphs(ctx, k, a)
@@ -139,7 +139,7 @@ def _graphs(ctx: Ctx, k: Part, a: Part) -> dict | None:
         nm = a.cols["name"]
         is_launch = np.array(["graphlaunch" in str(c).lower()
                               for c in nm.dictionary.to_pylist()] + [False])
-        launch[:-1] = is_launch[nm.indices.to_numpy(zero_copy_only=False)]
+        launch[:-1] = is_launch[to_numpy(nm.indices, 0)]
     idx = k.extra["api_index"]
     stray = int((from_graph & ~launch[idx]).sum())
     if stray:

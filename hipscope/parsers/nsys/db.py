@@ -2,16 +2,24 @@
 as numpy (ints with a validity mask), the string table and the enum tables.
 
 Tables are created lazily by the exporter and columns come and go between releases, so
-nothing here assumes a column: a column a table lacks reads as all-null."""
+nothing here assumes a column: a column a table lacks reads as all-null.
+
+Columns are fetched as Arrow through the ADBC SQLite driver when it is installed (no
+Python object per cell); where ADBC cannot give exactly what the sqlite3 rows give (a
+column of mixed storage classes, text that is not UTF-8, a driver error) the table is
+read again with sqlite3, which also words the refusal of a bad cell.
+``HIPSCOPE_NSYS_ADBC=0`` forces the sqlite3 path (the oracle of the tests)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from .._sqlite import SQL_ERRORS, connect_ro, error_text, schema_columns
+from ...model.table import to_numpy, valid_mask
+from .._sqlite import SQL_ERRORS, connect_ro, error_text, ro_uri, schema_columns
 from ..base import TraceFormatError
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -53,11 +61,77 @@ class Ints:
         return Ints(self.values[idx], self.valid[idx])
 
 
-class NsysDb:
-    """A read-only connection to one export, with its schema read once."""
+def adbc_enabled() -> bool:
+    return os.environ.get("HIPSCOPE_NSYS_ADBC", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
+class _Arrow:
+    """A read-only ADBC SQLite connection (the driver manager's low-level API: its
+    DB-API module imports pandas)."""
 
     def __init__(self, path: Path):
+        import adbc_driver_manager
+        import adbc_driver_sqlite
+
+        self._dm = adbc_driver_manager
+        self._db = adbc_driver_sqlite.connect(ro_uri(path))
+        try:
+            self._conn = self._dm.AdbcConnection(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def table(self, sql: str) -> pa.Table:
+        st = self._dm.AdbcStatement(self._conn)
+        try:  # big batches: the driver infers each column's type from the first one
+            st.set_options(**{"adbc.sqlite.query.batch_rows": "65536"})
+            st.set_sql_query(sql)
+            stream, _ = st.execute_query()
+            return pa.RecordBatchReader._import_from_c(  # noqa: SLF001 - C stream import
+                stream.address).read_all()
+        finally:
+            st.close()
+
+    def close(self) -> None:
+        self._conn.close()
+        self._db.close()
+
+
+def _ints_of(col: pa.ChunkedArray) -> Ints | None:
+    """An Arrow column as Ints, or None when it is not all int64/null."""
+    if pa.types.is_null(col.type):
+        return Ints(np.zeros(len(col), np.int64), np.zeros(len(col), bool))
+    if not pa.types.is_int64(col.type):
+        return None
+    arr = col.combine_chunks()
+    return Ints(to_numpy(arr, 0).astype(np.int64), valid_mask(arr))
+
+
+def _texts_of(col: pa.ChunkedArray) -> list | None:
+    """An Arrow text column as sqlite3 gives it, or None (not all text/null, or not
+    UTF-8: sqlite3 decodes that with U+FFFD)."""
+    if pa.types.is_null(col.type):
+        return [None] * len(col)
+    if not pa.types.is_string(col.type):
+        return None
+    arr = col.combine_chunks()
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        return None
+    return arr.to_pylist()
+
+
+class NsysDb:
+    """A read-only connection to one export, with its schema read once.
+    ``adbc_fetches`` / ``adbc_fallbacks`` count the table fetches each way (for tests)."""
+
+    def __init__(self, path: Path, use_adbc: bool | None = None):
         self.path = path
+        self.use_adbc = adbc_enabled() if use_adbc is None else use_adbc
+        self._arrow: _Arrow | None = None
+        self.adbc_fetches = self.adbc_fallbacks = 0
         try:
             self.conn = connect_ro(path)
             self.columns = schema_columns(self.conn)
@@ -68,17 +142,60 @@ class NsysDb:
 
     def close(self) -> None:
         self.conn.close()
+        if self._arrow is not None:
+            self._arrow.close()
+            self._arrow = None
 
     def has(self, table: str, col: str | None = None) -> bool:
         cols = self.columns.get(table)
         return cols is not None and (col is None or col in cols)
 
-    def rows(self, table: str, cols: tuple[str, ...]) -> dict[str, list]:
-        """The given columns of a table as lists (a column the table lacks: all None)."""
+    def _select(self, table: str, cols: tuple[str, ...]) -> tuple[list[str], str]:
         present = [c for c in cols if self.has(table, c)]
         sel = ", ".join(f'"{c}"' for c in present) or "NULL"
+        return present, f'SELECT {sel} FROM "{table}"'
+
+    def fetch(self, table: str, cols: tuple[str, ...], text: tuple[str, ...] = (),
+              ) -> dict[str, Ints | list]:
+        """Columns of a table: integers as :class:`Ints`, the ``text`` columns as lists
+        (a column the table lacks: all null). ADBC when it gives exactly this, else
+        sqlite3 rows (:meth:`rows`, :meth:`ints`)."""
+        got = self._fetch_arrow(table, cols, text) if self.use_adbc else None
+        if got is not None:
+            self.adbc_fetches += 1
+            return got
+        self.adbc_fallbacks += self.use_adbc
+        raw = self.rows(table, cols)
+        return {c: v if c in text else self.ints(table, c, v) for c, v in raw.items()}
+
+    def _fetch_arrow(self, table: str, cols: tuple[str, ...], text: tuple[str, ...],
+                     ) -> dict[str, Ints | list] | None:
+        present, sql = self._select(table, cols)
         try:
-            data = self.conn.execute(f'SELECT {sel} FROM "{table}"').fetchall()
+            if self._arrow is None:
+                self._arrow = _Arrow(self.path)
+            got = self._arrow.table(sql)
+        except Exception:  # noqa: BLE001 - type mismatch, bad text, no driver: sqlite3
+            return None
+        n = got.num_rows
+        out: dict[str, Ints | list] = {}
+        for c in cols:
+            if c not in present:
+                out[c] = [None] * n if c in text else Ints(np.zeros(n, np.int64),
+                                                            np.zeros(n, bool))
+                continue
+            col = got.column(present.index(c))
+            v = _texts_of(col) if c in text else _ints_of(col)
+            if v is None:
+                return None
+            out[c] = v
+        return out
+
+    def rows(self, table: str, cols: tuple[str, ...]) -> dict[str, list]:
+        """The given columns of a table as lists (a column the table lacks: all None)."""
+        present, sql = self._select(table, cols)
+        try:
+            data = self.conn.execute(sql).fetchall()
         except SQL_ERRORS as exc:
             raise TraceFormatError(self.path, f"table {table}", "a readable table",
                                    error_text(exc)) from None
@@ -109,6 +226,14 @@ class NsysDb:
         if self._strings is None:
             self._strings = {}
             if self.has("StringIds", "id") and self.has("StringIds", "value"):
+                got = self._fetch_arrow("StringIds", ("id", "value"), ("value",)) \
+                    if self.use_adbc else None
+                if got is not None:
+                    ids, vals = got["id"], got["value"]
+                    assert isinstance(ids, Ints) and isinstance(vals, list)
+                    self._strings = {i: v for i, ok, v in zip(
+                        ids.values.tolist(), ids.valid.tolist(), vals) if ok and v is not None}
+                    return self._strings
                 rows = self.rows("StringIds", ("id", "value"))
                 self._strings = {i: str(v) for i, v in zip(rows["id"], rows["value"])
                                  if isinstance(i, int) and v is not None}

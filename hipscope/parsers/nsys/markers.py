@@ -5,9 +5,9 @@ GPU-side synchronisation intervals (``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION``, dom
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from ...model import SPECS
+from ...model.table import from_numpy
 from .._common import add_count, group_key, nesting_depth
 from .db import NVTX, SYNC, Ints, split_global_id
 from .tables import I32, Ctx, Part, fetch, opt
@@ -40,7 +40,7 @@ def markers(ctx: Ctx) -> Part:
             "domain": [lists["domain"][i] for i in order], "start": c["start"],
             "end": c["end"], "depth": depth, "pid": opt(pid, I32),
             "tid": opt(Ints(c["tid"], c["tid_ok"])),
-            "device": pa.array(c["device"], mask=c["device"] < 0, type=pa.int16())}
+            "device": from_numpy(c["device"].astype(np.int16), c["device"] < 0)}
     if _MARKER_CORR and sy is not None and len(sy["start"]):
         cols["correlation_id"] = opt(Ints(c["corr"], c["corr_ok"]))
     return Part(cols, len(order), stream_key=(pid, stream))

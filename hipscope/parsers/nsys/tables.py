@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...model import categorical
+from ...model.table import from_numpy
 from .._common import add_count, copy_direction
 from .._csv import fit
 from .db import (DRIVER, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, RUNTIME, Ints, NsysDb,
@@ -49,10 +50,7 @@ class Part:
 def fetch(ctx: Ctx, table: str, cols: tuple[str, ...], what: str) -> dict[str, Ints | list]:
     """Columns of ``table`` in time order, rows without start/end dropped (counted).
     Integer columns become :class:`Ints`; ``*Name``/``text`` columns stay lists."""
-    raw = ctx.db.rows(table, ("start", "end", *cols))
-    out: dict[str, Any] = {}
-    for c, vals in raw.items():
-        out[c] = vals if c == "text" else ctx.db.ints(table, c, vals)
+    out: dict[str, Any] = ctx.db.fetch(table, ("start", "end", *cols), text=("text",))
     start, end = out["start"], out["end"]
     keep = start.valid & (end.valid if what != "NVTX events" else np.ones_like(end.valid))
     add_count(ctx.dropped, f"{what} without a start or end", int((~keep).sum()))
@@ -188,7 +186,7 @@ def _join_api(ctx: Ctx, parts: list[tuple]) -> Part:
     nm = pa.concat_arrays(pa.chunked_array([p[2] for p in parts]).unify_dictionaries().chunks)
     dom = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p[2]) for p in parts])
     ctx.pids.update(int(x) for x in np.unique(pid.values[pid.valid]))
-    cols = {"name": nm.take(pa.array(order)),
+    cols = {"name": nm.take(from_numpy(order)),
             "domain": categorical(dom[order], [p[3] for p in parts]),
             "start": start.values[order], "end": end.values[order],
             "pid": opt(pid, I32), "tid": opt(tid), "correlation_id": opt(corr)}
@@ -221,9 +219,9 @@ def copies(ctx: Ctx) -> Part:
     dst = ctx.devices.resolve(pid, Ints(f["dstDeviceId"].values, f["dstDeviceId"].valid & peer))
     out = {"direction": direction, "name": label, "start": f["start"].values,
            "end": f["end"].values, "bytes": opt(f["bytes"]),
-           "device": pa.array(device, mask=device < 0, type=pa.int16()),
-           "src_device": pa.array(src, mask=src < 0, type=pa.int16()),
-           "dst_device": pa.array(dst, mask=dst < 0, type=pa.int16()),
+           "device": from_numpy(device.astype(np.int16), device < 0),
+           "src_device": from_numpy(src.astype(np.int16), src < 0),
+           "dst_device": from_numpy(dst.astype(np.int16), dst < 0),
            "pid": opt(pid, I32), "correlation_id": opt(f["correlationId"])}
     ctx.provenance["copies.direction"] = ("copyKind via ENUM_CUDA_MEMCPY_OPER (else the "
                                           "CUpti_ActivityMemcpyKind values); memset records")
@@ -231,14 +229,21 @@ def copies(ctx: Ctx) -> Part:
 
 
 def _directions(ctx: Ctx, kind: Ints, memset: np.ndarray) -> tuple[list[str], list[str]]:
+    """Direction and name of each copy row, worked out once per distinct (memset,
+    copyKind) pair."""
     enum = ctx.db.enum("ENUM_CUDA_MEMCPY_OPER")
+    cls = np.where(memset, 0, np.where(kind.valid, 2, 1))   # memset, no copyKind, kind
+    pairs = np.column_stack([cls, np.where(cls == 2, kind.values, 0)])
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
     direction, label = [], []
-    for k, ok, is_set in zip(kind.values.tolist(), kind.valid, memset):
-        if is_set:
+    for c, k in uniq.tolist():
+        if c == 0:
             direction.append("memset")
             label.append("CUDA memset")
             continue
-        text = (enum.get(k) or MEMCPY_KINDS.get(k, "")) if ok else ""
+        text = (enum.get(k) or MEMCPY_KINDS.get(k, "")) if c == 2 else ""
         direction.append(copy_direction(text))
         label.append(f"CUDA memcpy {MEMCPY_KINDS.get(k) or enum.get(k) or 'Unknown'}")
-    return direction, label
+    inv = inv.reshape(-1)
+    return (np.array(direction, dtype=object)[inv].tolist(),
+            np.array(label, dtype=object)[inv].tolist())

@@ -145,13 +145,14 @@ _I64 = 1 << 63
 def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, first): equal values get equal codes, numbered in the order they first
     appear; ``first[c]`` is where code c first appears. Hashed (pyarrow), no sort."""
-    import pyarrow as pa
     import pyarrow.compute as pc
+
+    from ...model.table import from_numpy, to_numpy
 
     if not len(a):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    codes = pc.dictionary_encode(pa.array(np.ascontiguousarray(a))).indices
-    codes = codes.to_numpy(zero_copy_only=False).astype(np.int64)
+    # from_numpy / to_numpy: pyarrow's own conversions import pandas (~1 s)
+    codes = to_numpy(pc.dictionary_encode(from_numpy(a)).indices).astype(np.int64)
     new = np.empty(len(codes), dtype=bool)
     new[0] = True
     new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]

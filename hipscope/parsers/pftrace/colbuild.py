@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Trace, build_table
+from ...model.table import from_numpy, string_array
 from .._common import devices_table
 from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
@@ -325,7 +326,7 @@ class ColBuilder(Builder):
         for name, vals in cols.items():
             col = SPECS[spec].by_name[name]
             if isinstance(vals, IntCol):
-                vals = fit_int(pa.array(vals.v, mask=~vals.ok, type=pa.int64()),
+                vals = fit_int(from_numpy(vals.v.astype(np.int64, copy=False), ~vals.ok),
                                col.type.to_pandas_dtype(), f"{spec}.{name}", self.warnings)
             elif pa.types.is_integer(col.type) and name not in ("start", "end"):
                 vals = int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
@@ -408,9 +409,16 @@ def dict_array(codes: np.ndarray, values: list) -> Any:
     if not len(codes):
         return [values[i] for i in codes.tolist()]
     idx, first = factorize(codes)
-    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)),
-                                          pa.array([values[i] for i in codes[first].tolist()],
-                                                   type=pa.string()))
+    return pa.DictionaryArray.from_arrays(from_numpy(idx.astype(np.int32)),
+                                          _strings([values[i] for i in codes[first].tolist()]))
+
+
+def _strings(vals: list) -> Any:
+    """A string array of ``vals`` (pandas-free where they are all str)."""
+    import pyarrow as pa
+
+    arr = string_array(vals)
+    return arr if arr is not None else pa.array(vals, type=pa.string())
 
 
 class DevList:

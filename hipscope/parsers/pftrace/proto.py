@@ -169,11 +169,13 @@ def int_column(values: list, dtype, what: str, warnings: list[str]) -> Any:
     """A list of int|None as a pyarrow array of ``dtype``; out-of-range values -> null."""
     import pyarrow as pa
 
-    try:
-        arr = pa.array(values, type=pa.int64())
-    except (OverflowError, pa.ArrowInvalid):  # beyond int64: go one by one
-        arr = pa.array([v if v is None or -(1 << 63) <= v < (1 << 63) else None
-                        for v in values], type=pa.int64())
+    from ...model.table import from_numpy  # pa.array imports pandas (~1 s)
+
+    if not all(v is None or type(v) is int for v in values):
+        return fit_int(pa.array(values, type=pa.int64()), dtype, what, warnings)
+    vals = [v if v is None or -(1 << 63) <= v < (1 << 63) else None for v in values]
+    mask = np.fromiter((v is None for v in vals), bool, len(vals))
+    arr = from_numpy(np.array([0 if v is None else v for v in vals], np.int64), mask)
     return fit_int(arr, dtype, what, warnings)
 
 
@@ -186,12 +188,15 @@ def fit_int(arr, dtype, what: str, warnings: list[str]) -> Any:
     if target == pa.int64():
         return arr
     info = np.iinfo(dtype)
-    bad = pc.or_(pc.less(arr, int(info.min)), pc.greater(arr, int(info.max)))
+    from ...model.table import scalar  # pa.scalar imports pandas (~1 s)
+
+    lo, hi = scalar(int(info.min), pa.int64()), scalar(int(info.max), pa.int64())
+    bad = pc.or_(pc.less(arr, lo), pc.greater(arr, hi))
     nbad = pc.sum(bad).as_py() or 0
     if nbad:
         warnings.append(f"{nbad} value(s) of {what} do not fit {np.dtype(dtype).name}; "
                         f"left null")
-        arr = pc.if_else(bad, pa.scalar(None, pa.int64()), arr)
+        arr = pc.if_else(bad, pa.nulls(1, pa.int64())[0], arr)
     return arr.cast(target)
 
 
