@@ -11,6 +11,8 @@ work runs in the controller's workers.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -48,7 +50,9 @@ from ..qt.compare import CompareController
 from .compare_ops import OpsComparePage
 from .timeline import TimelineView
 
-ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance"}
+ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance",
+                "op": "Op instance"}
+OP_HINT = "Pick a row of the Ops table and press “Align timelines here”"
 BANNER_STYLE = ("QLabel { background: #8a2d2d; color: white; padding: 6px 10px; "
                 "font-weight: bold; }")
 NOTE_STYLE = "QLabel { background: #6b5a1e; color: white; padding: 4px 10px; }"
@@ -300,8 +304,11 @@ class CompareView(QWidget):
         name = self.align_name.currentData() or ""
         if kind != "start" and not name:
             return
-        choice = cs.AlignChoice(kind, name if kind != "start" else "", self.align_n.value())
-        if choice != self.state.align or self.controller.aligned_at_op:
+        if kind == "op":                      # the op row is the one aligned at last
+            choice = replace(self.state.align, n=self.align_n.value())
+        else:
+            choice = cs.AlignChoice(kind, name if kind != "start" else "", self.align_n.value())
+        if choice != self.state.align:
             self.state.set_align(choice)
 
     def _on_class_toggled(self, on: bool) -> None:
@@ -408,6 +415,8 @@ class CompareView(QWidget):
         elif r is not None and kind == "kernel":
             c = self.state.comparison
             names = [n for n, s in zip(c.kernels.names, c.kernels.status) if s == "matched"]
+        elif kind == "op" and self.state.align.kind == "op":
+            names = [self.state.align.name]
         want = self.state.align.name if self.state.align.kind == kind else (
             self.align_name.currentData() or "")
         self.align_name.blockSignals(True)
@@ -417,7 +426,8 @@ class CompareView(QWidget):
             self.align_name.addItem(short if len(short) <= 90 else short[:87] + "…", n)
             self.align_name.setItemData(i, n, Qt.ItemDataRole.ToolTipRole)
         self.align_name.setCurrentIndex(max(self.align_name.findData(want), 0))
-        self.align_name.setEnabled(bool(names))
+        self.align_name.setEnabled(bool(names) and kind != "op")
+        self.align_name.setToolTip(OP_HINT if kind == "op" else "")
         self.align_n.setEnabled(kind != "start")
         self.align_name.blockSignals(False)
 
