@@ -13,7 +13,6 @@ from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from hipscope.app.actions import ActionId
-from hipscope.app.main_window import MainWindow
 from hipscope.app.trace_tab import TraceTab
 from hipscope.views.ranks import RanksTab
 
@@ -23,14 +22,8 @@ HTA = SAMPLES / "kineto" / "multirank-sampled-hta"
 
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow(persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    yield w
-    w.close()
-    assert w.runner.active_count() == 0          # no worker left behind
+def window(make_window):
+    return make_window(persist=False)
 
 
 def answer(monkeypatch, button: str | None) -> list[str]:
