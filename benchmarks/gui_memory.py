@@ -17,9 +17,9 @@ import argparse
 import ctypes
 import gc
 import json
-import os
 import sys
 
+from benchmarks import _qt
 from tests.data.fixtures.big_trace import big_trace
 
 BUDGET_MB = 30.0
@@ -39,18 +39,7 @@ def rss_mb() -> float:
 
 
 def wait_until(app, pred, timeout_s: float, what: str) -> None:
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    loop, poll = QEventLoop(), QTimer()
-    poll.setInterval(5)
-    poll.timeout.connect(lambda: pred() and loop.quit())
-    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-    poll.start()
-    if not pred():
-        loop.exec()
-    poll.stop()
-    if not pred():
-        raise SystemExit(f"gui_memory: timed out after {timeout_s:.0f} s waiting for {what}")
+    _qt.wait_until(pred, timeout_s, what, "gui_memory")
 
 
 def one_cycle(app, window, path, settle) -> None:
@@ -76,26 +65,16 @@ def one_cycle(app, window, path, settle) -> None:
 
 
 def measure(kernels: int, cycles: int) -> dict:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QEventLoop, QTimer
-    from PySide6.QtWidgets import QApplication
-
+    app = _qt.application()
     from hipscope.app.main_window import MainWindow
 
-    app = QApplication.instance() or QApplication([])
     window = MainWindow(persist=False,
                         loader=lambda paths, progress, cancelled: big_trace(kernels))
     window.resize(1920, 1080)
     window.show()
-
-    def settle(ms: int = 50) -> None:
-        loop = QEventLoop()
-        QTimer.singleShot(ms, loop.quit)
-        loop.exec()
-
     rss = [rss_mb()]
     for _ in range(cycles):
-        one_cycle(app, window, "generated.trace", settle)
+        one_cycle(app, window, "generated.trace", _qt.settle)
         rss.append(rss_mb())
     window.close()
     per_cycle = (rss[-1] - rss[1]) / max(cycles - 1, 1)

@@ -22,6 +22,7 @@ import os
 import sys
 import time
 
+from benchmarks import _qt
 from tests.data.fixtures.big_trace import big_trace
 
 BUDGET_MS = 100.0
@@ -29,18 +30,7 @@ BUDGET_MS = 100.0
 
 def wait_until(pred, timeout_s: float, what: str) -> None:
     """Run the event loop until ``pred()`` holds (checked every 5 ms)."""
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    loop, poll = QEventLoop(), QTimer()
-    poll.setInterval(5)
-    poll.timeout.connect(lambda: pred() and loop.quit())
-    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-    poll.start()
-    if not pred():
-        loop.exec()
-    poll.stop()
-    if not pred():
-        raise SystemExit(f"gui_stall: timed out after {timeout_s:.0f} s waiting for {what}")
+    _qt.wait_until(pred, timeout_s, what, "gui_stall")
 
 
 class Heartbeat:
@@ -74,8 +64,6 @@ class Heartbeat:
 
 
 def timeline_stall(n_kernels: int) -> float:
-    from PySide6.QtCore import QTimer
-
     from benchmarks.timeline import synthetic_trace
     from hipscope.qt.document import Document
     from hipscope.views.timeline import TimelineView
@@ -88,22 +76,7 @@ def timeline_stall(n_kernels: int) -> float:
     view.document.set_trace(trace)
     wait_until(lambda: view.model is not None and view.model.n_kernels == n_kernels, 600,
                "the timeline to be prepared")
-    steps = [lambda: view.zoom(0.5)] * 10 + [lambda: view.pan(0.1)] * 10
-    steps += [lambda: view.zoom(2.0)] * 6
-    done: list[int] = []
-
-    def step():
-        if len(done) < len(steps):
-            steps[len(done)]()
-            view.repaint()
-            done.append(view.stats.rows)
-
-    driver = QTimer()
-    driver.setInterval(15)
-    driver.timeout.connect(step)
-    driver.start()
-    wait_until(lambda: len(done) == len(steps), 120, "the zoom and pan steps")
-    driver.stop()
+    done = _qt.zoom_and_pan(view, lambda p: wait_until(p, 120, "the zoom and pan steps"))
     worst = hb.stop()
     if min(done) <= 0:
         raise SystemExit("gui_stall: a zoom or pan step painted no rows")
@@ -145,10 +118,7 @@ def table_sort_stall(n_rows: int) -> float:
 
 
 def run(n_kernels: int, n_rows: int) -> dict:
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = _qt.application()
     out = {"kernels": n_kernels, "rows": n_rows, "budget_ms": BUDGET_MS,
            "timeline_stall_ms": timeline_stall(n_kernels),
            "table_sort_stall_ms": table_sort_stall(n_rows),

@@ -1,6 +1,6 @@
-"""Shared test helpers: where the real samples live, schema validation, and the
-Hypothesis profiles (``HYPOTHESIS_PROFILE``: ``ci`` by default, ``fuzz`` for the
-campaign)."""
+"""Shared test helpers: where the real samples live, schema validation, a counting
+``cancelled`` (:class:`CancelAfter`), and the Hypothesis profiles
+(``HYPOTHESIS_PROFILE``: ``ci`` by default, ``fuzz`` for the campaign)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,17 @@ def sample_dirs(fmt: str) -> list[Path]:
 
 def ids(paths: list[Path]) -> list[str]:
     return [p.name for p in paths]
+
+
+class CancelAfter:
+    """cancelled() that turns true on its ``n``-th call (counts the calls)."""
+
+    def __init__(self, n: int):
+        self.n, self.calls = n, 0
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.calls >= self.n
 
 
 @pytest.fixture(autouse=True)

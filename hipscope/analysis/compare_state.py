@@ -23,21 +23,34 @@ from ..model import Trace
 from ..model.progress import Cancelled
 from ..model.view_state import Listener, Observable
 from . import diff
-from .diff.by_op import attach_ops
+from .context import analyses_of
+from .diff.by_op import attach_ops, matched_op_instances
+from .ops import STEP_PREFIX
 
 DEFAULT_RULES_TEXT = "# one regex a line: PATTERN (deleted) or PATTERN => REPLACEMENT\n@defaults\n"
-ALIGN_KINDS = ("start", "marker", "kernel")
+ALIGN_KINDS = ("start", "marker", "kernel", "op")
+OP_ROW_KEYS = ("name", "path", "shapes", "b_shapes")   # what names a row of the Ops table
 ANNOTATION_DOMAINS = diff.MARKER_DOMAIN_PREFERENCE
 
 
 @dataclass(frozen=True)
 class AlignChoice:
-    """Where the timelines are aligned: run starts, the n-th marker ``name``, or the
-    n-th instance (launch order) of kernel ``name``."""
+    """Where the timelines are aligned: run starts, the n-th marker ``name``, the
+    n-th instance (launch order) of kernel ``name``, or (kind ``"op"``) the n-th
+    matched instance of a row of the Ops table (``op_row``: its :data:`OP_ROW_KEYS`
+    items) in A and run ``b``."""
 
     kind: str = "start"
     name: str = ""
     n: int = 1
+    op_row: tuple[tuple[str, str], ...] = ()
+    b: int = 1
+
+    @classmethod
+    def at_op(cls, row: dict, n: int, b: int = 1) -> AlignChoice:
+        """The choice for instance ``n`` of Ops-table ``row`` (A against run ``b``)."""
+        keys = tuple((k, row[k]) for k in OP_ROW_KEYS if k in row)
+        return cls("op", row["name"], int(n), keys, int(b))
 
     def ref(self) -> str | diff.MarkerRef | diff.KernelRef:
         if self.kind == "marker":
@@ -211,6 +224,11 @@ def compute(traces: Sequence[Trace], rules_text: str,
 def alignment(traces: Sequence[Trace], choice: AlignChoice,
               normalizer: diff.NameNormalizer) -> diff.Alignment:
     """LookupError (one sentence naming the run) when a run lacks the anchor."""
+    if choice.kind == "op":
+        al, error = op_alignment(traces, dict(choice.op_row), choice.n, choice.b)
+        if al is None:
+            raise LookupError(error)
+        return al
     return diff.align(traces, choice.ref(), normalizer)
 
 
@@ -231,6 +249,59 @@ def synced_window(window: tuple[int, int], origin_from: int, origin_to: int
     """``window`` of one run shown in another: the same times relative to each run's
     alignment origin (window_B = window_A - origin_A + origin_B)."""
     return window[0] - origin_from + origin_to, window[1] - origin_from + origin_to
+
+
+# --------------------------------------------------------------------------- ops
+
+
+def _is_row(row: dict, fa, i: int, fb, j: int) -> bool:
+    """Whether the matched pair (op ``i`` of A's forest ``fa``, op ``j`` of B's) belongs
+    to a row of the Ops table (a finer row: A's module path, the name, A's input
+    shapes and, where the row has them, B's)."""
+    name = fa.name_of(i)
+    if "path" in row:
+        return (fa.module_path(i), name, fa.shape_of(i)) == (
+            row["path"], row["name"], row.get("shapes", "")) and (
+            "b_shapes" not in row or fb.shape_of(j) == row["b_shapes"])
+    return name == row["name"] or (row["name"] == STEP_PREFIX and name.startswith(STEP_PREFIX)
+                                   and name[len(STEP_PREFIX):].isdigit())
+
+
+def _op_range(trace, att, i: int, label: str) -> diff.Range:
+    """Op ``i``'s start to the later of its end and the end of the GPU work launched
+    inside it (on its thread, while it ran)."""
+    f = att.forest
+    s, e = int(f.start[i]), int(f.end[i])
+    op, _, _, _ = att.events()
+    ends = np.concatenate([t.numpy("end", fill=0).astype(np.int64) if len(t) else
+                           np.zeros(0, np.int64) for t in (trace.kernels, trace.copies)])
+    ok = np.flatnonzero(op >= 0)
+    lo = op[ok]
+    inside = ok[(f.thread[lo] == f.thread[i]) & (f.start[lo] >= s) & (f.start[lo] < e)]
+    return diff.Range(s, max(e, int(ends[inside].max())) if len(inside) else e, label)
+
+
+def op_alignment(traces, row: dict, n: int, b: int = 1):
+    """(Alignment at the n-th matched instance of ``row`` in A and run ``b``, other
+    runs at their starts; None and one sentence when there is no such instance)."""
+    atts = [analyses_of(t).ops() for t in (traces[0], traces[b])]
+    m = matched_op_instances(*atts)
+    fa, fb = atts[0].forest, atts[1].forest
+    pick = [k for k, (i, j) in enumerate(zip(m["a"].tolist(), m["b"].tolist()))
+            if _is_row(row, fa, i, fb, j)]
+    label = f"{row['name']} #{n}"
+    if not 1 <= n <= len(pick):
+        return None, (f"op {row['name']!r} has {len(pick)} matched instances, instance {n} "
+                      "asked for")
+    i, j = int(m["a"][pick[n - 1]]), int(m["b"][pick[n - 1]])
+    ranges = []
+    for k, t in enumerate(traces):
+        if k in (0, b):
+            ranges.append(_op_range(t, atts[0 if k == 0 else 1], i if k == 0 else j, label))
+        else:
+            tr = t.time_range() or (0, 1)
+            ranges.append(diff.Range(tr[0], tr[1], "whole trace"))
+    return diff.Alignment(label, tuple(ranges)), ""
 
 
 # --------------------------------------------------------------------------- state

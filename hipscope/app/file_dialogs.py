@@ -18,11 +18,13 @@ def open_dialog(w) -> None:
 
 
 def open_folder_dialog(w) -> None:
+    from .ranks_ui import offer_ranks
+
     path = QFileDialog.getExistingDirectory(w, "Open trace folder",
                                             w.settings.last_dir())
     if path:
         w.settings.set_last_dir(Path(path).parent)
-        w.open_paths([Path(path)])
+        w.open_paths(offer_ranks(w, [Path(path)]))
 
 
 def open_ranks_dialog(w) -> None:

@@ -369,6 +369,8 @@ class MainWindow(QMainWindow):
         if not paths:
             return
         event.acceptProposedAction()
+        if not (paths := ranks_ui.offer_ranks(self, paths)):   # rank folders: as ranks?
+            return
         target = self._drop_target(event.position().toPoint())
         open_now = {tuple(x.resolve() for x in t.paths) for t in self.tab_list()}
         if target is None or any((p.resolve(),) in open_now for p in paths):

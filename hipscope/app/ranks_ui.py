@@ -1,6 +1,7 @@
 """The shell's side of the Ranks tab: opening one (File > Open Ranks…, ``hipscope PATH
---ranks``) and opening a rank's timeline at a time (the tab's double-clicks, which
-arrive as ``Commands.open_at_requested``)."""
+--ranks``, or a dropped / opened folder of rank files, after a one-line choice) and
+opening a rank's timeline at a time (the tab's double-clicks, which arrive as
+``Commands.open_at_requested``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtWidgets import QMessageBox
+
+from ..parsers.kineto.ranks import rank_files
 from ..qt.ranks import Analyse
 from ..views.ranks import RanksTab
 from .trace_tab import TraceTab
@@ -21,6 +25,37 @@ def open_ranks(w, paths: Sequence[str | Path], options: dict[str, Any] | None = 
     w.add_tab(tab, "Ranks\n" + "\n".join(tab.job_paths))
     tab.start_load(w.runner)
     return tab
+
+
+MERGED, RANKS = "One merged trace", "Ranks"
+
+
+def ask_open_as(w, folder: Path, n: int) -> str | None:
+    """'merged', 'ranks' or None (cancelled): how to open a folder of ``n`` rank files."""
+    box = QMessageBox(QMessageBox.Icon.Question, "Open rank traces",
+                      f"{folder.name} holds {n} rank traces: open them as one merged "
+                      "trace, or as ranks (the Ranks tab)?", QMessageBox.StandardButton.Cancel, w)
+    merged = box.addButton(MERGED, QMessageBox.ButtonRole.AcceptRole)
+    ranks = box.addButton(RANKS, QMessageBox.ButtonRole.AcceptRole)
+    box.setDefaultButton(ranks)
+    box.exec()
+    got = box.clickedButton()
+    return "merged" if got is merged else "ranks" if got is ranks else None
+
+
+def offer_ranks(w, paths: Sequence[Path]) -> list[Path]:
+    """Ask, for each folder of ``paths`` that holds two or more rank files, whether to
+    open it as ranks (then a Ranks tab opens) or as one merged trace; returns the
+    paths still to open as traces (not the folders opened as ranks or cancelled)."""
+    out = []
+    for p in map(Path, paths):
+        n = len(rank_files(p)) if p.is_dir() else 0
+        how = ask_open_as(w, p, n) if n >= 2 else "merged"
+        if how == "ranks":
+            open_ranks(w, [str(p)])
+        elif how == "merged":
+            out.append(p)
+    return out
 
 
 def open_at(w, paths: Sequence[Path], window: tuple[int, int]) -> TraceTab:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..model import Trace
 from ._common import warn_no_kernels
-from ._ncu_tables import ncu_devices, to_number
+from ._ncu_tables import ncu_devices, set_process_meta, to_number
 from .base import TraceFormatError
 
 SUMMARY_IDENT = ["Process ID", "Process Name", "Host Name", "Kernel Name", "Block Size",
@@ -115,13 +115,5 @@ def _duration(g: dict[str, Any], names: tuple[str, ...], unit_ns: dict[str, floa
 
 
 def _process(meta: dict[str, Any], summary: list[dict[str, Any]]) -> None:
-    pids = sorted({int(g["pid"]) for g in summary if g["pid"].isdigit()
-                   and int(g["pid"]) < 2**31})
-    if pids:
-        meta["pids"] = pids
-    hosts = sorted({g["host"] for g in summary if g["host"]})
-    if len(hosts) == 1:
-        meta["host"] = hosts[0]
-    procs = sorted({g["process"] for g in summary if g["process"]})
-    if procs:
-        meta["process_names"] = procs
+    set_process_meta(meta, (int(g["pid"]) for g in summary if g["pid"].isdigit()
+                            and int(g["pid"]) < 2**31), summary)

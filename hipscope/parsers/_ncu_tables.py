@@ -95,12 +95,17 @@ def kernel_columns(ks, dmap, warnings: list[str], path: Path) -> dict[str, list[
 
 
 def process_meta(meta: dict[str, Any], ks: list[dict[str, Any]], kcols) -> None:
-    pids = sorted({p for p in kcols["pid"] if p is not None})
-    if pids:
+    """The kernels' process ids, host and process names into ``meta``."""
+    set_process_meta(meta, (p for p in kcols["pid"] if p is not None), ks)
+
+
+def set_process_meta(meta: dict[str, Any], pids, rows: list[dict[str, Any]]) -> None:
+    """``meta["pids"]`` (sorted), ``meta["host"]`` (when every row names the same one)
+    and ``meta["process_names"]`` from ``pids`` and the rows' ``host``/``process``."""
+    if pids := sorted(set(pids)):
         meta["pids"] = pids
-    hosts = sorted({k["host"] for k in ks if k["host"]})
+    hosts = sorted({r["host"] for r in rows if r["host"]})
     if len(hosts) == 1:
         meta["host"] = hosts[0]
-    procs = sorted({k["process"] for k in ks if k["process"]})
-    if procs:
+    if procs := sorted({r["process"] for r in rows if r["process"]}):
         meta["process_names"] = procs

@@ -19,14 +19,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtCore import QObject
 
 from ..analysis import compare_state as cs
-from ..analysis.context import analyses_of
-from ..analysis.diff import Alignment, Range, RulesError
-from ..analysis.diff.by_op import matched_op_instances
-from ..analysis.ops import STEP_PREFIX
+from ..analysis.compare_state import op_alignment  # noqa: F401  (its old import path)
+from ..analysis.diff import Alignment, RulesError
 from ..model.view_state import Selection
 from .bridge import ObservableBridge
 from .document import Document
@@ -104,7 +101,6 @@ class CompareController(QObject):
                           [f"B{i}" for i in range(1, len(self.traces))])
         self.state = cs.CompareState(labels=labels)
         self.runner = TaskRunner(self, max_threads=2)
-        self.aligned_at_op = False          # aligned from the Ops table (align_at_op)
         self.documents = []
         for p, t in zip(self.paths, self.traces):
             d = Document([p], self)
@@ -158,9 +154,13 @@ class CompareController(QObject):
         h.succeeded.connect(lambda payload: self._apply_alignment(*payload))
         h.failed.connect(self._on_work_failed)
 
-    def _apply_alignment(self, al: Alignment | None, error: str, by_op: bool = False) -> None:
-        self.aligned_at_op = by_op and al is not None    # not the state's AlignChoice
+    def _apply_alignment(self, al: Alignment | None, error: str) -> None:
         self.state.set_alignment(al, error)
+
+    @property
+    def aligned_at_op(self) -> bool:
+        """Whether the timelines are aligned at an Ops-table row (align_at_op)."""
+        return self.state.align.kind == "op"
 
     def _on_work_failed(self, message: str) -> None:
         self.state.set_busy(False)
@@ -196,11 +196,9 @@ class CompareController(QObject):
 
     def align_at_op(self, row: dict, n: int, b: int = 1) -> None:
         """Time 0 of A and of run ``b`` at the ``n``-th matched instance of a row of
-        the Ops table (matched by the by-op comparison itself), in a worker."""
-        traces = self.traces
-        h = self.runner.submit("align", lambda p, c: op_alignment(traces, row, int(n), b))
-        h.succeeded.connect(lambda al_err: self._apply_alignment(al_err[0], al_err[1], True))
-        h.failed.connect(self._on_work_failed)
+        the Ops table (matched by the by-op comparison itself), in a worker; the
+        "Align at" menu then reads this op."""
+        self.state.set_align(cs.AlignChoice.at_op(row, n, b))
 
     def shutdown(self) -> None:
         self.bridge.detach()
@@ -212,53 +210,3 @@ def _aligned(traces, choice: cs.AlignChoice, result: cs.CompareResult):
         return cs.alignment(traces, choice, result.normalizer), ""
     except LookupError as exc:
         return None, str(exc.args[0] if exc.args else exc)
-
-
-def _is_row(row: dict, fa, i: int, fb, j: int) -> bool:
-    """Whether the matched pair (op ``i`` of A's forest ``fa``, op ``j`` of B's) belongs
-    to a row of the Ops table (a finer row: A's module path, the name, A's input
-    shapes and, where the row has them, B's)."""
-    name = fa.name_of(i)
-    if "path" in row:
-        return (fa.module_path(i), name, fa.shape_of(i)) == (
-            row["path"], row["name"], row.get("shapes", "")) and (
-            "b_shapes" not in row or fb.shape_of(j) == row["b_shapes"])
-    return name == row["name"] or (row["name"] == STEP_PREFIX and name.startswith(STEP_PREFIX)
-                                   and name[len(STEP_PREFIX):].isdigit())
-
-
-def _op_range(trace, att, i: int, label: str) -> Range:
-    """Op ``i``'s start to the later of its end and the end of the GPU work launched
-    inside it (on its thread, while it ran)."""
-    f = att.forest
-    s, e = int(f.start[i]), int(f.end[i])
-    op, _, _, _ = att.events()
-    ends = np.concatenate([t.numpy("end", fill=0).astype(np.int64) if len(t) else
-                           np.zeros(0, np.int64) for t in (trace.kernels, trace.copies)])
-    ok = np.flatnonzero(op >= 0)
-    lo = op[ok]
-    inside = ok[(f.thread[lo] == f.thread[i]) & (f.start[lo] >= s) & (f.start[lo] < e)]
-    return Range(s, max(e, int(ends[inside].max())) if len(inside) else e, label)
-
-
-def op_alignment(traces, row: dict, n: int, b: int = 1):
-    """(Alignment at the n-th matched instance of ``row`` in A and run ``b``, other
-    runs at their starts; None and one sentence when there is no such instance)."""
-    atts = [analyses_of(t).ops() for t in (traces[0], traces[b])]
-    m = matched_op_instances(*atts)
-    fa, fb = atts[0].forest, atts[1].forest
-    pick = [k for k, (i, j) in enumerate(zip(m["a"].tolist(), m["b"].tolist()))
-            if _is_row(row, fa, i, fb, j)]
-    label = f"{row['name']} #{n}"
-    if not 1 <= n <= len(pick):
-        return None, (f"op {row['name']!r} has {len(pick)} matched instances, instance {n} "
-                      "asked for")
-    i, j = int(m["a"][pick[n - 1]]), int(m["b"][pick[n - 1]])
-    ranges = []
-    for k, t in enumerate(traces):
-        if k in (0, b):
-            ranges.append(_op_range(t, atts[0 if k == 0 else 1], i if k == 0 else j, label))
-        else:
-            tr = t.time_range() or (0, 1)
-            ranges.append(Range(tr[0], tr[1], "whole trace"))
-    return Alignment(label, tuple(ranges)), ""

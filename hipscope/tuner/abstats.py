@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .stats import Summary
+from .stats import ABJson, Summary
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def simulate(times: np.ndarray, plan: Plan, holds: np.ndarray | None = None) -> 
 
 # ---------------------------------------------------------------- results
 @dataclass(frozen=True)
-class PairedResult:
+class PairedResult(ABJson):
     """One comparison of a sweep: variant / baseline over paired rounds."""
     baseline: Summary
     variant: Summary
@@ -217,16 +217,6 @@ class PairedResult:
     precise: bool                # the interval reached the target width
     source: str = "process"      # program (HIPSCOPE_RESULT) | process (wall time)
     method: str = "Yuen trimmed paired t, Holm, planned looks"
-
-    @property
-    def change(self) -> float:
-        return self.ratio - 1.0
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["baseline"]["iqr"] = self.baseline.iqr
-        d["variant"]["iqr"] = self.variant.iqr
-        return d
 
 
 def paired_results(track: Track, plan: Plan, arms: list[list[float]], source: str,

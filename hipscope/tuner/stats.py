@@ -49,8 +49,24 @@ class Summary:
         return cls(len(v), float(med), float(q1), float(q3))
 
 
+class ABJson:
+    """What the A/B result types share: ``change`` and ``to_json`` (the fields, each
+    arm's Summary with its IQR)."""
+
+    @property
+    def change(self) -> float:
+        """Relative change of the ratio: -0.2 = 20 % lower."""
+        return self.ratio - 1.0
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for arm in ("baseline", "variant"):
+            d[arm]["iqr"] = getattr(self, arm).iqr
+        return d
+
+
 @dataclass(frozen=True)
-class ABResult:
+class ABResult(ABJson):
     baseline: Summary
     variant: Summary
     ratio: float                 # median(variant) / median(baseline)
@@ -62,17 +78,6 @@ class ABResult:
     seed: int
     lower_is_better: bool
     verdict: str                 # "better" | "worse" | "inconclusive"
-
-    @property
-    def change(self) -> float:
-        """Relative change of the median: -0.2 = 20 % lower."""
-        return self.ratio - 1.0
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["baseline"]["iqr"] = self.baseline.iqr
-        d["variant"]["iqr"] = self.variant.iqr
-        return d
 
 
 def _medians(x: np.ndarray, idx: np.ndarray) -> np.ndarray:

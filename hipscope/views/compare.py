@@ -11,18 +11,18 @@ work runs in the controller's workers.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -34,7 +34,6 @@ from PySide6.QtWidgets import (
 )
 
 from ..analysis import compare_state as cs
-from ..analysis.diff import NameNormalizer, RulesError
 from ..model.view_state import Selection
 from ..analysis.lod import short_name
 from .compare_models import (
@@ -46,9 +45,12 @@ from .compare_models import (
 )
 from ..qt.compare import CompareController
 from .compare_ops import OpsComparePage
+from .compare_rules import RulesDialog
 from .timeline import TimelineView
 
-ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance"}
+ALIGN_LABELS = {"start": "Run starts", "marker": "Marker", "kernel": "Kernel instance",
+                "op": "Op instance"}
+OP_HINT = "Pick a row of the Ops table and press “Align timelines here”"
 BANNER_STYLE = ("QLabel { background: #8a2d2d; color: white; padding: 6px 10px; "
                 "font-weight: bold; }")
 NOTE_STYLE = "QLabel { background: #6b5a1e; color: white; padding: 4px 10px; }"
@@ -67,39 +69,6 @@ def _table(model, parent) -> QTableView:
     return t
 
 
-class RulesDialog(QDialog):
-    """The kernel-name normalisation rules as text; checked before it closes."""
-
-    def __init__(self, text: str, parent=None):
-        super().__init__(parent)
-        self.setWindowTitle("Kernel-name normalisation rules")
-        v = QVBoxLayout(self)
-        help_ = QLabel("One regular expression a line: <tt>PATTERN</tt> (matches are deleted) "
-                       "or <tt>PATTERN =&gt; REPLACEMENT</tt>. <tt>@defaults</tt>: hashes, "
-                       "clone/.kd and Triton suffixes; <tt>@templates</tt>: also match "
-                       "kernels that differ only in template arguments.", self)
-        help_.setWordWrap(True)
-        self.edit = QPlainTextEdit(text, self)
-        self.error = QLabel("", self)
-        self.error.setStyleSheet("color: #e05040;")
-        self.error.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel, self)
-        buttons.accepted.connect(self._on_accepted)
-        buttons.rejected.connect(self.reject)
-        for w in (help_, self.edit, self.error, buttons):
-            v.addWidget(w)
-        self.resize(640, 360)
-
-    def _on_accepted(self) -> None:
-        try:
-            NameNormalizer.parse(self.edit.toPlainText())
-        except RulesError as exc:
-            self.error.setText(str(exc))
-            return
-        self.accept()
-
-
 class CompareView(QWidget):
     """Comparison of ``controller``'s runs (see module docstring)."""
 
@@ -107,6 +76,7 @@ class CompareView(QWidget):
         super().__init__(parent)
         self.controller = controller
         self.state = controller.state
+        self._last_op: cs.AlignChoice | None = None    # the op aligned at last, if any
         self._build()
         controller.bridge.changed.connect(self._on_state_changed)
         self._following = True
@@ -144,6 +114,8 @@ class CompareView(QWidget):
         self.align_kind = QComboBox(bar)
         for k in cs.ALIGN_KINDS:
             self.align_kind.addItem(ALIGN_LABELS[k], k)
+        self._op_item().setEnabled(False)               # until an Ops-table alignment
+        self._op_item().setToolTip(OP_HINT)
         self.align_name = QComboBox(bar)
         self.align_name.setMinimumWidth(260)
         self.align_name.setMaximumWidth(520)
@@ -291,7 +263,12 @@ class CompareView(QWidget):
         if dlg.exec() == QDialog.DialogCode.Accepted:
             self.state.set_rules_text(dlg.edit.toPlainText())
 
+    def _op_item(self):
+        return self.align_kind.model().item(self.align_kind.findData("op"))
+
     def _on_align_kind_activated(self, _i: int) -> None:
+        if self.align_kind.currentData() == "op" and self._last_op is not None:
+            self.align_n.setValue(self._last_op.n)     # that op's instance again
         self._fill_align_names()
         self._on_align_edited()
 
@@ -300,8 +277,11 @@ class CompareView(QWidget):
         name = self.align_name.currentData() or ""
         if kind != "start" and not name:
             return
-        choice = cs.AlignChoice(kind, name if kind != "start" else "", self.align_n.value())
-        if choice != self.state.align or self.controller.aligned_at_op:
+        if kind == "op":                      # the op row is the one aligned at last
+            choice = replace(self._last_op, n=self.align_n.value())
+        else:
+            choice = cs.AlignChoice(kind, name if kind != "start" else "", self.align_n.value())
+        if choice != self.state.align:
             self.state.set_align(choice)
 
     def _on_class_toggled(self, on: bool) -> None:
@@ -394,6 +374,9 @@ class CompareView(QWidget):
 
     def _show_align_choice(self) -> None:
         choice = self.state.align
+        if choice.kind == "op":
+            self._last_op = choice
+            self._op_item().setEnabled(True)
         self.align_kind.setCurrentIndex(max(self.align_kind.findData(choice.kind), 0))
         self._fill_align_names()
         self.align_n.blockSignals(True)
@@ -408,6 +391,8 @@ class CompareView(QWidget):
         elif r is not None and kind == "kernel":
             c = self.state.comparison
             names = [n for n, s in zip(c.kernels.names, c.kernels.status) if s == "matched"]
+        elif kind == "op" and self._last_op is not None:
+            names = [self._last_op.name]
         want = self.state.align.name if self.state.align.kind == kind else (
             self.align_name.currentData() or "")
         self.align_name.blockSignals(True)
@@ -417,7 +402,8 @@ class CompareView(QWidget):
             self.align_name.addItem(short if len(short) <= 90 else short[:87] + "…", n)
             self.align_name.setItemData(i, n, Qt.ItemDataRole.ToolTipRole)
         self.align_name.setCurrentIndex(max(self.align_name.findData(want), 0))
-        self.align_name.setEnabled(bool(names))
+        self.align_name.setEnabled(bool(names) and kind != "op")
+        self.align_name.setToolTip(OP_HINT if kind == "op" else "")
         self.align_n.setEnabled(kind != "start")
         self.align_name.blockSignals(False)
 

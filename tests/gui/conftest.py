@@ -1,10 +1,14 @@
-"""GUI test setup: offscreen Qt, settings in a temporary place, a tiny trace."""
+"""GUI test setup: offscreen Qt, settings in a temporary place, a tiny trace, and the
+main windows the tests drive (:func:`shown_window`, the ``make_window`` and
+``tiny_window`` factories, :func:`open_loaded`)."""
 
 from __future__ import annotations
 
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -67,3 +71,73 @@ def make_tiny_trace(n: int = 60, seed: int = 0) -> Trace:
 @pytest.fixture
 def tiny_trace() -> Trace:
     return make_tiny_trace()
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def tiny_loader(paths, progress, cancelled) -> Trace:
+    """A loader for injected windows: the tiny trace (120 kernels), whatever the path."""
+    return make_tiny_trace(120)
+
+
+def stand_in(tmp_path: Path, name: str = "tiny.trace") -> Path:
+    """A file to open in a window whose injected loader builds the trace."""
+    p = tmp_path / name
+    p.write_text("stand-in path; the injected loader builds the trace")
+    return p
+
+
+def shown_window(qtbot, size: tuple[int, int] | None = (1600, 1000), expose: bool = False,
+                 **kw):
+    """A MainWindow (``kw`` to it) that qtbot closes after the test, resized to ``size``
+    (None: as Qt makes it) and shown; with ``expose``: on screen before it returns."""
+    from hipscope.app.main_window import MainWindow
+
+    w = MainWindow(**kw)
+    qtbot.addWidget(w)
+    if size is not None:
+        w.resize(*size)
+    w.show()
+    if expose:
+        qtbot.waitExposed(w)
+    return w
+
+
+def open_loaded(qtbot, w, path: Path, timeout: int = 20_000):
+    """Open ``path`` in a tab of ``w`` and wait until it has loaded; the tab."""
+    (tab,) = w.open_paths([path])
+    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=timeout)
+    return tab
+
+
+@pytest.fixture
+def make_window(qtbot):
+    """A factory of :func:`shown_window`; each window made is closed after the test,
+    with no worker of its job runner left behind."""
+    made = []
+
+    def make(**kw):
+        made.append(shown_window(qtbot, **kw))
+        return made[-1]
+
+    yield make
+    for w in made:
+        w.close()
+        assert w.runner.active_count() == 0          # no worker left behind
+
+
+@pytest.fixture
+def tiny_window(make_window, qtbot, tmp_path):
+    """A factory: ``make(size=(1600, 1000), active=False) -> (window, tab)``, an exposed
+    window (with ``active``: the active one) with the tiny trace loaded in a tab."""
+    from PySide6.QtWidgets import QApplication
+
+    def make(size: tuple[int, int] = (1600, 1000), active: bool = False):
+        w = make_window(loader=tiny_loader, persist=False, size=size, expose=True)
+        if active:
+            w.activateWindow()
+            qtbot.waitUntil(lambda: QApplication.activeWindow() is w)
+        return w, open_loaded(qtbot, w, stand_in(tmp_path))
+
+    return make

@@ -10,11 +10,10 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QStyleFactory
 
 from hipscope.app.empty_page import sample_path
-from hipscope.app.main_window import MainWindow
 from hipscope.app.settings import Settings
 from hipscope.views.timeline.render import AXIS_H
 
-from .conftest import make_tiny_trace
+from .conftest import make_tiny_trace, stand_in
 
 
 def tiny_loader(paths, progress, cancelled):
@@ -34,29 +33,12 @@ def _restore_theme(qapp):
 
 
 @pytest.fixture
-def window(qtbot):
-    made = []
-
-    def make(**kw) -> MainWindow:
-        w = MainWindow(loader=tiny_loader, **kw)
-        qtbot.addWidget(w)
-        w.resize(1400, 900)
-        w.show()
-        made.append(w)
-        return w
-
-    yield make
-    for w in made:
-        w.close()
+def window(make_window):
+    return lambda **kw: make_window(loader=tiny_loader, size=(1400, 900), **kw)
 
 
 def _files(tmp_path, *names):
-    out = []
-    for n in names:
-        p = tmp_path / n
-        p.write_text("stand-in; the loader builds the trace")
-        out.append(p)
-    return out
+    return [stand_in(tmp_path, n) for n in names]
 
 
 def _loaded(qtbot, tab):

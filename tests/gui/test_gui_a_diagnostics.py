@@ -19,20 +19,8 @@ CARRY = [8, 8, 0, 8, 8]          # launch 2 lost its kernels
 
 
 @pytest.fixture
-def window(qtbot):
-    made = []
-
-    def make(**kw) -> MainWindow:
-        w = MainWindow(persist=False, **kw)
-        qtbot.addWidget(w)
-        w.resize(1600, 1000)
-        w.show()
-        made.append(w)
-        return w
-
-    yield make
-    for w in made:
-        w.close()
+def window(make_window):
+    return lambda **kw: make_window(persist=False, **kw)
 
 
 def _open(qtbot, w: MainWindow, path: Path):

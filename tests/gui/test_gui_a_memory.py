@@ -13,7 +13,7 @@ from PySide6.QtCore import QCoreApplication, QEvent
 from hipscope.app.main_window import MainWindow
 from tests.data.fixtures.big_trace import big_trace
 
-from .conftest import make_tiny_trace
+from .conftest import make_tiny_trace, shown_window, stand_in
 
 
 def _collected(qtbot, *refs) -> None:
@@ -29,12 +29,8 @@ def _collected(qtbot, *refs) -> None:
 @pytest.mark.parametrize("make", [lambda: make_tiny_trace(200), lambda: big_trace(250_000)],
                          ids=["small", "worker-sized"])
 def test_a_closed_tab_frees_its_document_and_trace(qtbot, tmp_path, make):
-    p = tmp_path / "stand-in.trace"
-    p.write_text("the loader builds the trace")
-    w = MainWindow(persist=False, loader=lambda paths, progress, cancelled: make())
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
+    p = stand_in(tmp_path, "stand-in.trace")
+    w = shown_window(qtbot, persist=False, loader=lambda paths, progress, cancelled: make())
     for _ in range(2):                                  # a reopen too
         (tab,) = w.open_paths([p])
         qtbot.waitUntil(lambda tab=tab: tab.state == "loaded", timeout=60_000)
@@ -74,13 +70,9 @@ def test_closing_while_loading_frees_the_tab(qtbot, tmp_path):
 
 
 def test_closed_comparison_and_trace_tabs_free_both_traces(qtbot, tmp_path):
-    a, b = tmp_path / "a.trace", tmp_path / "b.trace"
-    a.write_text("stand-in")
-    b.write_text("stand-in")
-    w = MainWindow(persist=False, loader=lambda paths, progress, cancelled: big_trace(250_000))
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
+    a, b = stand_in(tmp_path, "a.trace"), stand_in(tmp_path, "b.trace")
+    w = shown_window(qtbot, persist=False,
+                     loader=lambda paths, progress, cancelled: big_trace(250_000))
     (tab,) = w.open_paths([a])
     qtbot.waitUntil(lambda t=tab: t.state == "loaded", timeout=60_000)
     cmp_tab = w.compare_paths([a, b], {0: tab.document.trace})     # A is not read again

@@ -10,15 +10,10 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from hipscope.analysis.area import area_rows
-from hipscope.app.main_window import MainWindow
 from hipscope.model.view_state import Selection
 from hipscope.views.timeline.render import AXIS_H, LABEL_W
 
 from .conftest import make_tiny_trace
-
-
-def tiny_loader(paths, progress, cancelled):
-    return make_tiny_trace(120)
 
 
 def _raw_area(trace, kind, t0, t1):
@@ -34,18 +29,8 @@ def _raw_area(trace, kind, t0, t1):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=tiny_loader, persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
-    yield w, tab
-    w.close()
+def window(tiny_window):
+    return tiny_window()
 
 
 def test_area_rows_match_the_raw_events():

@@ -7,17 +7,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from hipscope.app.main_window import MainWindow
 from hipscope.model import Trace, build_table
 from hipscope.model.view_state import Selection
 from hipscope.qt.document import Document
 from hipscope.views.timeline import TimelineView, find_ctl
 
 from .conftest import make_tiny_trace
-
-
-def tiny_loader(paths, progress, cancelled):
-    return make_tiny_trace(120)
 
 
 def _raw_matches(trace, text):
@@ -35,18 +30,8 @@ def _raw_matches(trace, text):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=tiny_loader, persist=False)
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
-    yield w, tab
-    w.close()
+def window(tiny_window):
+    return tiny_window(size=(1400, 900))
 
 
 def test_count_next_prev_and_results_list(qtbot, window):

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hipscope.app.main_window import MainWindow
 from hipscope.model.view_state import Selection
 from hipscope.parsers import open_trace
 from hipscope.views.timeline.flows import TimelineFlows
+
+from .conftest import open_loaded
 
 SYNC = Path("/work/shared/samples/kineto/nvidia-a100-event-sync-hta/event_sync_trace.json.gz")
 
@@ -29,16 +30,9 @@ def _raw():
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(loader=sample_loader, persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([SYNC])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
-    yield w, tab
-    w.close()
+def window(make_window, qtbot):
+    w = make_window(loader=sample_loader, persist=False, expose=True)
+    yield w, open_loaded(qtbot, w, SYNC)
     TimelineFlows.kinds = frozenset(("launch", "op", "wait"))
 
 

@@ -15,11 +15,7 @@ from hipscope.qt.document import Document
 from hipscope.views.timeline import TimelineView
 from hipscope.views.timeline.render import LABEL_W
 
-from .conftest import make_tiny_trace
-
-
-def tiny_loader(paths, progress, cancelled):
-    return make_tiny_trace(120)
+from .conftest import make_tiny_trace, tiny_loader
 
 
 @pytest.fixture
@@ -35,20 +31,8 @@ def view(qtbot):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=tiny_loader, persist=False)
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    qtbot.waitExposed(w)
-    w.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
-    yield w, tab
-    w.close()
+def window(tiny_window):
+    return tiny_window(size=(1400, 900), active=True)
 
 
 def _wheel(view, x, y, dy, mods=Qt.KeyboardModifier.NoModifier):

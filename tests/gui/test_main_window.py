@@ -18,7 +18,7 @@ from hipscope.cli.main import demo_trace_path
 from hipscope.parsers import Cancelled, TraceFormatError, open_trace
 from hipscope.qt.tasks import TaskRunner
 
-from .conftest import make_tiny_trace
+from .conftest import make_tiny_trace, stand_in
 
 
 def tiny_loader(paths, progress, cancelled):
@@ -36,27 +36,14 @@ def blocking_loader(paths, progress, cancelled):
 
 
 @pytest.fixture
-def make_window(qtbot):
-    made = []
-
-    def make(**kw) -> MainWindow:
-        w = MainWindow(**kw)
-        qtbot.addWidget(w)
-        w.show()
-        made.append(w)
-        return w
-
-    yield make
-    for w in made:
-        w.close()
-        assert w.runner.active_count() == 0          # no worker left behind
+def make_window(make_window):
+    """The shared factory (tests/gui/conftest.py), windows at Qt's own size."""
+    return lambda **kw: make_window(size=None, **kw)
 
 
 @pytest.fixture
 def tiny_file(tmp_path) -> Path:
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the injected loader builds the trace")
-    return p
+    return stand_in(tmp_path)
 
 
 def _wait_loaded(qtbot, window, tab):

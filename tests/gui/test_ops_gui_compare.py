@@ -182,3 +182,54 @@ def test_both_vendors_timelines_colour_gemms_alike_by_class(qtbot):
     assert not view.class_check.isChecked()
     assert {d.view_state.color_mode for d in tab.controller.documents} == {"delta"}
     w.close()
+
+
+def _kernel_starts(path: Path, name: str) -> list[float]:
+    return sorted(e["ts"] for e in _json_events(path) if e.get("cat") == "kernel"
+                  and e["name"] == name)
+
+
+def test_the_align_at_menu_reads_the_op_alignment_and_moves_on_from_it(qtbot):
+    runs = (DATA / "eager.json.gz", DATA / "cudagraphs.json.gz")
+    w, tab, view, page = _compare(qtbot, *runs)
+    steps = [sorted(e["ts"] for e in _json_events(p) if e.get("cat") == "user_annotation"
+                    and e["name"].startswith("ProfilerStep#")) for p in runs]
+    op_item = view.align_kind.model().item(view.align_kind.findData("op"))
+    assert not op_item.isEnabled()                 # no op to align at yet
+    page.table.setCurrentIndex(page.model.index(0, 0))
+    page.instance.setValue(2)
+    page.align_button.click()
+    qtbot.waitUntil(lambda: view.state.alignment is not None
+                    and view.state.alignment.label == "ProfilerStep# #2", timeout=20_000)
+    assert view.align_kind.currentText() == "Op instance" and op_item.isEnabled()
+    assert (view.align_name.currentText(), view.align_n.value()) == ("ProfilerStep#", 2)
+    # another instance of the same op from the menu's number
+    view.align_n.setValue(1)
+    view.align_n.editingFinished.emit()
+    qtbot.waitUntil(lambda: view.state.alignment.label == "ProfilerStep# #1", timeout=20_000)
+    for tl, trace, p, ts in zip(view.timelines, tab.traces, runs, steps):
+        assert abs(tl.axis_origin - _trace_ns(trace, p, ts[0])) <= 1
+    # then a kernel instance: the menu's other kinds still work after an op
+    nvjet = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
+    view.align_kind.setCurrentIndex(view.align_kind.findData("kernel"))
+    view.align_kind.activated.emit(view.align_kind.currentIndex())
+    view.align_name.setCurrentIndex(view.align_name.findData(nvjet))
+    view.align_name.activated.emit(view.align_name.currentIndex())
+    qtbot.waitUntil(lambda: view.state.alignment.label == f"{nvjet} #1", timeout=20_000)
+    assert view.align_kind.currentText() == "Kernel instance"
+    view.align_n.setValue(3)
+    view.align_n.editingFinished.emit()
+    qtbot.waitUntil(lambda: view.state.alignment.label == f"{nvjet} #3", timeout=20_000)
+    for tl, trace, p in zip(view.timelines, tab.traces, runs):
+        assert abs(tl.axis_origin - _trace_ns(trace, p, _kernel_starts(p, nvjet)[2])) <= 1
+    view.align_kind.setCurrentIndex(view.align_kind.findData("start"))
+    view.align_kind.activated.emit(view.align_kind.currentIndex())
+    qtbot.waitUntil(lambda: view.state.alignment.label == "start", timeout=20_000)
+    assert [tl.axis_origin for tl in view.timelines] == [t.time_range()[0] for t in tab.traces]
+    # and back to the op from the menu: the instance it was aligned at (#1, not #3)
+    view.align_kind.setCurrentIndex(view.align_kind.findData("op"))
+    view.align_kind.activated.emit(view.align_kind.currentIndex())
+    qtbot.waitUntil(lambda: view.state.alignment.label == "ProfilerStep# #1", timeout=20_000)
+    for tl, trace, p, ts in zip(view.timelines, tab.traces, runs, steps):
+        assert abs(tl.axis_origin - _trace_ns(trace, p, ts[0])) <= 1
+    w.close()

@@ -16,7 +16,6 @@ from PySide6.QtCore import QItemSelectionModel, QPointF, Qt
 from hipscope.app import ranks_ui
 from hipscope.app.actions import ActionId
 from hipscope.app.compare_tab import CompareTab
-from hipscope.app.main_window import MainWindow
 from hipscope.app.trace_tab import TraceTab
 from hipscope.model.progress import Cancelled
 from hipscope.views.ranks import RanksTab
@@ -41,14 +40,8 @@ def t0() -> int:
 
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow(persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    yield w
-    w.close()
-    assert w.runner.active_count() == 0          # no worker left behind
+def window(make_window):
+    return make_window(persist=False)
 
 
 def open_fixture(qtbot, w, t0: int) -> RanksTab:

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
@@ -272,6 +272,7 @@ def test_5m_kernel_preparation_and_zoom(qtbot, view):
     """A 5M-kernel trace is prepared (in a worker) and then zoomed and panned through
     the event loop: every step paints rows. The GUI-thread stall during this is a
     benchmark (benchmarks/gui_stall.py), not a test: it depends on the machine's load."""
+    from benchmarks._qt import zoom_and_pan
     from benchmarks.timeline import synthetic_trace
 
     trace = synthetic_trace(5_000_000)
@@ -279,22 +280,8 @@ def test_5m_kernel_preparation_and_zoom(qtbot, view):
         view.document.set_trace(trace)
     assert view.model is not None and view.model.n_kernels == 5_000_000
     # zoom and pan steps arrive through the event loop, as input does
-    steps = [lambda: view.zoom(0.5)] * 10 + [lambda: view.pan(0.1)] * 10
-    steps += [lambda: view.zoom(2.0)] * 6
-    done = []
-
-    def step():
-        if len(done) < len(steps):
-            steps[len(done)]()
-            view.repaint()
-            done.append(view.stats.rows)
-
-    driver = QTimer()
-    driver.setInterval(15)
-    driver.timeout.connect(step)
-    driver.start()
-    qtbot.waitUntil(lambda: len(done) == len(steps), timeout=20_000)
-    driver.stop()
+    done = zoom_and_pan(view, lambda pred: qtbot.waitUntil(pred, timeout=20_000))
+    assert len(done) == 26
     assert min(done) > 0                                # every step painted rows
     assert view.model.nbytes() / 5_000_000 < 50
 

@@ -15,27 +15,17 @@ import json
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtGui import QImage
+
+from benchmarks import _qt
 
 
 def settle(ms: int = 120) -> None:
-    loop = QEventLoop()
-    QTimer.singleShot(ms, loop.quit)
-    loop.exec()
+    _qt.settle(ms)
 
 
 def wait_until(pred, what: str, timeout_s: float = 240) -> None:
-    loop, poll = QEventLoop(), QTimer()
-    poll.setInterval(10)
-    poll.timeout.connect(lambda: pred() and loop.quit())
-    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-    poll.start()
-    if not pred():
-        loop.exec()
-    poll.stop()
-    if not pred():
-        raise SystemExit(f"xvfb_tour: timed out waiting for {what}")
+    _qt.wait_until(pred, timeout_s, what, "xvfb_tour", poll_ms=10)
 
 
 def colours(img: QImage, step: int = 5) -> int:

@@ -136,3 +136,23 @@ def test_a_sweep_refuses_to_compare_program_times_with_process_times():
     spec = SweepSpec(command=["x"], knobs=[Knob("flag", ["1"], "arg")])
     with pytest.raises(SweepError, match="HIPSCOPE_RESULT"):
         run_sweep(spec, runner)
+
+
+def test_both_ab_result_types_write_each_arms_iqr_and_change_to_json():
+    import json
+    import statistics
+
+    from hipscope.tuner.abstats import PairedResult
+    from hipscope.tuner.stats import Summary
+
+    base, var = [1.00, 1.04, 0.97, 1.02, 0.99, 1.10], [0.70, 0.73, 0.69, 0.71, 0.72, 0.80]
+    paired = PairedResult(Summary.of(base), Summary.of(var), 0.71, 0.69, 0.73, 0.95,
+                          6, True, "better", True)
+    for r in (compare(base, var, resamples=500), paired):
+        d = json.loads(json.dumps(r.to_json()))
+        for arm, values in (("baseline", base), ("variant", var)):
+            q1, med, q3 = statistics.quantiles(values, n=4, method="inclusive")
+            assert d[arm]["iqr"] == pytest.approx(q3 - q1)
+            assert (d[arm]["n"], d[arm]["median"]) == (len(values), pytest.approx(med))
+        assert d["ratio"] == r.ratio and r.change == pytest.approx(d["ratio"] - 1)
+        assert d["verdict"] == "better"

@@ -17,7 +17,7 @@ from hipscope.analysis import counters as ca
 from hipscope.model import Trace, build_table
 from hipscope.model.progress import Cancelled
 from hipscope.parsers import open_trace
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES, CancelAfter
 
 RPC = SAMPLES / "rocprof-compute"
 NCU = SAMPLES / "ncu-csv" / "h200-generated"
@@ -223,36 +223,24 @@ def test_clustering_keeps_rows_and_groups_similar_ones():
         assert np.count_nonzero(labels[1:] != labels[:-1]) == 1   # two contiguous groups
 
 
-
-class _CancelAfter:
-    """cancelled() that turns true on its ``n``-th call (counts the calls)."""
-
-    def __init__(self, n: int):
-        self.n, self.calls = n, 0
-
-    def __call__(self) -> bool:
-        self.calls += 1
-        return self.calls >= self.n
-
-
 def test_cluster_order_is_cancelled_inside_its_merge_loop():
     vals = np.random.default_rng(2).normal(0, 1, (40, 5))
-    stop = _CancelAfter(5)
+    stop = CancelAfter(5)
     with pytest.raises(Cancelled):
         ca.cluster_order(vals, cancelled=stop)
     assert stop.calls == 5                        # stopped at the 4th merge of 39
-    never = _CancelAfter(10**9)
+    never = CancelAfter(10**9)
     assert sorted(ca.cluster_order(vals, cancelled=never).tolist()) == list(range(40))
     assert never.calls == 40                      # once up front, once per merge
 
 
 def test_counter_matrix_is_cancelled():
     tr = open_trace(RPC / "vcopy-MI300X-rocpd")
-    full = ca.counter_matrix(tr, cancelled=_CancelAfter(10**9))
+    full = ca.counter_matrix(tr, cancelled=CancelAfter(10**9))
     for n in range(1, 4):                         # the checks between the pivot's steps
         with pytest.raises(Cancelled):
-            ca.counter_matrix(tr, cancelled=_CancelAfter(n))
-    last = _CancelAfter(5)                        # ... and in the derived-metrics loop
+            ca.counter_matrix(tr, cancelled=CancelAfter(n))
+    last = CancelAfter(5)                        # ... and in the derived-metrics loop
     with pytest.raises(Cancelled):
         ca.counter_matrix(tr, cancelled=last)
     assert last.calls == 5 and len(full.columns)

@@ -167,3 +167,15 @@ def test_print_summary_bad_rows_are_one_sentence(tmp_path: Path, edit, where: st
         _read(p)
     msg = str(ei.value)
     assert str(p) in msg and "line 5" in msg and where in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("name", LONG + SUMMARY)
+def test_both_forms_name_the_profiled_process_and_host(name: str):
+    """Raw pages and summaries alike: the process ids, host and process names of the
+    rows (plain csv) in the trace's meta."""
+    rows = _table(NCU / name)
+    meta = _read(NCU / name).meta
+    assert meta["pids"] == sorted({int(r["Process ID"]) for r in rows})
+    assert meta["process_names"] == sorted({r["Process Name"] for r in rows})
+    (host,) = {r["Host Name"] for r in rows}
+    assert meta["host"] == host
