@@ -139,6 +139,9 @@ MARKERS = TableSpec(
         _c("stream", pa.int32()),
         _c("correlation_id", pa.int64(), doc="the runtime call a GPU-side range belongs to "
            "(Kineto cuda_sync: stream/event/context sync on the GPU)"),
+        _c("wait_on_correlation_id", pa.int64(), doc="a GPU-side wait: the correlation id "
+           "of the event record it waits on (rocpd HIP event records: the hip_event marker "
+           "with that correlation_id; Kineto: wait_on_cuda_event_record_corr_id)"),
         # PyTorch op fields (Kineto cpu_op args), for ops by shape (analysis/ops)
         _c("input_dims", NAME, doc="op input shapes (Kineto 'Input Dims'), compact JSON text"),
         _c("input_types", NAME, doc="op input dtypes (Kineto 'Input type'), compact JSON text"),

@@ -1,4 +1,4 @@
-"""rocpd schema drift: one database per released schema version (3.0.0 ... 3.0.3, DDL as
+"""rocpd schema drift: one database per released schema version (3.0.0 ... 3.0.5, DDL as
 published by rocprofiler-sdk, built by tests/data/fixtures/rocpd_versions.py) reads with
 the figures plain sqlite3 gives over it; a database declaring a newer version gets one
 warning naming both versions. Expected figures come from sqlite3, never the reader."""
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hipscope.model.diagnostics import diagnostics
 from hipscope.parsers import get_reader
 from hipscope.parsers._validate import validate
 from tests.data.fixtures import rocpd_versions as rv
@@ -79,20 +80,22 @@ def test_rocm70_single_digit_tag_is_known(tmp_path):
     assert tr.meta["rocpd_schema_version"] == "3.0.0" and _version_warnings(tr) == []
 
 
-@pytest.mark.parametrize("newer", ["3.0.4", "3.1.0", "4.0.0"])
+@pytest.mark.parametrize("newer", ["3.0.6", "3.1.0", "4.1.0"])
 def test_newer_version_warns_once_naming_both(tmp_path, newer):
-    db = rv.build(tmp_path / f"{newer}_results.db", newer, ddl="3.0.3")
+    db = rv.build(tmp_path / f"{newer}_results.db", newer, ddl="3.0.5")
     tr = _read(db)
     warns = _version_warnings(tr)
     assert len(warns) == 1
-    assert newer in warns[0] and "3.0.3" in warns[0] and str(db) in warns[0]
+    assert newer in warns[0] and "3.0.5" in warns[0] and str(db) in warns[0]
+    assert [d["code"] for d in diagnostics(tr) if d["message"] == warns[0]] == [
+        "rocpd.schema_newer"]
     # still read: the same kernels as sqlite3 counts
     assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
 
 
 def test_newer_version_from_split_tags(tmp_path):
     """A database that writes "3" plus major/minor/patch tags of a newer version."""
-    db = rv.build(tmp_path / "split_results.db", "3.0.9", ddl="3.0.3")
+    db = rv.build(tmp_path / "split_results.db", "3.0.9", ddl="3.0.5")
     conn = sqlite3.connect(db)
     conn.execute(f"UPDATE rocpd_metadata{rv.UUID} SET value = '3' WHERE tag = 'schema_version'")
     conn.commit()
@@ -150,3 +153,62 @@ def test_unreadable_graph_launch_table_warns_and_reads_rest(tmp_path):
     warns = [w for w in tr.meta.get("warnings", []) if "graph launches" in w]
     assert len(warns) == 1 and "rocpd_graph_launch" in warns[0]
     assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
+
+
+@pytest.mark.parametrize("version", ["3.0.4", "3.0.5"])
+def test_hip_event_records_are_gpu_side_waits_on_their_streams(tmp_path, version):
+    """rocpd_hip_event (3.0.4 on): each barrier is a GPU-side ``hip_event`` marker on its
+    stream, linked to its runtime call; a wait names the record it waits on (same
+    hipEvent_t handle, issued before it), as Kineto's cross-stream waits do."""
+    db = rv.build(tmp_path / f"ev{version}_results.db", version)
+    raw = _sql(db, "SELECT S.string, H.stream_id, H.start, H.\"end\", E.stack_id, "
+                   "H.hip_event_handle, H.queue_id, H.source_queue_id FROM rocpd_hip_event H "
+                   "JOIN rocpd_string S ON S.id = H.name_id "
+                   "JOIN rocpd_event E ON E.id = H.event_id ORDER BY H.id")
+    assert len(raw) == 2
+    tr = _read(db)
+    m = tr.markers.to_pandas()
+    ev = m[m["domain"] == "hip_event"].reset_index(drop=True)
+    assert list(ev["name"]) == [r[0] for r in raw]
+    assert list(ev["stream"]) == [r[1] for r in raw]
+    assert list(ev["start"]) == [r[2] for r in raw] and list(ev["end"]) == [r[3] for r in raw]
+    assert list(ev["correlation_id"]) == [r[4] for r in raw]
+    assert ev["device"].notna().all()
+    # the wait: on another queue than its source, waiting on the record of its handle
+    (rec,) = [r for r in raw if "RECORD" in r[0]]
+    (wait,) = [r for r in raw if "WAIT" in r[0]]
+    assert wait[5] == rec[5] and wait[6] != wait[7] == rec[6]
+    w = ev[ev["name"] == wait[0]].iloc[0]
+    assert int(w["wait_on_correlation_id"]) == rec[4] and w["stream"] != rec[1]
+    assert ev[ev["name"] == rec[0]]["wait_on_correlation_id"].isna().all()
+    # each links to its runtime call (hipEventRecord / hipStreamWaitEvent)
+    api = tr.api.to_pandas().set_index("correlation_id")
+    assert [api.loc[c, "name"] for c in ev["correlation_id"]] == [
+        "hipEventRecord", "hipStreamWaitEvent"]
+    validate(tr)
+
+
+@pytest.mark.parametrize("version", ["3.0.3", "3.0.5"])
+def test_spm_counters_are_samples_over_time(tmp_path, version):
+    """SPM records (3.0.3 on; shader_array/wgp from 3.0.5) are per-instance values over
+    time: one series per counter, each point the sum over the instances sampled then."""
+    db = rv.build(tmp_path / f"spm{version}_results.db", version)
+    raw = _sql(db, "SELECT I.name, S.timestamp, sum(PE.value) FROM rocpd_pmc_event PE "
+                   "JOIN rocpd_sample S ON S.id = PE.sample_id "
+                   "JOIN rocpd_info_pmc I ON I.id = PE.pmc_id "
+                   "WHERE PE.sample_id IS NOT NULL GROUP BY I.name, S.timestamp "
+                   "ORDER BY S.timestamp")
+    assert raw
+    tr = _read(db)
+    s = tr.samples.to_pandas().sort_values("time")
+    assert list(zip(s["series"], s["time"], s["value"])) == [
+        (f"SPM {n}", t, v) for n, t, v in raw]
+    cols = [r[1] for r in _sql(db, "PRAGMA table_info(rocpd_pmc_event)")]
+    dims = [d for d in ("shader_array", "wgp") if d in cols]
+    assert dims == (["shader_array", "wgp"] if version == "3.0.5" else [])
+    got = tr.meta["rocpd_spm"][raw[0][0]]["dimensions"]
+    for d in ("shader_engine", *dims):
+        (n,), = _sql(db, f"SELECT count(DISTINCT {d}) FROM rocpd_pmc_event "
+                         "WHERE sample_id IS NOT NULL")
+        assert got[d] == n
+    validate(tr)

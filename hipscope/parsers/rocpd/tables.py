@@ -24,7 +24,10 @@ from .counters import COUNTER_QUERY, counters_table
 from .dangling import warn_lost
 from .db import LEGACY_TABLES, Db, as_int, as_str, masked, release_freed
 from .graphs import graph_launches
+from .hip_events import DOMAIN as HIP_EVENT_DOMAIN
+from .hip_events import hip_event_rows
 from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
+from .spm import spm_samples
 from .physical import (
     Physical,
     encoded_names,
@@ -169,7 +172,8 @@ def _regions_query(db: Db) -> tuple:
             if db.has("regions") and "extdata" in db.columns("regions") else None)
 
 
-def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
+def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None,
+             to_device):
     """API calls and roctx ranges (regions), plus instant marks (samples)."""
     rg = phys.regions() if phys is not None else db.fetch("regions", *_regions_query(db))
     nr = len(rg["start"])
@@ -205,7 +209,8 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
     m["end"] = r_end[mk_rows]
     _add_samples(db, m)
-    return api, _marker_table(m), api_stack, r_guid[api_rows]
+    hip = hip_event_rows(db, guids, to_device, warnings)
+    return api, _marker_table(m, hip), api_stack, r_guid[api_rows]
 
 
 def _add_samples(db: Db, m: dict) -> None:
@@ -229,13 +234,34 @@ def _add_samples(db: Db, m: dict) -> None:
     m["tid"] = np.concatenate([m["tid"], as_int(sm.get("tid"), ns)])
 
 
-def _marker_table(m: dict):
+def _marker_table(m: dict, hip: dict | None):
+    """roctx ranges and marks, then the HIP event records on their GPU streams (each
+    kind nesting among its own: a barrier never shifts a range's depth)."""
     nm = len(m["start"])
+    if hip is None:
+        return build_table("markers", {
+            "name": m["name"], "domain": ["roctx"] * nm, "start": m["start"], "end": m["end"],
+            "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
+            "pid": masked(m["pid"]), "tid": masked(m["tid"]),
+        }, n=nm)
+    nh = len(hip["start"])
+    start, end = np.concatenate([m["start"], hip["start"]]), np.concatenate([m["end"],
+                                                                            hip["end"]])
+    none = np.full(nm, -1, np.int64)
+    kind = np.concatenate([np.zeros(nm, np.int64), np.ones(nh, np.int64)])
+    group = group_key(kind, np.concatenate([m["pid"], hip["device"]]),
+                      np.concatenate([m["tid"], hip["stream"]]))
     return build_table("markers", {
-        "name": m["name"], "domain": ["roctx"] * nm, "start": m["start"], "end": m["end"],
-        "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
-        "pid": masked(m["pid"]), "tid": masked(m["tid"]),
-    }, n=nm)
+        "name": pa.concat_arrays([m["name"].cast(pa.string()), hip["name"]]),
+        "domain": ["roctx"] * nm + [HIP_EVENT_DOMAIN] * nh, "start": start, "end": end,
+        "depth": nesting_depth(start, end, group),
+        "pid": masked(np.concatenate([m["pid"], hip["pid"]])),
+        "tid": masked(np.concatenate([m["tid"], np.full(nh, -1, np.int64)])),
+        "device": masked(np.concatenate([none, hip["device"]])),
+        "stream": masked(np.concatenate([none, hip["stream"]])),
+        "correlation_id": masked(np.concatenate([none, hip["correlation_id"]])),
+        "wait_on_correlation_id": masked(np.concatenate([none, hip["wait_on"]])),
+    }, n=nm + nh)
 
 
 _PROVENANCE = {
@@ -292,7 +318,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     to_device, dev_rows = _devices(db, host_of_nid)
     check_cancel(cancelled)
     progress(0.1)
-    api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys)
+    api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys, to_device)
     release_freed()  # the regions' raw columns
     check_cancel(cancelled)
     progress(0.4)
@@ -305,6 +331,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     copies = _copies(db, guids, to_device, api_stack, api_guid, warnings)
     progress(0.85)
     counters = counters_table(db, guids, k["guid"], k["disp"])
+    samples = spm_samples(db, to_device, meta, warnings)
     progress(1.0)
     launches = graph_launches(db, warnings)
     if launches is not None:
@@ -312,9 +339,10 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     meta["provenance"] = dict(_PROVENANCE)
     if warnings:
         meta["warnings"] = warnings
+    extra = {"samples": samples} if samples is not None else {}
     return Trace(kernels=kernels, api=api, copies=copies, markers=markers,
                  counters=counters, devices=devices, queues=queues, streams=streams,
-                 meta=meta)
+                 meta=meta, **extra)
 
 
 def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
