@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hipscope.analysis.graphs import graph_replay_gaps
 from hipscope.model.diagnostics import diagnostics
 from hipscope.parsers import get_reader
 from hipscope.parsers._validate import validate
@@ -212,3 +213,36 @@ def test_spm_counters_are_samples_over_time(tmp_path, version):
                          "WHERE sample_id IS NOT NULL")
         assert got[d] == n
     validate(tr)
+
+
+@pytest.mark.parametrize("version", ["3.0.2", "3.0.5"])
+def test_graph_replay_short_of_its_nodes_is_warned_and_marked_unknown(tmp_path, version):
+    """A launch whose graph has 20 kernel nodes (rocpd_graph_launch.kernel_dispatch_count)
+    but carries 2: warned with the counts, and its window is incomplete (unknown, not
+    idle), which the launch history alone (2 of 2 every time) cannot see."""
+    db = rv.build(tmp_path / f"short{version}_results.db", version)
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE rocpd_graph_launch{rv.UUID} SET kernel_dispatch_count = 20")
+    conn.commit()
+    conn.close()
+    (launches, nodes), = _sql(db, "SELECT count(*), sum(kernel_dispatch_count) "
+                                  "FROM rocpd_graph_launch")
+    (carried,), = _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch K JOIN rocpd_event E "
+                           "ON E.id = K.event_id WHERE E.stack_id IN (SELECT E2.stack_id "
+                           "FROM rocpd_graph_launch G JOIN rocpd_event E2 ON E2.id = G.event_id)")
+    assert (launches, nodes, carried) == (1, 20, 2)
+    tr = _read(db)
+    d = [x for x in diagnostics(tr) if x["code"] == "rocpd.graph_replay_short"]
+    assert len(d) == 1
+    assert f"{launches:,} of {launches:,} graph launches carry {carried:,} kernels" in \
+        d[0]["message"] and f"have {nodes:,} kernel nodes" in d[0]["message"]
+    gaps = graph_replay_gaps(tr)
+    assert gaps.count == launches and list(gaps.expected) == [nodes]
+    assert list(gaps.found) == [carried]
+
+
+def test_complete_graph_replay_is_not_warned(tmp_path):
+    tr = _read(rv.build(tmp_path / "full_results.db", "3.0.5"))
+    assert tr.meta["graph_launch_kernels"][0][2] == 2
+    assert not [x for x in diagnostics(tr) if x["code"] == "rocpd.graph_replay_short"]
+    assert graph_replay_gaps(tr).count == 0

@@ -23,11 +23,10 @@ from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
 from .dangling import warn_lost
 from .db import LEGACY_TABLES, Db, as_int, as_str, masked, release_freed
-from .graphs import graph_launches
+from .graphs import graph_launches, launch_kernels, warn_short_replays
 from .hip_events import DOMAIN as HIP_EVENT_DOMAIN
 from .hip_events import hip_event_rows
 from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
-from .spm import spm_samples
 from .physical import (
     Physical,
     encoded_names,
@@ -36,6 +35,7 @@ from .physical import (
     take_names,
     take_strings,
 )
+from .spm import spm_samples
 from .version import check_schema_version
 
 __all__ = ["read_db"]
@@ -336,6 +336,11 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     launches = graph_launches(db, warnings)
     if launches is not None:
         meta["rocpd_graph_launches"] = launches
+        nodes = launch_kernels(db)
+        if nodes:
+            meta["graph_launch_kernels"] = nodes
+            warn_short_replays(path, nodes, k["pid"], kernels.numpy("correlation_id",
+                                                                     fill=-1), warnings)
     meta["provenance"] = dict(_PROVENANCE)
     if warnings:
         meta["warnings"] = warnings
