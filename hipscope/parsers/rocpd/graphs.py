@@ -43,12 +43,14 @@ def graph_launches(db: Db, warnings: list[str]) -> list[dict] | None:
     try:
         return _summary(db)
     except TraceFormatError as exc:
-        warnings.append(f"{exc}; graph launches are not summarised")
+        warn(warnings, "rocpd.graph_launches_unread",
+             f"{exc}; graph launches are not summarised", db.path)
         return None
     except (ValueError, TypeError, pa.ArrowException) as exc:
-        warnings.append(f"{db.path}: table rocpd_graph_launch: expected integer graph ids "
-                        f"and counts, found {type(exc).__name__}: {exc}; graph launches are "
-                        "not summarised")
+        warn(warnings, "rocpd.graph_launches_unread",
+             f"{db.path}: table rocpd_graph_launch: expected integer graph ids and counts, "
+             f"found {type(exc).__name__}: {exc}; graph launches are not summarised",
+             db.path)
         return None
 
 

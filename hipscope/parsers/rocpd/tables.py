@@ -18,6 +18,7 @@ from .._common import (
     group_rows,
     nesting_depth,
     new_meta,
+    warn,
 )
 from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
@@ -183,9 +184,9 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None,
     r_cat = r_cat if pa.types.is_dictionary(r_cat.type) else as_str(r_cat, nr)
     no_cat = int(r_cat.null_count)
     if no_cat:  # category_id points nowhere (the view's subquery gives NULL)
-        warnings.append(f"{db.path}: {no_cat} regions have no category (their "
-                        "category_id is not in rocpd_string); they are API calls of "
-                        "domain 'unknown'")
+        warn(warnings, "rocpd.no_category",
+             f"{db.path}: {no_cat} regions have no category (their category_id is not in "
+             "rocpd_string); they are API calls of domain 'unknown'", db.path)
     r_cat = (encoded_names(r_cat, "unknown") if pa.types.is_dictionary(r_cat.type)
              else pc.fill_null(r_cat, scalar("unknown")) if no_cat else r_cat)
     is_marker = is_in_strings(r_cat, _MARKER_CATEGORIES)
