@@ -117,8 +117,10 @@ def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
     rows = vid[to_numpy(arr.indices, len(values) - 1)]
     if len(rows) == 0:
         return pc.dictionary_encode(pa.nulls(0, pa.string()))
-    uniq, first = np.unique(rows, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
+    first = np.full(len(enc.dictionary), len(rows), np.int64)
+    np.minimum.at(first, rows, np.arange(len(rows), dtype=np.int64))  # O(n), no sort
+    used = np.flatnonzero(first < len(rows))
+    order = used[np.argsort(first[used], kind="stable")]
     remap = np.zeros(len(enc.dictionary), np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     return pa.DictionaryArray.from_arrays(from_numpy(remap[rows]),
@@ -167,6 +169,8 @@ def _index(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if lo >= 0 and hi < 4 * len(ids) + (1 << 20):  # ids 1..m as SQLite gives: a table
         lut = np.full(hi + 2, -1, np.int64)
         lut[ids] = np.arange(len(ids))
+        if len(keys) and int(keys.min()) >= 0 and int(keys.max()) <= hi:
+            return lut[keys]  # every key in range: one gather
         inside = (keys >= 0) & (keys <= hi)
         return np.where(inside, lut[np.where(inside, keys, hi + 1)], -1)
     order = np.argsort(ids, kind="stable")
@@ -312,9 +316,10 @@ class Physical:
         s_row, sy = self._join("rocpd_info_kernel_symbol", list(_SYMBOL_COLS.values()),
                                as_int(out["kernel_id"], n, _NO_KEY))
         for c, sc in _SYMBOL_COLS.items():
-            out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
-        if "display_name" in sy:
-            out["name"] = _dict(sy["display_name"], s_row)  # no copy of each name
+            if c == "name" and sc in sy:
+                out[c] = _dict(sy[sc], s_row)  # no copy of each name
+            else:
+                out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
         r_row, _ = self._join("rocpd_string", ["string"], key["region_name_id"])
         keep &= (a_row >= 0) & (p_row >= 0) & (t_row >= 0) & (s_row >= 0) & (r_row >= 0)
         return out, keep

@@ -351,7 +351,18 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
                  meta=meta, **extra)
 
 
+def _one_value(inverse: np.ndarray, k: int, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: its value when all its rows share one, and whether they do."""
+    lo = np.full(k, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(k, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(lo, inverse, vals)
+    np.maximum.at(hi, inverse, vals)
+    return lo, lo == hi
+
+
 def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
+    """One row per (guid, stream) of the kernels: its device, queue and pid where all
+    its kernels share one (a stream's queue only with its one device)."""
     ok = k_stream >= 0
     if not ok.any():
         return build_table("streams", {}, n=0)
@@ -363,25 +374,17 @@ def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
                               as_int(si.get("id"), ns).tolist(),
                               as_str(si.get("name"), ns).to_pylist()):
             names[(g, sid)] = sn
-    rows: dict[str, list] = {c: [] for c in ("stream", "device", "queue", "pid",
-                                             "raw_id", "name")}
     (u_g, u_s), inverse, _first = group_rows(k_guid[ok], k_stream[ok])
-    dev_ok, q_ok, pid_ok = k_dev[ok], k_queue[ok], k_pid[ok]
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(u_g) + 1))
-    for j, (g, s) in enumerate(zip(u_g.tolist(), u_s.tolist())):
-        m = order[bounds[j]:bounds[j + 1]]
-        d = np.unique(dev_ok[m])
-        q = np.unique(q_ok[m])
-        p = np.unique(pid_ok[m])
-        rows["stream"].append(s)
-        rows["device"].append(int(d[0]) if len(d) == 1 else None)
-        rows["queue"].append(int(q[0]) if len(q) == 1 and len(d) == 1 and q[0] >= 0
-                             else None)
-        rows["pid"].append(int(p[0]) if len(p) == 1 and p[0] >= 0 else None)
-        rows["raw_id"].append(str(s))
-        rows["name"].append(names.get((g, s)))
-    return build_table("streams", rows, n=len(rows["stream"]))
+    k = len(u_g)
+    dev, one_dev = _one_value(inverse, k, k_dev[ok])
+    queue, one_q = _one_value(inverse, k, k_queue[ok])
+    pid, one_pid = _one_value(inverse, k, k_pid[ok])
+    rows = {"stream": u_s, "device": masked(dev, ~one_dev),
+            "queue": masked(queue, ~(one_q & one_dev & (queue >= 0))),
+            "pid": masked(pid, ~(one_pid & (pid >= 0))),
+            "raw_id": [str(x) for x in u_s.tolist()],
+            "name": [names.get((g, x)) for g, x in zip(u_g.tolist(), u_s.tolist())]}
+    return build_table("streams", rows, n=k)
 
 _COPY_COLUMNS = ["guid", "nid", "pid", "tid", "start", "end", "name", "size", "stream_id",
                  "queue_id", "src_agent_abs_index", "src_agent_type", "dst_agent_abs_index",
