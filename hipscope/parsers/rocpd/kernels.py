@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 
 from ...model import build_table
 from ...model.table import column_array, scalar
-from .._common import group_rows, number_per_device
+from .._common import number_per_device
 from ..base import TraceFormatError
 from .dangling import kept_dispatches, kernels_kept, unknown_agents
-from .db import Db, as_int, as_str, masked, release_freed
+from .db import Db, as_int, as_str, distinct_rows, masked, release_freed
 from .physical import Physical, encoded_names
 
 __all__ = ["KERNEL_COLUMNS", "ApiLink", "read_kernels"]
@@ -56,7 +56,7 @@ def _distinct_queues(k: dict) -> tuple[list[np.ndarray], np.ndarray] | None:
     qh = k.pop("qh")
     if qh is None:
         return None
-    uniq, inverse, _first = group_rows(k["dev"], k["guid"], qh)
+    uniq, inverse, _first = distinct_rows(k["dev"], k["guid"], qh)
     return uniq, inverse.astype(np.int32)
 
 

@@ -15,7 +15,6 @@ from .._common import (
     copy_directions,
     devices_table,
     group_key,
-    group_rows,
     nesting_depth,
     new_meta,
     warn,
@@ -23,7 +22,7 @@ from .._common import (
 from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
 from .dangling import warn_lost
-from .db import LEGACY_TABLES, Db, as_int, as_str, masked, release_freed
+from .db import LEGACY_TABLES, Db, as_int, as_str, distinct_rows, masked, release_freed
 from .graphs import graph_launches, launch_kernels, warn_short_replays
 from .hip_events import DOMAIN as HIP_EVENT_DOMAIN
 from .hip_events import hip_event_rows
@@ -374,7 +373,7 @@ def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
                               as_int(si.get("id"), ns).tolist(),
                               as_str(si.get("name"), ns).to_pylist()):
             names[(g, sid)] = sn
-    (u_g, u_s), inverse, _first = group_rows(k_guid[ok], k_stream[ok])
+    (u_g, u_s), inverse, _first = distinct_rows(k_guid[ok], k_stream[ok])
     k = len(u_g)
     dev, one_dev = _one_value(inverse, k, k_dev[ok])
     queue, one_q = _one_value(inverse, k, k_queue[ok])
