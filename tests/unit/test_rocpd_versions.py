@@ -246,3 +246,24 @@ def test_complete_graph_replay_is_not_warned(tmp_path):
     assert tr.meta["graph_launch_kernels"][0][2] == 2
     assert not [x for x in diagnostics(tr) if x["code"] == "rocpd.graph_replay_short"]
     assert graph_replay_gaps(tr).count == 0
+
+
+@pytest.mark.parametrize(("table", "sql", "code"), [
+    ("rocpd_hip_event", "UPDATE {t} SET hip_event_handle = 'abc'", "rocpd.hip_events_unread"),
+    ("rocpd_hip_event", "UPDATE {t} SET start = 'x'", "rocpd.hip_events_unread"),
+    ("rocpd_pmc_event", "UPDATE {t} SET wgp = 'q' WHERE sample_id IS NOT NULL",
+     "rocpd.spm_unread"),
+])
+def test_unreadable_hip_events_or_spm_warn_and_the_rest_reads(tmp_path, table, sql, code):
+    """Text where the schema has integers, in what 3.0.4/3.0.5 add: that part is left out
+    with one coded warning naming the table; kernels and the rest read as before."""
+    db = rv.build(tmp_path / "bad_results.db", "3.0.5")
+    conn = sqlite3.connect(db)
+    conn.execute(sql.format(t=f"{table}{rv.UUID}"))
+    conn.commit()
+    conn.close()
+    tr = _read(db)
+    (d,) = [x for x in diagnostics(tr) if x["code"] == code]
+    assert table in d["message"] and str(db) in d["message"]
+    assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
+    validate(tr)

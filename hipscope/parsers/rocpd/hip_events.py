@@ -101,7 +101,14 @@ def hip_event_rows(db: Db, gcode, to_device, warnings: list[str]) -> dict | None
     n = len(rows["start"])
     if n == 0:
         return None
-    return _columns(rows, n, gcode, to_device)
+    try:
+        return _columns(rows, n, gcode, to_device)
+    except (ValueError, TypeError, pa.ArrowException) as exc:
+        warn(warnings, "rocpd.hip_events_unread",
+             f"{db.path}: table rocpd_hip_event: expected integer ids and times, found "
+             f"{type(exc).__name__}: {exc}; HIP event records (cross-stream waits) are "
+             "not read", db.path)
+        return None
 
 
 def _columns(rows: dict, n: int, gcode, to_device) -> dict:

@@ -60,6 +60,17 @@ def spm_samples(db: Db, to_device, meta: dict, warnings: list[str]):
     n = len(rows["time"])
     if n == 0:
         return None
+    try:
+        return _table(rows, n, to_device, meta)
+    except (ValueError, TypeError, pa.ArrowException) as exc:
+        warn(warnings, "rocpd.spm_unread",
+             f"{db.path}: table rocpd_pmc_event: expected numeric SPM values and "
+             f"dimensions, found {type(exc).__name__}: {exc}; SPM counters are not read",
+             db.path)
+        return None
+
+
+def _table(rows: dict, n: int, to_device, meta: dict):
     names = as_str(rows["counter"], n).fill_null("(unnamed)")
     ncode, nvals = _codes(names)
     dev = to_device(as_int(rows.get("nid"), n), as_int(rows.get("abs"), n))
@@ -67,15 +78,17 @@ def spm_samples(db: Db, to_device, meta: dict, warnings: list[str]):
     (u_c, u_d, u_t), inv, _first = group_rows(ncode, dev, time)
     value = np.bincount(inv, weights=np.nan_to_num(
         rows["value"].cast(pa.float64()).to_numpy(zero_copy_only=False)), minlength=len(u_c))
-    meta["rocpd_spm"] = {
+    spm = {
         name: {"samples": int(len(np.unique(time[ncode == c]))),
                "dimensions": {d: int(len(np.unique(as_int(rows[d], n)[ncode == c])))
                               for d in DIMENSIONS if d in rows}}
         for c, name in enumerate(nvals)}
-    return build_table("samples", {
+    table = build_table("samples", {
         "series": [f"SPM {nvals[c]}" for c in u_c.tolist()], "time": u_t, "value": value,
         "device": pa.array(u_d, mask=u_d < 0, type=pa.int64()),
     }, n=len(u_c))
+    meta["rocpd_spm"] = spm
+    return table
 
 
 def _codes(names: pa.Array) -> tuple[np.ndarray, list[str]]:
