@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from hipscope.analysis.graphs import graph_replay_gaps
@@ -267,3 +268,26 @@ def test_unreadable_hip_events_or_spm_warn_and_the_rest_reads(tmp_path, table, s
     assert table in d["message"] and str(db) in d["message"]
     assert len(tr.kernels) == _sql(db, "SELECT count(*) FROM rocpd_kernel_dispatch")[0][0]
     validate(tr)
+
+
+@pytest.mark.parametrize("version", ["3.0.2", "3.0.5"])
+@pytest.mark.parametrize("physical", ["1", "0"])
+def test_kernels_carry_their_graph_exec_and_node_ids(tmp_path, monkeypatch, version,
+                                                     physical):
+    """graph_exec_id / graph_node_id of each dispatch (3.0.2 on), null for kernels not
+    replayed from a graph (the columns' 0), read alike from the physical tables and the
+    views."""
+    monkeypatch.setenv("HIPSCOPE_ROCPD_PHYSICAL", physical)
+    db = rv.build(tmp_path / f"gid{version}_results.db", version)
+    raw = _sql(db, "SELECT dispatch_id, graph_exec_id, graph_node_id "
+                   "FROM rocpd_kernel_dispatch ORDER BY dispatch_id")
+    assert any(r[2] for r in raw) and not all(r[2] for r in raw)
+    k = _read(db).kernels.to_pandas().sort_values("dispatch_id")
+    got = [(d, None if pd.isna(e) else int(e), None if pd.isna(n) else int(n))
+           for d, e, n in zip(k["dispatch_id"], k["graph_exec_id"], k["graph_node_id"])]
+    assert got == [(d, e or None, n or None) for d, e, n in raw]
+
+
+def test_no_graph_ids_before_302(tmp_path):
+    k = _read(rv.build(tmp_path / "ng_results.db", "3.0.1")).kernels
+    assert not k.has("graph_exec_id") and not k.has("graph_node_id")

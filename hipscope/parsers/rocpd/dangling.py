@@ -33,6 +33,7 @@ _DISPATCH_COLS = {
     "vgpr_count": ("S", "arch_vgpr_count"), "accum_vgpr_count": ("S", "accum_vgpr_count"),
     "sgpr_count": ("S", "sgpr_count"), "stack_id": ("E", "stack_id"),
     "name": ("S", "display_name"),
+    "graph_exec_id": ("K", "graph_exec_id"), "graph_node_id": ("K", "graph_node_id"),
 }
 # alias -> (view, column of K it joins on)
 _JOINS = {"A": ("rocpd_info_agent", "agent_id"), "E": ("rocpd_event", "event_id"),

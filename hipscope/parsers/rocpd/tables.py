@@ -26,7 +26,7 @@ from .db import LEGACY_TABLES, Db, as_int, as_str, distinct_rows, masked, releas
 from .graphs import graph_launches, launch_kernels, warn_short_replays
 from .hip_events import DOMAIN as HIP_EVENT_DOMAIN
 from .hip_events import hip_event_rows
-from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
+from .kernels import kernel_query, read_kernels
 from .physical import (
     Physical,
     encoded_names,
@@ -310,7 +310,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     if db.has("regions") and phys is None:
         db.prefetch("regions", *_regions_query(db))
     if db.has("kernels") and phys is None:
-        db.prefetch("kernels", KERNEL_COLUMNS, required=KERNEL_REQUIRED)
+        db.prefetch("kernels", *kernel_query(db))
     if db.has("memory_copies"):
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
