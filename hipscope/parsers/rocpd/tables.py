@@ -269,6 +269,9 @@ _PROVENANCE = {
                     "formatted_kernel_name, as CSV Kernel_Name)",
     "kernels.api_index": "regions.stack_id = kernels.stack_id AND guid",
     "kernels.correlation_id": "stack_id (internal correlation id)",
+    "kernels.graph_node_id": "rocpd_kernel_dispatch.graph_node_id (3.0.2 on; 0 -> null)",
+    "markers.wait_on_correlation_id": "rocpd_hip_event: the latest HIP_EVENT_RECORD of the "
+                                      "same hip_event_handle issued before the wait",
     "devices.raw_id": "rocpd_info_agent.absolute_index (KFD node id)",
     "markers.name": "regions/samples extdata.message (roctx text)",
 }
