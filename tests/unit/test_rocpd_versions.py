@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -291,3 +292,22 @@ def test_kernels_carry_their_graph_exec_and_node_ids(tmp_path, monkeypatch, vers
 def test_no_graph_ids_before_302(tmp_path):
     k = _read(rv.build(tmp_path / "ng_results.db", "3.0.1")).kernels
     assert not k.has("graph_exec_id") and not k.has("graph_node_id")
+
+
+def test_waits_link_to_the_latest_earlier_record_of_their_handle():
+    """Many records and waits over a few handles: each wait names the record of its own
+    handle issued last before it (checked against a plain loop), none for a wait issued
+    before any record of its handle."""
+    from hipscope.parsers.rocpd.hip_events import _waits_on
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    guid, handle = rng.integers(0, 2, n), rng.integers(0, 9, n)
+    corr = rng.permutation(n).astype(np.int64) + 1
+    wait = rng.random(n) < 0.5
+    got = _waits_on(guid, handle, corr, np.zeros(n, np.int64), wait)
+    for i in np.flatnonzero(wait)[:400].tolist():
+        mine = [j for j in range(n) if not wait[j] and guid[j] == guid[i]
+                and handle[j] == handle[i] and corr[j] <= corr[i]]
+        assert got[i] == (corr[max(mine, key=lambda j: corr[j])] if mine else -1)
+    assert (got[~wait] == -1).all() and (got[wait] == -1).any()

@@ -69,15 +69,22 @@ def _names(rows: dict, wait: np.ndarray, n: int) -> pa.Array:
 
 def _waits_on(guid: np.ndarray, handle: np.ndarray, corr: np.ndarray, start: np.ndarray,
               wait: np.ndarray) -> np.ndarray:
-    """Per row: the correlation id of the record a wait waits on, -1 elsewhere."""
+    """Per row: the correlation id of the record a wait waits on (the latest record of
+    the same guid and handle issued at or before it), -1 elsewhere. One sort, no loop
+    over the waits."""
     out = np.full(len(wait), -1, np.int64)
+    rec, w = np.flatnonzero(~wait), np.flatnonzero(wait)
+    if len(rec) == 0 or len(w) == 0:
+        return out
     order = corr if (corr >= 0).all() else start  # issue order
-    rec = np.flatnonzero(~wait)
-    for i in np.flatnonzero(wait):
-        mine = rec[(guid[rec] == guid[i]) & (handle[rec] == handle[i])
-                   & (order[rec] <= order[i])]
-        if len(mine):
-            out[i] = corr[mine[np.argmax(order[mine])]]
+    _g, group = np.unique(np.stack([guid, handle], axis=1), axis=0, return_inverse=True)
+    _o, rank = np.unique(order, return_inverse=True)
+    key = group.reshape(-1).astype(np.int64) * (len(_o) + 1) + rank.reshape(-1)
+    by_key = rec[np.argsort(key[rec], kind="stable")]
+    pos = np.searchsorted(key[by_key], key[w], side="right") - 1
+    hit = by_key[np.maximum(pos, 0)]
+    ok = (pos >= 0) & (group.reshape(-1)[hit] == group.reshape(-1)[w])
+    out[w[ok]] = corr[hit[ok]]
     return out
 
 
