@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._common import warn
+from .._common import group_key, warn
 from ..base import TraceFormatError
 from .db import Db, as_int, as_str
 
@@ -77,13 +77,14 @@ def _waits_on(guid: np.ndarray, handle: np.ndarray, corr: np.ndarray, start: np.
     if len(rec) == 0 or len(w) == 0:
         return out
     order = corr if (corr >= 0).all() else start  # issue order
-    _g, group = np.unique(np.stack([guid, handle], axis=1), axis=0, return_inverse=True)
+    _g, group = np.unique(group_key(guid, handle), return_inverse=True)
     _o, rank = np.unique(order, return_inverse=True)
-    key = group.reshape(-1).astype(np.int64) * (len(_o) + 1) + rank.reshape(-1)
+    group, rank = group.reshape(-1).astype(np.int64), rank.reshape(-1)
+    key = group * (len(_o) + 1) + rank
     by_key = rec[np.argsort(key[rec], kind="stable")]
     pos = np.searchsorted(key[by_key], key[w], side="right") - 1
     hit = by_key[np.maximum(pos, 0)]
-    ok = (pos >= 0) & (group.reshape(-1)[hit] == group.reshape(-1)[w])
+    ok = (pos >= 0) & (group[hit] == group[w])
     out[w[ok]] = corr[hit[ok]]
     return out
 
