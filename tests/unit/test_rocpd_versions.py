@@ -5,6 +5,7 @@ warning naming both versions. Expected figures come from sqlite3, never the read
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -311,3 +312,19 @@ def test_waits_link_to_the_latest_earlier_record_of_their_handle():
                 and handle[j] == handle[i] and corr[j] <= corr[i]]
         assert got[i] == (corr[max(mine, key=lambda j: corr[j])] if mine else -1)
     assert (got[~wait] == -1).all() and (got[wait] == -1).any()
+
+
+def test_report_marks_the_short_replay_window_unknown(tmp_path, capsys):
+    """``report --json``: the graph replay short of its nodes is reported as incomplete
+    (its window unknown, not idle), beside the reader's own coded warning."""
+    from hipscope.cli.main import main
+
+    db = rv.build(tmp_path / "rep_results.db", "3.0.5")
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE rocpd_graph_launch{rv.UUID} SET kernel_dispatch_count = 20")
+    conn.commit()
+    conn.close()
+    assert main(["report", "--json", "--no-cache", str(db)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    codes = [d["code"] for d in rep["diagnostics"]]
+    assert "rocpd.graph_replay_short" in codes and "analysis.incomplete_graph_replay" in codes
