@@ -5,7 +5,7 @@ that still append plain strings, by the message table ``model/diagnostic_codes.p
 Checked three ways: (1) every warning site in the readers is coded or its message (the
 site's own text with placeholder values) matches a pattern, and every pattern matches a
 site; (2) each pattern against messages hipscope wrote on real samples and fixtures;
-(3) reading every real sample gives no ``reader.warning``."""
+(3) reading every real sample and reader fixture gives no ``reader.warning``."""
 
 from __future__ import annotations
 
@@ -174,9 +174,14 @@ def test_a_message_no_pattern_knows_stays_generic():
 
 _SAMPLES = sorted(d for fmt in SAMPLES.iterdir() if fmt.is_dir() for d in fmt.iterdir()
                   if d.is_dir())
+_FIXTURES = sorted(p for sub in ("nsys", "jax", "ncu", "kineto-2021", "rocpd", "pftrace")
+                   for p in (ROOT / "tests" / "data" / sub).iterdir()
+                   if p.suffix in (".sqlite", ".csv", ".json", ".gz", ".db", ".pftrace")
+                   or p.is_dir())
 
 
-@pytest.mark.parametrize("folder", _SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("folder", _SAMPLES + _FIXTURES,
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_samples_give_no_generic_code(folder):
     try:
         tr = open_trace(folder)
