@@ -56,6 +56,32 @@ def _warm() -> None:
                    env=_env(), check=True, stdout=subprocess.DEVNULL)
 
 
+_PHASES = """
+import json, sys, time
+from pathlib import Path
+c0, t0 = time.process_time(), time.thread_time()
+from hipscope.parsers import open_trace
+from hipscope.analysis.report import build_report
+c1, t1 = time.process_time(), time.thread_time()
+tr = open_trace(Path(sys.argv[1]))
+c2, t2 = time.process_time(), time.thread_time()
+build_report(tr)
+c3 = time.process_time()
+print(json.dumps({"import_cpu_s": round(c1 - c0, 2), "read_cpu_s": round(c2 - c1, 2),
+                  "read_main_thread_cpu_s": round(t2 - t1, 2),
+                  "analyses_cpu_s": round(c3 - c2, 2)}))
+"""
+
+
+def phases(db: Path) -> dict:
+    """CPU seconds of the report's phases in one fresh process: imports, the read (all
+    threads: SQL fetches and the integrity check run beside the main thread), the read's
+    main thread alone, and the analyses (``build_report``)."""
+    out = subprocess.run([sys.executable, "-c", _PHASES, str(db)], env=_env(), check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def _run(argv: list[str]) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MB) of one fresh subprocess (its own rusage: wait4)."""
     env = _env()
@@ -96,6 +122,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/hipscope-bench-rocpd"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--phases", action="store_true",
+                    help="also the CPU seconds of the read and of the analyses")
     a = ap.parse_args()
     db = a.dir / f"{a.kernels}" / "4242_results.db"
     if not db.exists():
@@ -104,6 +132,8 @@ def main() -> None:
         write_rocpd(db, a.kernels)
     out = {**measure(db, a.runs), "kernels": a.kernels,
            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    if a.phases:
+        out.update(phases(db))
     print(json.dumps(out) if a.json else
           f"{a.kernels:,} kernels: report {out['report_s']} s ({out['peak_rss_mb']} MB peak), "
           f"ADBC floor {out['adbc_read_s']} s, ratio {out['ratio']} (target <= 1.3); "
