@@ -1,10 +1,11 @@
 """Graph-replay completeness: graph launches that carry far fewer kernels than their graph.
 
 A ROCm release-candidate regression drops almost all kernels of HIP-graph replay from
-profiler traces; the GPU then looks idle while it ran the graph. No format hipscope
-reads gives the node count of each graph, so the graph's own history stands in for
-it: launches of one graph (same call name, process, thread and stream: one launch
-site) should carry the same kernels, so the most any of them carried is taken as the
+profiler traces; the GPU then looks idle while it ran the graph. Where the trace
+gives each launch's kernel-node count (``meta["graph_launch_kernels"]``: rocpd 3.0.2
+on) that is the expected count. Elsewhere the graph's own history stands in for it:
+launches of one graph (same call name, process, thread and stream: one launch site)
+should carry the same kernels, so the most any of them carried is taken as the
 expected count. A launch carrying at most ``FRACTION`` of that is incomplete, and so
 is every launch of a site whose launches carry no kernel (nor copy) at all while the
 trace links kernels to other calls. An incomplete launch's window runs from its call's
@@ -116,6 +117,8 @@ def graph_replay_gaps(trace: Trace) -> GraphReplayGaps:
     ref = np.zeros(site.max() + 1, dtype=np.int64)
     np.maximum.at(ref, site, found)
     expected = np.where(ref[site] > 0, ref[site], -1)
+    nodes = _node_counts(trace, rows)  # the graph's own kernel count, where the trace has it
+    expected = np.where(nodes > 0, nodes, expected)
     site_copies = np.bincount(site, weights=copies)
     other_linked = bool(linked.any() and (~gcode[codes[ai[linked]]]).any())
     incomplete = np.where(expected > 0, found <= FRACTION * expected,
@@ -123,6 +126,23 @@ def graph_replay_gaps(trace: Trace) -> GraphReplayGaps:
     start, end = _windows(trace, rows, site, ai, linked)
     device = _site_device(k, ai, linked, rows, site)
     return GraphReplayGaps(rows, found, expected, incomplete.astype(bool), start, end, device)
+
+
+def _node_counts(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Kernel nodes of each launch's graph from ``meta["graph_launch_kernels"]``
+    (``[pid, correlation_id, kernels]``, e.g. rocpd ``rocpd_graph_launch``); -1 where
+    the trace does not say."""
+    known = trace.meta.get("graph_launch_kernels") or []
+    out = np.full(len(rows), -1, dtype=np.int64)
+    api = trace.api
+    if not known or not api.has("correlation_id"):
+        return out
+    by_key = {(int(p), int(c)): int(n) for p, c, n in known}
+    pid = api.numpy("pid", fill=-1)[rows] if api.has("pid") else np.full(len(rows), -1)
+    corr = api.numpy("correlation_id", fill=-1)[rows]
+    for i, key in enumerate(zip(pid.tolist(), corr.tolist())):
+        out[i] = by_key.get(key, -1)
+    return out
 
 
 def _copies_per_call(trace: Trace) -> np.ndarray:

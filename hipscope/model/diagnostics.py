@@ -7,14 +7,17 @@ listed in docs/readers.md ("Diagnostic codes"). Qt-free; meta stays plain JSON.
 
 Sites that see a ``meta`` call :func:`add_diagnostic`. Sites that only see a warnings
 list append :func:`coded` strings (a ``str`` that carries its code); :func:`harvest`
-turns them into diagnostics before the trace is cached, and :func:`diagnostics` maps
-every warning without one to the generic ``reader.warning``, so the list is complete.
+turns them into diagnostics before the trace is cached, and :func:`diagnostics` gives
+every warning without one the code its message pattern has (``diagnostic_codes``), or
+the generic ``reader.warning`` for a message no pattern knows, so the list is complete.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from .diagnostic_codes import code_of, where_of
 
 SEVERITIES = ("info", "warning", "error")
 GENERIC = "reader.warning"
@@ -93,6 +96,9 @@ def diagnostics(trace_or_meta: Any) -> list[dict[str, Any]]:
 
 
 def _as_dict(w: Any) -> dict[str, Any]:
+    """A coded warning's own code; a plain one's from the message table
+    (``diagnostic_codes``), else the generic code."""
     if isinstance(w, Coded):
         return Diagnostic(w.code, w.severity, str(w), w.where).as_dict()
-    return Diagnostic(GENERIC, "warning", str(w)).as_dict()
+    code, severity = code_of(str(w)) or (GENERIC, "warning")
+    return Diagnostic(code, severity, str(w), where_of(str(w))).as_dict()

@@ -84,6 +84,10 @@ KERNELS = TableSpec(
         _c("lds_bytes", pa.int32(), doc="LDS / static shared memory per workgroup, bytes"),
         _c("dyn_lds_bytes", pa.int32(), doc="dynamic shared memory per block, bytes"),
         _c("scratch_bytes", pa.int32(), doc="scratch (private) memory per work-item, bytes"),
+        _c("graph_exec_id", pa.int64(), doc="the executable graph that replayed this kernel "
+           "(rocpd graph_exec_id); null outside graphs"),
+        _c("graph_node_id", pa.int64(), doc="the graph node this kernel is (rocpd "
+           "graph_node_id); null outside graphs"),
     ),
     "One row per kernel dispatch.",
 )

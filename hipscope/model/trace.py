@@ -170,7 +170,7 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
     m: dict[str, Any] = {}
     for tr in traces:
         for k, v in tr.meta.items():
-            if k in ("warnings", "diagnostics", "sources", "pids"):
+            if k in ("warnings", "diagnostics", "sources", "pids", "graph_launch_kernels"):
                 m.setdefault(k, [])
                 m[k].extend(x for x in v if x not in m[k])
             else:

@@ -184,6 +184,15 @@ def warn_no_kernels(warnings: list[str], where: object, detail: str = "") -> Non
                           f"{where}: {NO_KERNELS}" + (f" ({detail})" if detail else ""), where))
 
 
+def warn(warnings: list[str], code: str, message: str, where: object = None,
+         severity: str = "warning") -> None:
+    """Append ``message`` to a reader's warnings with its stable diagnostic ``code``
+    (listed in docs/readers.md): the one way a reader warns."""
+    from ..model.diagnostics import coded
+
+    warnings.append(coded(code, message, where, severity))
+
+
 def add_count(counts: dict[str, int], what: str, n: int = 1) -> None:
     """``counts[what] += n`` (for meta['dropped'] / meta['skipped'])."""
     if n:

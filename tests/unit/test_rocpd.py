@@ -732,3 +732,27 @@ def test_folder_with_a_second_name_of_a_db_reads_it_once(tmp_path):
     tr = open_trace(tmp_path)
     assert len(tr.kernels) == n
     assert len(tr.meta["sources"]) == 1
+
+
+@pytest.mark.parametrize("db_path", DBS, ids=lambda p: p.name)
+def test_streams_table_against_plain_sqlite(db_path):
+    """One row per stream the kernels use: its name, and its device, queue and pid
+    where all its kernels share one (figures from sqlite3 over the file)."""
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        raw = con.execute(
+            "SELECT K.stream_id, count(DISTINCT K.agent_id), count(DISTINCT K.queue_id), "
+            "count(DISTINCT P.pid), min(P.pid), S.name FROM rocpd_kernel_dispatch K "
+            "JOIN rocpd_info_process P ON P.id = K.pid "
+            "LEFT JOIN rocpd_info_stream S ON S.id = K.stream_id "
+            "GROUP BY K.stream_id ORDER BY K.stream_id").fetchall()
+    finally:
+        con.close()
+    tr = get_reader("rocpd").read(db_path, lambda f: None, lambda: False)
+    st = tr.streams.to_pandas().sort_values("stream")
+    assert list(st["stream"]) == [r[0] for r in raw]
+    assert list(st["name"]) == [r[5] for r in raw]
+    assert [not pd.isna(d) for d in st["device"]] == [r[1] == 1 for r in raw]
+    assert [not pd.isna(q) for q in st["queue"]] == [r[1] == 1 and r[2] == 1 for r in raw]
+    assert [None if pd.isna(p) else int(p) for p in st["pid"]] == [
+        r[4] if r[3] == 1 else None for r in raw]

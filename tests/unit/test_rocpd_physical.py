@@ -216,3 +216,18 @@ def test_api_link_sorted_once_equals_link_by_correlation(n_api):
         want = link_by_correlation(stack, guid, api_stack, api_guid)
         got = link(stack, guid)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 5000])
+@pytest.mark.parametrize("span", [5, 1 << 40])
+def test_distinct_rows_equals_group_rows(n, span):
+    """The hashed grouping of the big tables gives group_rows' answer exactly (sorted
+    distinct rows, each row's group, first rows), keys that fit 62 bits or not."""
+    from hipscope.parsers._common import group_rows
+    from hipscope.parsers.rocpd.db import distinct_rows
+
+    rng = np.random.default_rng(n + span)
+    cols = (rng.integers(0, 4, n), rng.integers(-1, 3, n), rng.integers(0, span, n))
+    (u1, i1, f1), (u2, i2, f2) = group_rows(*cols), distinct_rows(*cols)
+    assert all(np.array_equal(a, b) for a, b in zip(u1, u2))
+    assert np.array_equal(i1, i2) and np.array_equal(f1, f2)

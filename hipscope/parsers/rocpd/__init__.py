@@ -14,9 +14,12 @@ Those data views inner-join their ids: kernels they drop are read from
 (``dangling.py``). Every file must pass ``PRAGMA quick_check`` (``parsers/_sqlite.py``):
 b-tree damage drops rows without any SQL error.
 Every row carries ``guid`` (one per profiled process); several databases (one per
-process or rank) read as one trace. Schema versions 3.0.0-3.0.3 are known; a newer one
+process or rank) read as one trace. Schema versions 3.0.0-3.0.5 are known; a newer one
 is read with a warning (``version.py``); HIP graph launches (3.0.2 on) are summarised in
-``meta["rocpd_graph_launches"]`` (``graphs.py``).
+``meta["rocpd_graph_launches"]``, each launch's kernel nodes in
+``meta["graph_launch_kernels"]`` (``graphs.py``); SPM counters (3.0.3 on) are samples
+series (``spm.py``); HIP event records (3.0.4 on) are GPU-side ``hip_event`` markers
+with their cross-stream waits (``hip_events.py``). docs/readers.md has the table.
 
 Facts from ``source/lib/output/generateRocpd.cpp``: ``rocpd_event.stack_id`` is the
 internal correlation id and ``rocpd_event.correlation_id`` the *external* one, so a kernel

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ...model.table import scalar
+from .._common import warn
 from .db import Db, as_int, as_str
 
 __all__ = ["kept_dispatches", "kernels_kept", "unknown_agents", "warn_lost"]
@@ -32,6 +33,7 @@ _DISPATCH_COLS = {
     "vgpr_count": ("S", "arch_vgpr_count"), "accum_vgpr_count": ("S", "accum_vgpr_count"),
     "sgpr_count": ("S", "sgpr_count"), "stack_id": ("E", "stack_id"),
     "name": ("S", "display_name"),
+    "graph_exec_id": ("K", "graph_exec_id"), "graph_node_id": ("K", "graph_node_id"),
 }
 # alias -> (view, column of K it joins on)
 _JOINS = {"A": ("rocpd_info_agent", "agent_id"), "E": ("rocpd_event", "event_id"),
@@ -73,9 +75,10 @@ def kernels_kept(db: Db, kn: dict, wanted: list[str], warnings: list[str]) -> di
         return kn
     plan = _dispatch_sql(db, wanted)
     if plan is None:
-        warnings.append(f"{db.path}: the kernels view lists {nk} of the {total} kernels in "
-                        "rocpd_kernel_dispatch; the other "
-                        f"{total - nk} could not be read and are left out")
+        warn(warnings, "rocpd.kernels_lost",
+             f"{db.path}: the kernels view lists {nk} of the {total} kernels in "
+             f"rocpd_kernel_dispatch; the other {total - nk} could not be read and are "
+             "left out", db.path)
         return kn
     return kept_dispatches(db, db.fetch_sql(*plan, "table rocpd_kernel_dispatch"), nk,
                            total, warnings)
@@ -96,10 +99,10 @@ def kept_dispatches(db: Db, out: dict, nk: int, total: int, warnings: list[str])
                                           "'unknown kernel <kernel_id>')"),
                                          (n_agent, "with no agent (on a device "
                                           "'unknown agent <agent_id>')")) if c]
-    warnings.append(
-        f"{db.path}: {total - nk} of {total} kernels are missing from the kernels view "
-        "(an id of theirs in rocpd_kernel_dispatch points nowhere); they are kept"
-        + (": " + ", ".join(how) if how else ""))
+    warn(warnings, "rocpd.kernels_dangling",
+         f"{db.path}: {total - nk} of {total} kernels are missing from the kernels view "
+         "(an id of theirs in rocpd_kernel_dispatch points nowhere); they are kept"
+         + (": " + ", ".join(how) if how else ""), db.path)
     return out
 
 
@@ -128,6 +131,7 @@ def warn_lost(db: Db, view: str, table: str, n: int, what: str,
     """A warning when ``view`` has fewer rows than the physical ``table`` under it."""
     total = db.count(table)
     if total is not None and total > n:
-        warnings.append(f"{db.path}: {total - n} of {total} {what} in {table} are missing "
-                        f"from the {view} view (an id of theirs points nowhere) and are "
-                        "left out")
+        warn(warnings, "rocpd.rows_lost",
+             f"{db.path}: {total - n} of {total} {what} in {table} are missing "
+             f"from the {view} view (an id of theirs points nowhere) and are left out",
+             db.path)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model.table import from_numpy, string_array, to_numpy
+from .._common import group_key, group_rows
 from .._sqlite import (
     SQL_ERRORS,
     connect_ro,
@@ -31,8 +32,8 @@ from .._sqlite import (
 )
 from ..base import TraceFormatError
 
-__all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "is_rocpd", "masked",
-           "table_names"]
+__all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "distinct_rows",
+           "is_rocpd", "masked", "table_names"]
 
 LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
 
@@ -336,6 +337,24 @@ def release_freed() -> None:
     glibc keeps (hundreds of MB after a big read) unless trimmed."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+def distinct_rows(*cols: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """``_common.group_rows`` (distinct rows in sorted order, each row's group, each
+    group's first row) by hashing one key per row instead of sorting every row: the
+    big tables have few distinct (device, queue) or (guid, stream) rows."""
+    n = len(cols[0])
+    if n == 0:
+        return group_rows(*cols)
+    key = group_key(*cols)
+    enc = pc.dictionary_encode(from_numpy(key))
+    idx = to_numpy(enc.indices).astype(np.int64)
+    first = np.full(len(enc.dictionary), n, np.int64)
+    np.minimum.at(first, idx, np.arange(n, dtype=np.int64))
+    order = np.lexsort([np.asarray(c)[first] for c in cols[::-1]])  # groups, sorted
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return [np.asarray(c)[first[order]] for c in cols], rank[idx], first[order]
 
 
 def as_int(arr: pa.Array | None, n: int, fill: int = -1) -> np.ndarray:

@@ -18,19 +18,33 @@ import pyarrow.compute as pc
 
 from ...model import build_table
 from ...model.table import column_array, scalar
-from .._common import group_rows, number_per_device
+from .._common import number_per_device
 from ..base import TraceFormatError
 from .dangling import kept_dispatches, kernels_kept, unknown_agents
-from .db import Db, as_int, as_str, masked, release_freed
+from .db import Db, as_int, as_str, distinct_rows, masked, release_freed
 from .physical import Physical, encoded_names
 
-__all__ = ["KERNEL_COLUMNS", "ApiLink", "read_kernels"]
+__all__ = ["KERNEL_COLUMNS", "ApiLink", "kernel_query", "read_kernels"]
 
 KERNEL_COLUMNS = ["guid", "nid", "pid", "tid", "kernel_id", "agent_abs_index", "dispatch_id",
                   "queue_id", "stream_id", "start", "end", "grid_x", "grid_y", "grid_z",
                   "workgroup_x", "workgroup_y", "workgroup_z", "lds_size", "scratch_size",
                   "vgpr_count", "accum_vgpr_count", "sgpr_count", "stack_id", "name"]
 KERNEL_REQUIRED = ["start", "end", "agent_abs_index"]
+_GRAPH = ("graph_exec_id", "graph_node_id")
+
+
+def kernel_query(db: Db) -> tuple:
+    """fetch() arguments for the kernels view: its columns, and the graph ids of schema
+    3.0.2 on (from the view, else looked up in rocpd_kernel_dispatch by id)."""
+    have = set(db.columns("kernels")) if db.has("kernels") else set()
+    wanted = KERNEL_COLUMNS + [c for c in _GRAPH if c in have]
+    disp = set(db.columns("rocpd_kernel_dispatch")) if db.has("rocpd_kernel_dispatch") \
+        else set()
+    extra = {c: f'(SELECT D."{c}" FROM "rocpd_kernel_dispatch" D WHERE D.id = "kernels".id '
+                'AND D.guid = "kernels".guid)'
+             for c in _GRAPH if c not in have and c in disp and {"id", "guid"} <= have}
+    return wanted, "", KERNEL_REQUIRED, extra or None
 _KERNEL_INTS = (("grid_x", "grid_x"), ("grid_y", "grid_y"), ("grid_z", "grid_z"),
                 ("block_x", "workgroup_x"), ("block_y", "workgroup_y"),
                 ("block_z", "workgroup_z"), ("vgpr", "vgpr_count"),
@@ -56,7 +70,7 @@ def _distinct_queues(k: dict) -> tuple[list[np.ndarray], np.ndarray] | None:
     qh = k.pop("qh")
     if qh is None:
         return None
-    uniq, inverse, _first = group_rows(k["dev"], k["guid"], qh)
+    uniq, inverse, _first = distinct_rows(k["dev"], k["guid"], qh)
     return uniq, inverse.astype(np.int32)
 
 
@@ -108,11 +122,11 @@ class ApiLink:
 def _one_piece(db: Db, phys: Physical | None, warnings: list[str]) -> dict:
     """The kernels view's columns, plus the dispatches it drops (``dangling.py``)."""
     if phys is None:
-        kn = db.fetch("kernels", KERNEL_COLUMNS, required=KERNEL_REQUIRED)
-        return kernels_kept(db, kn, KERNEL_COLUMNS, warnings)
+        kn = db.fetch("kernels", *kernel_query(db))
+        return kernels_kept(db, kn, KERNEL_COLUMNS + list(_GRAPH), warnings)
     every, in_view = phys.kernels()
     if in_view.all():
-        return {c: a for c, a in every.items() if c in KERNEL_COLUMNS}
+        return {c: a for c, a in every.items() if c in KERNEL_COLUMNS or c in _GRAPH}
     return kept_dispatches(db, every, int(in_view.sum()), len(in_view), warnings)
 
 
@@ -144,6 +158,10 @@ def _part(kn: dict, ctx: dict, offset: int) -> tuple[dict, dict]:
     }
     for col, view_col in _KERNEL_INTS:
         cols[col] = masked(as_int(kn.get(view_col), nk))
+    for col in _GRAPH:  # 0: not replayed from a graph (the column's default)
+        if col in kn:
+            vals = as_int(kn[col], nk, 0)
+            cols[col] = masked(vals, vals <= 0)
     cols = {c: column_array("kernels", c, v, nk) for c, v in cols.items()}
     cols["name"] = kn.get("name")
     k["queues"] = _distinct_queues(k)
@@ -159,8 +177,8 @@ def _chunked(phys: Physical, ctx: dict) -> list[tuple[dict, dict]] | None:
             n = len(in_view)
             if not in_view.all() or (as_int(every.get("agent_abs_index"), n) < 0).any():
                 return None
-            parts.append(_part({c: a for c, a in every.items() if c in KERNEL_COLUMNS},
-                               ctx, offset))
+            parts.append(_part({c: a for c, a in every.items()
+                                if c in KERNEL_COLUMNS or c in _GRAPH}, ctx, offset))
             offset += n
             del every, in_view
             release_freed()

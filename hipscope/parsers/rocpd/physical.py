@@ -27,8 +27,8 @@ import pyarrow.compute as pc
 from ...model.table import from_numpy, scalar, string_array, to_numpy, valid_mask
 from .db import Db, as_int, as_str
 
-__all__ = ["Physical", "encoded_names", "is_in_strings", "open_physical", "physical_enabled",
-           "chunk_rows", "take_names", "take_strings"]
+__all__ = ["GRAPH_COLS", "Physical", "chunk_rows", "encoded_names", "is_in_strings",
+           "open_physical", "physical_enabled", "take_names", "take_strings"]
 
 _VIEW = re.compile(r'\s*CREATE\s+VIEW\s+"?(\w+)"?\s+AS\s+SELECT\s+\*\s+FROM\s+"?(\w+)"?'
                    r"\s*;?\s*", re.IGNORECASE)
@@ -45,6 +45,7 @@ _K_DIRECT = {"nid": "nid", "kernel_id": "kernel_id", "dispatch_id": "dispatch_id
              "workgroup_y": "workgroup_size_y", "workgroup_z": "workgroup_size_z",
              "lds_size": "group_segment_size", "scratch_size": "private_segment_size"}
 _K_KEYS = ("agent_id", "pid", "tid", "region_name_id")
+GRAPH_COLS = ("graph_exec_id", "graph_node_id")  # schema 3.0.2 on: read where present
 _SYMBOL_COLS = {"name": "display_name", "vgpr_count": "arch_vgpr_count",
                 "accum_vgpr_count": "accum_vgpr_count", "sgpr_count": "sgpr_count"}
 
@@ -105,7 +106,8 @@ def open_physical(db: Db) -> Physical | None:
         return None
     if row is not None and not isinstance(row[0], str):
         return None
-    return Physical(db, tables, row[0] if row else "", "extdata" in e_cols)
+    return Physical(db, tables, row[0] if row else "", "extdata" in e_cols,
+                    [c for c in GRAPH_COLS if c in k_cols])
 
 
 def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
@@ -117,8 +119,10 @@ def encoded_names(arr: pa.DictionaryArray, fill: str) -> pa.DictionaryArray:
     rows = vid[to_numpy(arr.indices, len(values) - 1)]
     if len(rows) == 0:
         return pc.dictionary_encode(pa.nulls(0, pa.string()))
-    uniq, first = np.unique(rows, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
+    first = np.full(len(enc.dictionary), len(rows), np.int64)
+    np.minimum.at(first, rows, np.arange(len(rows), dtype=np.int64))  # O(n), no sort
+    used = np.flatnonzero(first < len(rows))
+    order = used[np.argsort(first[used], kind="stable")]
     remap = np.zeros(len(enc.dictionary), np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     return pa.DictionaryArray.from_arrays(from_numpy(remap[rows]),
@@ -167,6 +171,8 @@ def _index(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if lo >= 0 and hi < 4 * len(ids) + (1 << 20):  # ids 1..m as SQLite gives: a table
         lut = np.full(hi + 2, -1, np.int64)
         lut[ids] = np.arange(len(ids))
+        if len(keys) and int(keys.min()) >= 0 and int(keys.max()) <= hi:
+            return lut[keys]  # every key in range: one gather
         inside = (keys >= 0) & (keys <= hi)
         return np.where(inside, lut[np.where(inside, keys, hi + 1)], -1)
     order = np.argsort(ids, kind="stable")
@@ -191,9 +197,11 @@ def _take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
 class Physical:
     """Column dicts equal to what ``db.fetch("kernels" | "regions", ...)`` returns."""
 
-    def __init__(self, db: Db, tables: dict[str, str], guid: str, has_extdata: bool):
+    def __init__(self, db: Db, tables: dict[str, str], guid: str, has_extdata: bool,
+                 graph_cols: list[str] | None = None):
         self.db, self.t, self.guid = db, tables, guid
         self.has_extdata = has_extdata
+        self.graph_cols = graph_cols or []
         self._small: dict[str, tuple[np.ndarray, dict[str, pa.Array]]] = {}
         self._lit = "'" + guid.replace("'", "''") + "'"
         self._ranges: list[tuple[int, int]] | None = None
@@ -283,9 +291,9 @@ class Physical:
             raise ValueError(f"{self.t['rocpd_kernel_dispatch']} holds more than one guid")
 
     # ------------------------------------------------------------------ kernels
-    @staticmethod
-    def _kernel_exprs() -> dict[str, str]:
+    def _kernel_exprs(self) -> dict[str, str]:
         ex = {c: f'X."{p}"' for c, p in _K_DIRECT.items()}
+        ex.update({c: f'X."{c}"' for c in self.graph_cols})
         ex.update({f"_{c}": f'X."{c}"' for c in _K_KEYS})
         ex["stack_id"], ex["_event"] = "E.stack_id", "E.id"
         return ex
@@ -312,9 +320,10 @@ class Physical:
         s_row, sy = self._join("rocpd_info_kernel_symbol", list(_SYMBOL_COLS.values()),
                                as_int(out["kernel_id"], n, _NO_KEY))
         for c, sc in _SYMBOL_COLS.items():
-            out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
-        if "display_name" in sy:
-            out["name"] = _dict(sy["display_name"], s_row)  # no copy of each name
+            if c == "name" and sc in sy:
+                out[c] = _dict(sy[sc], s_row)  # no copy of each name
+            else:
+                out[c] = _take(sy[sc], s_row) if sc in sy else pa.nulls(n)
         r_row, _ = self._join("rocpd_string", ["string"], key["region_name_id"])
         keep &= (a_row >= 0) & (p_row >= 0) & (t_row >= 0) & (s_row >= 0) & (r_row >= 0)
         return out, keep

@@ -15,16 +15,18 @@ from .._common import (
     copy_directions,
     devices_table,
     group_key,
-    group_rows,
     nesting_depth,
     new_meta,
+    warn,
 )
 from ..base import TraceFormatError, check_cancel
 from .counters import COUNTER_QUERY, counters_table
 from .dangling import warn_lost
-from .db import LEGACY_TABLES, Db, as_int, as_str, masked, release_freed
-from .graphs import graph_launches
-from .kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, read_kernels
+from .db import LEGACY_TABLES, Db, as_int, as_str, distinct_rows, masked, release_freed
+from .graphs import graph_launches, launch_kernels, warn_short_replays
+from .hip_events import DOMAIN as HIP_EVENT_DOMAIN
+from .hip_events import hip_event_rows
+from .kernels import kernel_query, read_kernels
 from .physical import (
     Physical,
     encoded_names,
@@ -33,6 +35,7 @@ from .physical import (
     take_names,
     take_strings,
 )
+from .spm import spm_samples
 from .version import check_schema_version
 
 __all__ = ["read_db"]
@@ -169,7 +172,8 @@ def _regions_query(db: Db) -> tuple:
             if db.has("regions") and "extdata" in db.columns("regions") else None)
 
 
-def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
+def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None,
+             to_device):
     """API calls and roctx ranges (regions), plus instant marks (samples)."""
     rg = phys.regions() if phys is not None else db.fetch("regions", *_regions_query(db))
     nr = len(rg["start"])
@@ -179,9 +183,9 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
     r_cat = r_cat if pa.types.is_dictionary(r_cat.type) else as_str(r_cat, nr)
     no_cat = int(r_cat.null_count)
     if no_cat:  # category_id points nowhere (the view's subquery gives NULL)
-        warnings.append(f"{db.path}: {no_cat} regions have no category (their "
-                        "category_id is not in rocpd_string); they are API calls of "
-                        "domain 'unknown'")
+        warn(warnings, "rocpd.no_category",
+             f"{db.path}: {no_cat} regions have no category (their category_id is not in "
+             "rocpd_string); they are API calls of domain 'unknown'", db.path)
     r_cat = (encoded_names(r_cat, "unknown") if pa.types.is_dictionary(r_cat.type)
              else pc.fill_null(r_cat, scalar("unknown")) if no_cat else r_cat)
     is_marker = is_in_strings(r_cat, _MARKER_CATEGORIES)
@@ -205,7 +209,8 @@ def _regions(db: Db, guids: _Guids, warnings: list[str], phys: Physical | None):
          "start": r_start[mk_rows], "pid": r_pid[mk_rows], "tid": r_tid[mk_rows]}
     m["end"] = r_end[mk_rows]
     _add_samples(db, m)
-    return api, _marker_table(m), api_stack, r_guid[api_rows]
+    hip = hip_event_rows(db, guids, to_device, warnings)
+    return api, _marker_table(m, hip), api_stack, r_guid[api_rows]
 
 
 def _add_samples(db: Db, m: dict) -> None:
@@ -229,13 +234,34 @@ def _add_samples(db: Db, m: dict) -> None:
     m["tid"] = np.concatenate([m["tid"], as_int(sm.get("tid"), ns)])
 
 
-def _marker_table(m: dict):
+def _marker_table(m: dict, hip: dict | None):
+    """roctx ranges and marks, then the HIP event records on their GPU streams (each
+    kind nesting among its own: a barrier never shifts a range's depth)."""
     nm = len(m["start"])
+    if hip is None:
+        return build_table("markers", {
+            "name": m["name"], "domain": ["roctx"] * nm, "start": m["start"], "end": m["end"],
+            "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
+            "pid": masked(m["pid"]), "tid": masked(m["tid"]),
+        }, n=nm)
+    nh = len(hip["start"])
+    start, end = np.concatenate([m["start"], hip["start"]]), np.concatenate([m["end"],
+                                                                            hip["end"]])
+    none = np.full(nm, -1, np.int64)
+    kind = np.concatenate([np.zeros(nm, np.int64), np.ones(nh, np.int64)])
+    group = group_key(kind, np.concatenate([m["pid"], hip["device"]]),
+                      np.concatenate([m["tid"], hip["stream"]]))
     return build_table("markers", {
-        "name": m["name"], "domain": ["roctx"] * nm, "start": m["start"], "end": m["end"],
-        "depth": nesting_depth(m["start"], m["end"], group_key(m["pid"], m["tid"])),
-        "pid": masked(m["pid"]), "tid": masked(m["tid"]),
-    }, n=nm)
+        "name": pa.concat_arrays([m["name"].cast(pa.string()), hip["name"]]),
+        "domain": ["roctx"] * nm + [HIP_EVENT_DOMAIN] * nh, "start": start, "end": end,
+        "depth": nesting_depth(start, end, group),
+        "pid": masked(np.concatenate([m["pid"], hip["pid"]])),
+        "tid": masked(np.concatenate([m["tid"], np.full(nh, -1, np.int64)])),
+        "device": masked(np.concatenate([none, hip["device"]])),
+        "stream": masked(np.concatenate([none, hip["stream"]])),
+        "correlation_id": masked(np.concatenate([none, hip["correlation_id"]])),
+        "wait_on_correlation_id": masked(np.concatenate([none, hip["wait_on"]])),
+    }, n=nm + nh)
 
 
 _PROVENANCE = {
@@ -243,6 +269,9 @@ _PROVENANCE = {
                     "formatted_kernel_name, as CSV Kernel_Name)",
     "kernels.api_index": "regions.stack_id = kernels.stack_id AND guid",
     "kernels.correlation_id": "stack_id (internal correlation id)",
+    "kernels.graph_node_id": "rocpd_kernel_dispatch.graph_node_id (3.0.2 on; 0 -> null)",
+    "markers.wait_on_correlation_id": "rocpd_hip_event: the latest HIP_EVENT_RECORD of the "
+                                      "same hip_event_handle issued before the wait",
     "devices.raw_id": "rocpd_info_agent.absolute_index (KFD node id)",
     "markers.name": "regions/samples extdata.message (roctx text)",
 }
@@ -284,7 +313,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     if db.has("regions") and phys is None:
         db.prefetch("regions", *_regions_query(db))
     if db.has("kernels") and phys is None:
-        db.prefetch("kernels", KERNEL_COLUMNS, required=KERNEL_REQUIRED)
+        db.prefetch("kernels", *kernel_query(db))
     if db.has("memory_copies"):
         db.prefetch("memory_copies", _COPY_COLUMNS, required=["start", "end"])
     if db.has("counters_collection"):
@@ -292,7 +321,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     to_device, dev_rows = _devices(db, host_of_nid)
     check_cancel(cancelled)
     progress(0.1)
-    api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys)
+    api, markers, api_stack, api_guid = _regions(db, guids, warnings, phys, to_device)
     release_freed()  # the regions' raw columns
     check_cancel(cancelled)
     progress(0.4)
@@ -305,19 +334,37 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     copies = _copies(db, guids, to_device, api_stack, api_guid, warnings)
     progress(0.85)
     counters = counters_table(db, guids, k["guid"], k["disp"])
+    samples = spm_samples(db, to_device, meta, warnings)
     progress(1.0)
     launches = graph_launches(db, warnings)
     if launches is not None:
         meta["rocpd_graph_launches"] = launches
+        nodes = launch_kernels(db)
+        if nodes:
+            meta["graph_launch_kernels"] = nodes
+            warn_short_replays(path, nodes, k["pid"], kernels.numpy("correlation_id",
+                                                                     fill=-1), warnings)
     meta["provenance"] = dict(_PROVENANCE)
     if warnings:
         meta["warnings"] = warnings
+    extra = {"samples": samples} if samples is not None else {}
     return Trace(kernels=kernels, api=api, copies=copies, markers=markers,
                  counters=counters, devices=devices, queues=queues, streams=streams,
-                 meta=meta)
+                 meta=meta, **extra)
+
+
+def _one_value(inverse: np.ndarray, k: int, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: its value when all its rows share one, and whether they do."""
+    lo = np.full(k, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(k, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(lo, inverse, vals)
+    np.maximum.at(hi, inverse, vals)
+    return lo, lo == hi
 
 
 def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
+    """One row per (guid, stream) of the kernels: its device, queue and pid where all
+    its kernels share one (a stream's queue only with its one device)."""
     ok = k_stream >= 0
     if not ok.any():
         return build_table("streams", {}, n=0)
@@ -329,25 +376,17 @@ def _streams(db: Db, gcode, k_stream, k_dev, k_queue, k_pid, k_guid):
                               as_int(si.get("id"), ns).tolist(),
                               as_str(si.get("name"), ns).to_pylist()):
             names[(g, sid)] = sn
-    rows: dict[str, list] = {c: [] for c in ("stream", "device", "queue", "pid",
-                                             "raw_id", "name")}
-    (u_g, u_s), inverse, _first = group_rows(k_guid[ok], k_stream[ok])
-    dev_ok, q_ok, pid_ok = k_dev[ok], k_queue[ok], k_pid[ok]
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(u_g) + 1))
-    for j, (g, s) in enumerate(zip(u_g.tolist(), u_s.tolist())):
-        m = order[bounds[j]:bounds[j + 1]]
-        d = np.unique(dev_ok[m])
-        q = np.unique(q_ok[m])
-        p = np.unique(pid_ok[m])
-        rows["stream"].append(s)
-        rows["device"].append(int(d[0]) if len(d) == 1 else None)
-        rows["queue"].append(int(q[0]) if len(q) == 1 and len(d) == 1 and q[0] >= 0
-                             else None)
-        rows["pid"].append(int(p[0]) if len(p) == 1 and p[0] >= 0 else None)
-        rows["raw_id"].append(str(s))
-        rows["name"].append(names.get((g, s)))
-    return build_table("streams", rows, n=len(rows["stream"]))
+    (u_g, u_s), inverse, _first = distinct_rows(k_guid[ok], k_stream[ok])
+    k = len(u_g)
+    dev, one_dev = _one_value(inverse, k, k_dev[ok])
+    queue, one_q = _one_value(inverse, k, k_queue[ok])
+    pid, one_pid = _one_value(inverse, k, k_pid[ok])
+    rows = {"stream": u_s, "device": masked(dev, ~one_dev),
+            "queue": masked(queue, ~(one_q & one_dev & (queue >= 0))),
+            "pid": masked(pid, ~(one_pid & (pid >= 0))),
+            "raw_id": [str(x) for x in u_s.tolist()],
+            "name": [names.get((g, x)) for g, x in zip(u_g.tolist(), u_s.tolist())]}
+    return build_table("streams", rows, n=k)
 
 _COPY_COLUMNS = ["guid", "nid", "pid", "tid", "start", "end", "name", "size", "stream_id",
                  "queue_id", "src_agent_abs_index", "src_agent_type", "dst_agent_abs_index",
