@@ -51,7 +51,12 @@ class Summary:
 
 class ABJson:
     """What the A/B result types share: ``change`` and ``to_json`` (the fields, each
-    arm's Summary with its IQR)."""
+    arm's Summary with its IQR). Mixed into frozen dataclasses that have ``ratio``,
+    ``baseline`` and ``variant``."""
+
+    ratio: float
+    baseline: Summary
+    variant: Summary
 
     @property
     def change(self) -> float:
@@ -59,7 +64,7 @@ class ABJson:
         return self.ratio - 1.0
 
     def to_json(self) -> dict:
-        d = asdict(self)
+        d = asdict(self)  # type: ignore[call-overload]  # always a dataclass instance
         for arm in ("baseline", "variant"):
             d[arm]["iqr"] = getattr(self, arm).iqr
         return d
