@@ -45,8 +45,18 @@ from .task import RankResult, analyse_rank
 
 POLL_S = 0.2                  # how often cancelled() is asked while tasks run
 # Dask's statistical profiler samples each task's stack every 10 ms of wall time (more
-# samples the busier the machine), for a profile nobody looks at here
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+# samples the busier the machine), for a profile nobody looks at here.
+# Memory: a task allocates and frees a rank's columns (tens to hundreds of MB) on the
+# worker's task thread. Dask's default MALLOC_TRIM_THRESHOLD_=65536 hands freed memory
+# back to the OS at once and glibc's per-thread arenas cannot grow past 64 MB, so every
+# rank faulted its pages in afresh: 1.25-1.5x the serial CPU, sys time doubled (12 ranks x
+# 50k kernels on one worker here; 64 x 50k on 2 workers of a quiet 16-core host). One
+# arena and glibc's own trim threshold bring a worker's CPU to the serial run's; the
+# worker keeps about one rank's peak between tasks.
+WORKER_ENV = {"MALLOC_ARENA_MAX": "1"}
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
+                 "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                 **{f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}}
 
 __all__ = ["SlurmOptions", "analyse_job"]
 
@@ -201,7 +211,8 @@ def _cluster(workers: int | None, slurm: SlurmOptions | None) -> Iterator[tuple[
 
 def _slurm_kwargs(s: SlurmOptions) -> dict:
     """SLURMCluster arguments: the workers run this Python, with this PYTHONPATH."""
-    prologue = ["export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"]
+    prologue = ["export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False",
+                *(f"export {k}={v}" for k, v in WORKER_ENV.items())]
     if os.environ.get("PYTHONPATH"):
         prologue.append(f"export PYTHONPATH={_quote(os.environ['PYTHONPATH'])}")
     if os.environ.get("HIPSCOPE_CACHE_DIR"):
