@@ -114,3 +114,20 @@ def test_a_cache_that_cannot_be_written_never_fails_the_report(caplog):
         rep = build_report(tr)
     assert rep["queue_delay_ns"]["from_api_start"]["count"] > 0
     assert "cannot store" in caplog.text
+
+
+def test_codec_keeps_every_array_shape_and_aliases_once():
+    import numpy as np
+
+    a = np.arange(10, dtype=np.int64)
+    value = {"a": a, "alias": a, "empty2d": np.zeros((0, 2), np.int64),
+             "grid": np.arange(6, dtype=np.float32).reshape(2, 3), "nan": np.array([np.nan]),
+             "bools": np.array([True, False, True]), "scalar": np.array(7, np.int16),
+             "t": (1, "x", None, [np.uint8(3)])}
+    back = persist.from_bytes(persist.to_bytes(value))
+    for k in ("a", "alias", "empty2d", "grid", "bools", "scalar"):
+        assert back[k].dtype == value[k].dtype and back[k].shape == value[k].shape, k
+        assert np.array_equal(back[k], value[k]), k
+    assert np.isnan(back["nan"][0]) and back["t"] == (1, "x", None, [3])
+    assert back["a"] is back["alias"]                      # stored once
+    assert back["a"].flags.writeable                      # copies unless mapped
