@@ -143,7 +143,7 @@ def parts(value: Any) -> list[Any]:
     """The payload of ``value`` as pieces to write in order (bytes and array buffers)."""
     arrays = _Arrays()
     tree = encode(value, arrays)
-    items = [np.ascontiguousarray(a) for a in arrays.items]
+    items = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays.items]
     table, at = [], 0
     for a in items:
         table.append([a.dtype.str, list(a.shape), at])
@@ -174,8 +174,8 @@ def from_bytes(payload: Any, copy: bool = True) -> Any:
         count = int(np.prod(shape, dtype=np.int64))
         if dt.hasobject or base + at + count * dt.itemsize > len(buf):
             raise ValueError("an array lies outside the payload")
-        a = np.frombuffer(buf, dt, count, base + at).reshape(shape) if count else \
-            np.zeros(shape, dt)
+        a = np.frombuffer(buf, dt, count, base + at).reshape(tuple(shape)) if count else \
+            np.zeros(tuple(shape), dt)
         arrays.append(a.copy() if copy else a)
     return decode(head["tree"], arrays)
 
