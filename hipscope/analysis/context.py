@@ -89,6 +89,11 @@ class TraceAnalyses:
     def queue_delays(self, cancelled: CancelledFn | None = None):
         return self.get("queue_delays", cancelled=cancelled)
 
+    def queue_delay_summary(self, cancelled: CancelledFn | None = None) -> dict | None:
+        """The report's queue-delay figures (percentiles: a sort of every delay), None
+        when the kernels are not linked to their launches."""
+        return self.get("queue_delay_summary", cancelled=cancelled)
+
     def idle(self, cancelled: CancelledFn | None = None):
         return self.get("idle", cancelled=cancelled)
 
@@ -176,6 +181,21 @@ def _queue_delays(svc: TraceAnalyses, cancelled=None):
     from . import queue_delay as qd
 
     return qd.queue_delays(svc.trace)
+
+
+@result("queue_delay_summary")
+def _queue_delay_summary(svc: TraceAnalyses, cancelled=None) -> dict | None:
+    from . import queue_delay as qd
+
+    d = svc.queue_delays(cancelled)
+    if not d.linked:
+        return None
+    out = {"from_api_start": qd.summary(d.from_api_start),
+           "from_api_end": qd.summary(d.from_api_end)}
+    if d.from_dispatch is not None:
+        out["from_dispatch"] = qd.summary(d.from_dispatch)
+    out["graph_launch_kernels"] = int(len(d.graph_rows))
+    return out
 
 
 @result("idle", persist=False)        # ~50 bytes a gap: cheaper to compute than to keep

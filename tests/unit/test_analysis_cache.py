@@ -57,7 +57,7 @@ def test_the_cli_report_from_the_cache_is_the_same(capsys):
 def test_a_damaged_result_is_removed_and_computed_again(caplog, damage):
     want = _report(open_trace(LINKED, use_cache=True))
     tr = open_trace(LINKED, use_cache=True)
-    victim = next(p for p in _files(tr) if p.name.startswith("queue_delays-"))
+    victim = next(p for p in _files(tr) if p.name.startswith("queue_delay_summary-"))
     raw = bytearray(victim.read_bytes())
     if damage == "flip":
         raw[-20] ^= 0xFF
@@ -65,7 +65,7 @@ def test_a_damaged_result_is_removed_and_computed_again(caplog, damage):
                              b"" if damage == "empty" else raw))
     with caplog.at_level(logging.WARNING, logger="hipscope.analysis.persist"):
         assert _report(tr) == want
-    assert analyses_of(tr).computed == {"queue_delays": 1}
+    assert analyses_of(tr).computed == {"queue_delay_summary": 1}
     assert "damaged" in caplog.text
     third = open_trace(LINKED, use_cache=True)        # stored again, whole: served
     assert _report(third) == want and analyses_of(third).computed == {}
@@ -131,3 +131,12 @@ def test_codec_keeps_every_array_shape_and_aliases_once():
     assert np.isnan(back["nan"][0]) and back["t"] == (1, "x", None, [3])
     assert back["a"] is back["alias"]                      # stored once
     assert back["a"].flags.writeable                      # copies unless mapped
+
+
+def test_a_reopened_report_reads_only_the_delay_summary():
+    want = _report(open_trace(LINKED, use_cache=True))
+    again = open_trace(LINKED, use_cache=True)
+    assert _report(again) == want
+    svc = analyses_of(again)
+    assert svc.loaded["queue_delay_summary"] == 1
+    assert "queue_delays" not in svc.loaded and svc.computed == {}   # no per-kernel arrays
