@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..parsers.crc import crc32
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +246,7 @@ def _verified(raw: memoryview, key: str) -> memoryview:
     payload = raw[len(MAGIC) + nl + 1:]
     if not isinstance(head, dict) or head.get("key") != key:
         raise ValueError("it belongs to another trace")
-    if head.get("size") != len(payload) or head.get("crc32") != zlib.crc32(payload):
+    if head.get("size") != len(payload) or head.get("crc32") != crc32(payload):
         raise ValueError("it does not match its checksum")
     return payload
 

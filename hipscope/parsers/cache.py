@@ -47,6 +47,7 @@ import pyarrow.ipc as ipc
 from ..model import SPECS, TABLES, Trace
 from ..model.diagnostics import add_diagnostic
 from ..model.table import Table
+from .crc import crc32
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +340,7 @@ def _verified(p: Path, files: dict) -> pa.Buffer:
     if not isinstance(want, dict):
         raise BadEntry(f"{p.name} is not in the manifest")
     buf = pa.memory_map(str(p), "r").read_buffer()
-    if buf.size != want.get("size") or zlib.crc32(buf) != want.get("crc32"):
+    if buf.size != want.get("size") or crc32(buf) != want.get("crc32"):
         raise BadEntry(f"{p.name} does not match its checksum")
     return buf
 
@@ -396,7 +397,7 @@ def _write_entry(d: Path, key: str, trace: Trace) -> None:
             with ipc.new_file(sink, table.data.schema) as writer:
                 writer.write_table(table.data)
         buf = pa.memory_map(str(p), "r").read_buffer()
-        files[p.name] = {"size": buf.size, "crc32": zlib.crc32(buf)}
+        files[p.name] = {"size": buf.size, "crc32": crc32(buf)}
     meta = json.dumps(trace.meta, default=str).encode()
     (d / "meta.json").write_bytes(meta)
     files["meta.json"] = {"size": len(meta), "crc32": zlib.crc32(meta)}
