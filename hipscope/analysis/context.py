@@ -202,7 +202,7 @@ def _queue_delay_summary(svc: TraceAnalyses, cancelled=None) -> dict | None:
 def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
-    return idle.idle_breakdown(svc.trace)
+    return idle.idle_breakdown(svc.trace, device_rows=svc.device_rows(cancelled))
 
 
 @result("idle_json")
@@ -214,7 +214,8 @@ def _idle_json(svc: TraceAnalyses, cancelled=None) -> dict:
 def _concurrency(svc: TraceAnalyses, cancelled=None) -> dict:
     from . import concurrency
 
-    return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled))
+    return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled),
+                                   device_rows=svc.device_rows(cancelled))
 
 
 @result("launch_stats")
