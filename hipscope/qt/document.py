@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..analysis.context import TraceAnalyses, analyses_of
@@ -67,11 +69,14 @@ class Document(QObject):
             return
         self.frame_drawn = True
         if later:
-            QTimer.singleShot(0, self, self._after_first_frame)
+            ref = weakref.ref(self)      # the timer must not keep a closed tab alive
+            QTimer.singleShot(0, lambda: _after_first_frame(ref))
         else:
             self._after_first_frame()
 
     def _after_first_frame(self) -> None:
+        if self.tasks.closed:            # the tab closed before its first frame
+            return
         self.tasks.release()
         if self.trace is not None:
             self.trace_loaded.emit(self.trace)
@@ -120,3 +125,9 @@ class Document(QObject):
             "area": self.area_changed,
         }[what]
         signal.emit(value)
+
+
+def _after_first_frame(ref: weakref.ref) -> None:
+    doc = ref()
+    if doc is not None and shiboken6.isValid(doc):
+        doc._after_first_frame()   # noqa: SLF001 - the timer's weak call into the document

@@ -165,6 +165,11 @@ class TaskRunner(QObject):
     def holding(self) -> bool:
         return self._hold_below is not None
 
+    @property
+    def closed(self) -> bool:
+        """Shut down: nothing submitted now runs."""
+        return self._closed
+
     def not_started(self, key: str) -> TaskHandle:
         """A handle for work refused at shutdown: already cancelled, emits nothing."""
         log.debug("task %r not started: shut down", key)

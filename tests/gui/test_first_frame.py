@@ -124,3 +124,22 @@ def test_held_tasks_run_when_waited_for_and_end_cancelled_at_shutdown(qtbot):
     qtbot.waitUntil(lambda: h.done, timeout=10_000)
     assert h.outcome == "cancelled" and not never.is_set()
     assert r2.active_count() == 0
+
+
+def test_a_frame_drawn_from_the_cached_rows_is_the_fresh_one(qtbot):
+    from hipscope.analysis.context import analyses_of
+    from hipscope.parsers import open_trace
+    from tests.conftest import DATA
+
+    path = DATA / "gpu" / "launch_bound.json.gz"
+    open_trace(path, use_cache=True)
+    lod.prepare(open_trace(path, use_cache=True), "queue", "name")   # rows kept on disk
+    images = []
+    for cached in (False, True):
+        trace = open_trace(path, use_cache=cached)
+        v = _timeline(qtbot, shown=True)
+        with qtbot.waitSignal(v.prepared, timeout=20_000):
+            v.document.set_trace(trace)
+        assert analyses_of(trace).computed.get("timeline_frame", 0) == (0 if cached else 1)
+        images.append(v.grab().toImage())
+    assert images[0] == images[1]

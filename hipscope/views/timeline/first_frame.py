@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 
+import shiboken6
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
@@ -36,7 +38,14 @@ def prepared(view) -> None:
     if not view.isVisible():
         doc.first_frame_drawn()
     elif not doc.frame_drawn:
-        QTimer.singleShot(FALLBACK_MS, doc, lambda: doc.first_frame_drawn())
+        ref = weakref.ref(doc)           # the timer must not keep a closed tab alive
+        QTimer.singleShot(FALLBACK_MS, lambda: _drawn(ref))
+
+
+def _drawn(ref) -> None:
+    doc = ref()
+    if doc is not None and shiboken6.isValid(doc):
+        doc.first_frame_drawn()
 
 
 def painted(view, drawn: int) -> None:
