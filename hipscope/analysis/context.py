@@ -190,8 +190,8 @@ def _queue_delay_summary(svc: TraceAnalyses, cancelled=None) -> dict | None:
     d = svc.queue_delays(cancelled)
     if not d.linked:
         return None
-    out = {"from_api_start": qd.summary(d.from_api_start),
-           "from_api_end": qd.summary(d.from_api_end)}
+    out: dict[str, Any] = {"from_api_start": qd.summary(d.from_api_start),
+                           "from_api_end": qd.summary(d.from_api_end)}
     if d.from_dispatch is not None:
         out["from_dispatch"] = qd.summary(d.from_dispatch)
     out["graph_launch_kernels"] = int(len(d.graph_rows))

@@ -153,7 +153,7 @@ def parts(value: Any) -> list[Any]:
     head += b" " * _pad(len(head) + 8)
     out: list[Any] = [len(head).to_bytes(8, "little"), head]
     for a in items:
-        raw = memoryview(a.reshape(-1).view(np.uint8)) if a.nbytes else b""
+        raw: Any = a.reshape(-1).view(np.uint8).data if a.nbytes else b""
         out += [raw, b"\0" * _pad(a.nbytes)]
     return out
 
