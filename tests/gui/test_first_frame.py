@@ -143,3 +143,23 @@ def test_a_frame_drawn_from_the_cached_rows_is_the_fresh_one(qtbot):
         assert analyses_of(trace).computed.get("timeline_frame", 0) == (0 if cached else 1)
         images.append(v.grab().toImage())
     assert images[0] == images[1]
+
+
+def test_a_small_trace_reaches_the_docks_at_once(qtbot):
+    v = _timeline(qtbot, shown=True)
+    got = []
+    v.document.trace_loaded.connect(lambda t: got.append((t, v.model is not None)))
+    trace = make_tiny_trace(80)
+    v.document.set_trace(trace)                # prepared on the GUI thread: no waiting
+    assert got == [(trace, True)] and v.document.frame_drawn
+    assert not v.document.tasks.holding()
+
+
+def test_trace_loaded_waits_for_the_frame_of_a_big_trace(qtbot, in_worker):
+    v = _timeline(qtbot, shown=True)
+    got = []
+    v.document.trace_loaded.connect(lambda t: got.append(v.stats.rects))
+    with qtbot.waitSignal(v.document.trace_loaded, timeout=20_000):
+        v.document.set_trace(make_tiny_trace(200))
+        assert got == []                       # not before the timeline drew it
+    assert got and got[0] > 0
