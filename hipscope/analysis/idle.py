@@ -141,7 +141,7 @@ class Coverage:
             self.s = self.e = self.before = np.zeros(0, dtype=np.int64)
             return
         if (starts[1:] < starts[:-1]).any():          # pieces of several devices
-            order = np.argsort(starts)      # ties join one run in any order: not stable
+            order = np.argsort(starts, kind="stable")   # sorted runs, one per device
             starts, ends = starts[order], ends[order]
         cm = np.maximum.accumulate(ends)
         new = np.ones(len(starts), dtype=bool)
