@@ -114,7 +114,7 @@ def test_a_changed_trace_builds_its_rows_again(tmp_path):
     assert analyses_of(changed).computed["timeline_frame"] == 1
 
 
-def test_each_grouping_and_colour_mode_is_kept_apart():
+def test_each_grouping_is_kept_apart_and_other_colourings_are_not_kept():
     open_trace(LINKED, use_cache=True)
     for grouping, mode in (("queue", "name"), ("stream", "name"), ("queue", "duration")):
         _first_frame(open_trace(LINKED, use_cache=True), grouping, mode)
@@ -123,6 +123,9 @@ def test_each_grouping_and_colour_mode_is_kept_apart():
         got = _first_frame(tr, grouping, mode)
         _same(got, coloured_model(tr, grouping, mode), f"{grouping}/{mode}")
     assert analyses_of(tr).computed == {}
+    assert analyses_of(tr).loaded == {"timeline_frame": 2}     # by name, both groupings
+    folder = Path(os.environ["HIPSCOPE_CACHE_DIR"]) / tr.meta["cache_key"] / "analyses"
+    assert len(list(folder.glob("timeline_frame-*"))) == 2      # disk: ~42 bytes an event
 
 
 def _samples() -> list[Path]:

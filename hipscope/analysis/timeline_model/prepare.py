@@ -16,10 +16,11 @@ def prepare(trace: Trace, grouping: str, mode: str, values: np.ndarray | None = 
             text: str = "", regex: bool = False, cancelled: CancelledFn | None = None
             ) -> tuple[TimelineModel, ColorScale, FindResult | None, dict[int, np.ndarray]]:
     """The rows of ``trace`` by ``grouping`` with colour keys of ``mode`` applied, the
-    matches of ``text`` (None without one) and each track's matching starts. Without
-    ``values`` the coloured rows come from the trace's analysis service (kept in the
-    disk cache with the trace: a reopened trace's first frame computes no rows)."""
-    if values is None:
+    matches of ``text`` (None without one) and each track's matching starts. Coloured
+    by name (the first frame's colours), the rows come from the trace's analysis
+    service (kept in the disk cache with the trace: a reopened trace's first frame
+    computes no rows); other colourings are built here, not kept on disk."""
+    if values is None and mode == "name":
         from ..context import analyses_of
 
         model, scale = analyses_of(trace).timeline_frame(grouping, mode, cancelled)
