@@ -11,11 +11,39 @@ from ..model.api_names import LAUNCH_RE, is_launch, per_code  # noqa: F401 - LAU
 from .stats import union_length
 
 
-def time_at_least(starts: np.ndarray, ends: np.ndarray, k: int = 2) -> int:
-    """Total time during which at least ``k`` of the intervals run at once."""
+def time_at_least(starts: np.ndarray, ends: np.ndarray, k: int = 2,
+                  in_order: bool = False) -> int:
+    """Total time during which at least ``k`` of the intervals run at once.
+    ``in_order``: ``starts`` are sorted already (k = 2 then needs no sort at all)."""
     if len(starts) < k:
         return 0
     starts, ends = starts.astype(np.int64, copy=False), ends.astype(np.int64, copy=False)
+    if k != 2:
+        return _sweep(starts, ends, k)
+    if not in_order:
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    # t is under 2+ intervals iff some interval j holds it and an earlier-starting one
+    # is still running: the pieces [s_j, min(e_j, max end before j)), in start order
+    before = np.maximum.accumulate(ends)[:-1]
+    a, b = starts[1:], np.minimum(ends[1:], before)
+    ok = b > a
+    return _sorted_union_length(a[ok], b[ok])
+
+
+def _sorted_union_length(a: np.ndarray, b: np.ndarray) -> int:
+    """Length of the union of intervals sorted by start: each adds what reaches past
+    the furthest end before it."""
+    if len(a) == 0:
+        return 0
+    reach = np.maximum.accumulate(b)
+    lo = a.copy()
+    np.maximum(lo[1:], reach[:-1], out=lo[1:])
+    return int(np.maximum(reach - lo, 0).sum())
+
+
+def _sweep(starts: np.ndarray, ends: np.ndarray, k: int) -> int:
+    """Time at ``k``+ by a sweep over the sorted start and end points."""
     lim = 1 << 61
     if max(int(starts.max()), int(ends.max())) < lim and min(int(starts.min()),
                                                               int(ends.min())) > -lim:
@@ -42,10 +70,12 @@ class StreamPair:
     shared_queue: bool | None   # both streams on one hardware queue (None: unknown)
 
 
-def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None) -> dict:
+def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None,
+                device_rows: dict[int, np.ndarray] | None = None) -> dict:
     """Per device: busy time, time with 2+ kernels running, and stream pairs that
     never overlap although their work interleaves in time. ``busy_ns``: the per-device
-    busy time when already known (the analysis service's unions)."""
+    busy time when already known (the analysis service's unions); ``device_rows``: each
+    device's kernel rows in start order (its sweeps then sort runs that are in order)."""
     k = trace.kernels
     out: dict = {"per_device": {}, "serialized_stream_pairs": []}
     if len(k) == 0:
@@ -54,38 +84,46 @@ def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None) -> dict:
     s, e = k.numpy("start"), k.numpy("end")
     stream = k.numpy("stream", fill=-1).astype(np.int64)
     queue = k.numpy("queue", fill=-1).astype(np.int64)
-    for d in np.unique(dev):
-        r = np.flatnonzero(dev == d)        # one take per column, not a mask each use
+    sorted_rows = device_rows is not None
+    if device_rows is None:
+        device_rows = {int(d): np.flatnonzero(dev == d) for d in np.unique(dev)}
+    for d, r in device_rows.items():        # one take per column, not a mask each use
         sd, ed, st = s[r], e[r], stream[r]
+        ids = np.unique(st)
         busy = busy_ns[int(d)] if busy_ns is not None else union_length(sd, ed)
-        two = time_at_least(sd, ed, 2)
+        two = time_at_least(sd, ed, 2, in_order=sorted_rows)
         out["per_device"][str(int(d))] = {
             "busy_ns": busy, "concurrent_ns": two,
             "concurrent_fraction_of_busy": (two / busy) if busy else 0.0,
-            "streams": int(len(np.unique(st[st >= 0]))),
+            "streams": int(np.count_nonzero(ids >= 0)),
         }
-        for pair in _serialized_pairs(int(d), sd, ed, st, queue[r]):
+        for pair in _serialized_pairs(int(d), sd, ed, st, queue[r], in_order=sorted_rows,
+                                      ids=ids):
             out["serialized_stream_pairs"].append(pair.__dict__)
     return out
 
 
-def _serialized_pairs(device, s, e, stream, queue, min_switches: int = 4) -> list[StreamPair]:
-    ids = [x for x in np.unique(stream) if x >= 0]
+def _serialized_pairs(device, s, e, stream, queue, min_switches: int = 4,
+                      in_order: bool = False, ids: np.ndarray | None = None
+                      ) -> list[StreamPair]:
+    ids = [x for x in (np.unique(stream) if ids is None else ids) if x >= 0]
     if len(ids) < 2 or len(ids) > 64:
         return []
     out = []
     rows = {a: np.flatnonzero(stream == a) for a in ids}
-    own = {a: time_at_least(s[r], e[r], 2) for a, r in rows.items()}   # within one stream
+    # a stream's rows keep the device's order: in start order when the device's are
+    own = {a: time_at_least(s[r], e[r], 2, in_order) for a, r in rows.items()}
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
             ma, mb = rows[a], rows[b]
-            sa, ea, sb, eb = s[ma], e[ma], s[mb], e[mb]
-            if time_at_least(np.concatenate((sa, sb)), np.concatenate((ea, eb)), 2) > (
-                    own[a] + own[b]):
-                continue                   # they do overlap somewhere
+            sa, sb = s[ma], s[mb]
             both = np.concatenate((sa, sb))
+            order = np.argsort(both, kind="stable")    # two runs when in order: a merge
+            ends = np.concatenate((e[ma], e[mb]))[order]
+            if time_at_least(both[order], ends, 2, in_order=True) > own[a] + own[b]:
+                continue                   # they do overlap somewhere
             who = np.concatenate((np.zeros(len(sa), np.int8), np.ones(len(sb), np.int8)))
-            who = who[np.argsort(both, kind="stable")]
+            who = who[order]
             switches = int(np.count_nonzero(np.diff(who)))
             if switches < min_switches:
                 continue

@@ -22,14 +22,17 @@ import numpy as np
 from ..model import Trace, intervals
 from ..model.progress import CancelledFn, check_cancel
 
-# name -> (function(service, *params, cancelled) -> value, kept on disk)
-_RESULTS: dict[str, tuple[Callable[..., Any], bool]] = {}
+# name -> (function(service, *params, cancelled) -> value, kept on disk, kept in memory)
+_RESULTS: dict[str, tuple[Callable[..., Any], bool, bool]] = {}
 
 
-def result(name: str, persist: bool = True):
-    """Register a result of the service (``persist``: kept in the on-disk cache)."""
+def result(name: str, persist: bool = True, memo: bool = True):
+    """Register a result of the service (``persist``: kept in the on-disk cache).
+    ``memo=False``: not kept in memory; each call gets a fresh value (its caller may
+    change it), from the disk cache as read-only views of the file's memory map (the
+    timeline's level-of-detail arrays: read when drawn) or computed."""
     def deco(fn):
-        _RESULTS[name] = (fn, persist)
+        _RESULTS[name] = (fn, persist, memo)
         return fn
     return deco
 
@@ -37,7 +40,8 @@ def result(name: str, persist: bool = True):
 class TraceAnalyses:
     """The analyses of one trace. ``get(name, *params)`` computes or returns a result;
     the named methods below are the public spellings. ``computed`` counts what this
-    service computed (not what it served from memory or disk)."""
+    service computed (not what it served from memory or disk), ``loaded`` what it
+    read from the disk cache."""
 
     def __init__(self, trace: Trace, store: Any = None):
         from . import persist
@@ -45,6 +49,7 @@ class TraceAnalyses:
         self.trace = trace
         self.store = store if store is not None else persist.store_for(trace)
         self.computed: Counter[str] = Counter()
+        self.loaded: Counter[str] = Counter()
         self._values: dict[Hashable, Any] = {}
         self._locks: dict[Hashable, threading.RLock] = {}
         self._guard = threading.Lock()
@@ -53,21 +58,25 @@ class TraceAnalyses:
         key = (name, *params)
         if key in self._values:
             return self._values[key]
-        fn, persist = _RESULTS[name]
+        fn, persist, memo = _RESULTS[name]
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())
         with lock:
             if key in self._values:
                 return self._values[key]
-            found = self.store.load(key) if persist and self.store is not None else None
+            found = (self.store.load(key, mapped=not memo)
+                     if persist and self.store is not None else None)
             if found is not None:
-                self._values[key] = found[0]
+                self.loaded[name] += 1
+                if memo:
+                    self._values[key] = found[0]
                 return found[0]
             check_cancel(cancelled)
             value = fn(self, *params, cancelled=cancelled)
             check_cancel(cancelled)
             self.computed[name] += 1
-            self._values[key] = value
+            if memo:
+                self._values[key] = value
             if persist and self.store is not None:
                 self.store.save(key, value)
             return value
@@ -79,6 +88,11 @@ class TraceAnalyses:
     # public spellings ---------------------------------------------------------------
     def queue_delays(self, cancelled: CancelledFn | None = None):
         return self.get("queue_delays", cancelled=cancelled)
+
+    def queue_delay_summary(self, cancelled: CancelledFn | None = None) -> dict | None:
+        """The report's queue-delay figures (percentiles: a sort of every delay), None
+        when the kernels are not linked to their launches."""
+        return self.get("queue_delay_summary", cancelled=cancelled)
 
     def idle(self, cancelled: CancelledFn | None = None):
         return self.get("idle", cancelled=cancelled)
@@ -135,6 +149,13 @@ class TraceAnalyses:
         """Op forest and launching op of every kernel/copy (analysis/ops)."""
         return self.get("ops", cancelled=cancelled)
 
+    def timeline_frame(self, grouping: str = "queue", mode: str = "name",
+                       cancelled: CancelledFn | None = None):
+        """(TimelineModel, ColorScale): the timeline's rows by ``grouping`` with the
+        colour keys of ``mode`` applied; a fresh model each call (the view recolours
+        it), from the disk cache when the trace has one (its first frame)."""
+        return self.get("timeline_frame", grouping, mode, cancelled=cancelled)
+
 
 # --------------------------------------------------------------------------- one per trace
 _ATTR = "_hipscope_analyses"
@@ -162,11 +183,26 @@ def _queue_delays(svc: TraceAnalyses, cancelled=None):
     return qd.queue_delays(svc.trace)
 
 
+@result("queue_delay_summary")
+def _queue_delay_summary(svc: TraceAnalyses, cancelled=None) -> dict | None:
+    from . import queue_delay as qd
+
+    d = svc.queue_delays(cancelled)
+    if not d.linked:
+        return None
+    out: dict[str, Any] = {"from_api_start": qd.summary(d.from_api_start),
+                           "from_api_end": qd.summary(d.from_api_end)}
+    if d.from_dispatch is not None:
+        out["from_dispatch"] = qd.summary(d.from_dispatch)
+    out["graph_launch_kernels"] = int(len(d.graph_rows))
+    return out
+
+
 @result("idle", persist=False)        # ~50 bytes a gap: cheaper to compute than to keep
 def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
-    return idle.idle_breakdown(svc.trace)
+    return idle.idle_breakdown(svc.trace, device_rows=svc.device_rows(cancelled))
 
 
 @result("idle_json")
@@ -178,7 +214,8 @@ def _idle_json(svc: TraceAnalyses, cancelled=None) -> dict:
 def _concurrency(svc: TraceAnalyses, cancelled=None) -> dict:
     from . import concurrency
 
-    return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled))
+    return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled),
+                                   device_rows=svc.device_rows(cancelled))
 
 
 @result("launch_stats")
@@ -276,7 +313,14 @@ def _timeline_model(svc: TraceAnalyses, grouping: str, cancelled=None):
     return lod.build_model(svc.trace, grouping, cancelled)
 
 
-@result("ops", persist=False)         # arrays over the op forest: quick to recompute
+@result("timeline_frame", memo=False)
+def _timeline_frame(svc: TraceAnalyses, grouping: str, mode: str, cancelled=None):
+    from .timeline_model.prepare import coloured_model
+
+    return coloured_model(svc.trace, grouping, mode, None, cancelled)
+
+
+@result("ops")
 def _ops(svc: TraceAnalyses, cancelled=None):
     from .ops import attribute
 

@@ -140,15 +140,15 @@ class Coverage:
         if len(starts) == 0:
             self.s = self.e = self.before = np.zeros(0, dtype=np.int64)
             return
-        order = np.argsort(starts, kind="stable")
-        s, e = starts[order], ends[order]
-        cm = np.maximum.accumulate(e)
-        new = np.ones(len(s), dtype=bool)
-        new[1:] = s[1:] > cm[:-1]
-        grp = np.cumsum(new) - 1
-        self.s = s[new]
-        self.e = np.zeros(len(self.s), dtype=np.int64)
-        np.maximum.at(self.e, grp, cm)
+        if (starts[1:] < starts[:-1]).any():          # pieces of several devices
+            order = np.argsort(starts, kind="stable")   # sorted runs, one per device
+            starts, ends = starts[order], ends[order]
+        cm = np.maximum.accumulate(ends)
+        new = np.ones(len(starts), dtype=bool)
+        new[1:] = starts[1:] > cm[:-1]
+        first = np.flatnonzero(new)
+        self.s = starts[first]
+        self.e = cm[np.r_[first[1:] - 1, len(starts) - 1]]   # cm grows: a run's max is last
         lengths = self.e - self.s
         self.before = np.concatenate(([0], np.cumsum(lengths)[:-1]))
 
@@ -250,6 +250,17 @@ def _graph_windows(trace: Trace):
     return lambda d: Coverage(s[(dev == d) | (dev < 0)], e[(dev == d) | (dev < 0)])
 
 
+def _pairs(pid: np.ndarray, tid: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (pid, tid) pairs (without a Python tuple per gap)."""
+    if len(pid) == 0:
+        return []
+    if int(tid.min()) >= 0 and int(tid.max()) < 1 << 32 and int(np.abs(pid).max()) < 1 << 30:
+        u = np.unique((pid << 32) + tid)
+        return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u]
+    u = np.unique(np.stack([pid, tid], axis=1), axis=0)
+    return [(int(a), int(b)) for a, b in u]
+
+
 def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     """Remove ``unknown`` ns per gap from ``parts`` (in place), from the gap's front
     (sync, host wait, launch overhead, other); returns ``unknown``."""
@@ -261,7 +272,10 @@ def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     return unknown.astype(np.int64)
 
 
-def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> IdleBreakdown:
+def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS,
+                   device_rows: dict[int, np.ndarray] | None = None) -> IdleBreakdown:
+    """Per device, its idle gaps and their parts. ``device_rows``: each device's kernel
+    rows in (stable) start order when already known (the analysis service's)."""
     k = trace.kernels
     out: dict[int, DeviceIdle] = {}
     if len(k) == 0:
@@ -276,9 +290,12 @@ def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Id
     api_tid = trace.api.numpy("tid", fill=-1).astype(np.int64) if len(trace.api) else None
     k_pid = k.numpy("pid", fill=-1).astype(np.int64)
     k_tid = k.numpy("tid", fill=-1).astype(np.int64)
-    for d in np.unique(dev):
-        rows = np.flatnonzero(dev == d)
-        rows = rows[np.argsort(starts[rows], kind="stable")]
+    if device_rows is None:
+        device_rows = {}
+        for d in np.unique(dev).tolist():
+            rows = np.flatnonzero(dev == d)
+            device_rows[d] = rows[np.argsort(starts[rows], kind="stable")]
+    for d, rows in device_rows.items():
         s, e = starts[rows], ends[rows]
         cm = np.maximum.accumulate(e)
         gi = np.flatnonzero(s[1:] > cm[:-1]) + 1          # kernel that ends each gap
@@ -298,9 +315,11 @@ def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS) -> Id
         # being in a sync call does not keep the GPU from starting N.
         until = np.where(linked, sub_c, g1)
         sync = np.zeros(len(gi), dtype=np.int64)
-        for key in set(zip(pid.tolist(), tid.tolist())):
-            sel = (pid == key[0]) & (tid == key[1])
-            sync[sel] = _thread_coverage(per_thread, overall, *key).within(g0[sel], until[sel])
+        if per_thread or overall.length:       # no sync calls: nothing to look up
+            for key in _pairs(pid, tid):
+                sel = (pid == key[0]) & (tid == key[1])
+                sync[sel] = _thread_coverage(per_thread, overall, *key).within(
+                    g0[sel], until[sel])
         host_wait = np.where(linked, sub_c - g0 - sync, 0)
         rest = gap_len - sync - host_wait
         small = np.where(linked, g1 - sub_c, gap_len - sync) <= threshold_ns

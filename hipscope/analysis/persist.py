@@ -8,17 +8,18 @@ one's figures). Same integrity rules as the trace cache: each file is written to
 temporary name and renamed into place (atomic), carries its size and CRC-32 in its
 header and is verified on load; a damaged file is a miss that removes it, and a cache
 that cannot be written is a logged warning, never an error. Values are encoded as
-JSON plus numpy arrays (``np.load`` without pickle); only the result types listed in
-``_CLASSES`` are rebuilt, never an arbitrary class.
+JSON plus raw numpy arrays at aligned offsets (no pickle); only the result types listed
+in ``_classes`` are rebuilt, never an arbitrary class. Big results (the timeline's
+level-of-detail arrays) load as read-only views of the file's memory map.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import json
 import logging
+import mmap
 import os
 import tempfile
 import zlib
@@ -29,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from ..model import Trace
+from ..parsers.crc import crc32
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_VERSION = 1
-MAGIC = b"HSAN1\n"
+ANALYSIS_VERSION = 2
+MAGIC = b"HSAN2\n"
 _MAX_HEADER = 4096
 
 
@@ -45,37 +47,61 @@ class NotStorable(TypeError):
 def _classes() -> dict[str, type]:
     from .graphs import GraphReplayGaps
     from .idle import DeviceIdle, IdleBreakdown
+    from .ops import OpAttribution, OpForest
     from .queue_delay import QueueDelays
     from .stats import GroupStats
     from .steps import Steps
+    from .timeline_model import ColorScale, Events, Row, TimelineModel
 
     return {c.__name__: c for c in (GraphReplayGaps, DeviceIdle, IdleBreakdown, QueueDelays,
-                                    GroupStats, Steps)}
+                                    GroupStats, Steps, OpAttribution, OpForest,
+                                    ColorScale, Events, Row, TimelineModel)}
 
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> bytes:
-    """A digest of the analysis code (read once per process)."""
+    """A digest of the analysis code, its subpackages too (read once per process)."""
     h = blake2b(digest_size=8)
     h.update(str(ANALYSIS_VERSION).encode())
-    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(f.name.encode())
+    root = Path(__file__).resolve().parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode())
         h.update(f.read_bytes())
     return h.hexdigest().encode()
 
 
 # --------------------------------------------------------------------------- codec
-def encode(value: Any, arrays: list[np.ndarray]) -> Any:
-    """``value`` as a JSON tree; numpy arrays are appended to ``arrays`` by reference."""
+# A payload: the JSON tree (with the table of its arrays), then each array's raw bytes
+# at a 64-byte aligned offset, so that a loaded file's arrays can be views of its
+# memory map (the timeline's level-of-detail arrays: hundreds of MB, read lazily).
+ALIGN = 64
+
+
+class _Arrays:
+    """The arrays of one value, each kept once (an alias is stored once)."""
+
+    def __init__(self) -> None:
+        self.items: list[np.ndarray] = []
+        self._ids: dict[int, int] = {}
+
+    def add(self, a: np.ndarray) -> int:
+        i = self._ids.get(id(a))
+        if i is None:
+            i = self._ids[id(a)] = len(self.items)
+            self.items.append(a)
+        return i
+
+
+def encode(value: Any, arrays: _Arrays) -> Any:
+    """``value`` as a JSON tree; numpy arrays are added to ``arrays`` by reference."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
-        if value.dtype.hasobject:
-            raise NotStorable("object arrays are not stored")
-        arrays.append(value)
-        return {"$a": len(arrays) - 1}
+        if value.dtype.hasobject or value.dtype.fields is not None:
+            raise NotStorable("object and record arrays are not stored")
+        return {"$a": arrays.add(value)}
     if isinstance(value, list):
         return [encode(v, arrays) for v in value]
     if isinstance(value, tuple):
@@ -89,13 +115,13 @@ def encode(value: Any, arrays: list[np.ndarray]) -> Any:
     raise NotStorable(f"a {name} is not stored")
 
 
-def decode(tree: Any, arrays: dict[str, np.ndarray]) -> Any:
+def decode(tree: Any, arrays: list[np.ndarray]) -> Any:
     if isinstance(tree, list):
         return [decode(v, arrays) for v in tree]
     if not isinstance(tree, dict):
         return tree
     if "$a" in tree:
-        return arrays[f"a{int(tree['$a'])}"]
+        return arrays[int(tree["$a"])]
     if "$t" in tree:
         return tuple(decode(v, arrays) for v in tree["$t"])
     if "$d" in tree:
@@ -110,19 +136,49 @@ def _hashable(k: Any) -> Any:
     return tuple(k) if isinstance(k, list) else k
 
 
+def _pad(n: int) -> int:
+    return -n % ALIGN
+
+
+def parts(value: Any) -> list[Any]:
+    """The payload of ``value`` as pieces to write in order (bytes and array buffers)."""
+    arrays = _Arrays()
+    tree = encode(value, arrays)
+    items = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays.items]
+    table, at = [], 0
+    for a in items:
+        table.append([a.dtype.str, list(a.shape), at])
+        at += a.nbytes + _pad(a.nbytes)
+    head = json.dumps({"tree": tree, "arrays": table}, allow_nan=True).encode()
+    head += b" " * _pad(len(head) + 8)
+    out: list[Any] = [len(head).to_bytes(8, "little"), head]
+    for a in items:
+        raw: Any = a.reshape(-1).view(np.uint8).data if a.nbytes else b""
+        out += [raw, b"\0" * _pad(a.nbytes)]
+    return out
+
+
 def to_bytes(value: Any) -> bytes:
-    arrays: list[np.ndarray] = []
-    tree = json.dumps(encode(value, arrays), allow_nan=True).encode()
-    buf = io.BytesIO()
-    named: dict[str, Any] = {f"a{i}": a for i, a in enumerate(arrays)}
-    np.savez(buf, tree=np.frombuffer(tree, dtype=np.uint8), **named)
-    return buf.getvalue()
+    return b"".join(bytes(p) for p in parts(value))
 
 
-def from_bytes(payload: bytes) -> Any:
-    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    return decode(json.loads(arrays.pop("tree").tobytes()), arrays)
+def from_bytes(payload: Any, copy: bool = True) -> Any:
+    """The value of a payload (bytes, or a memory map's view); ``copy=False`` leaves
+    its arrays as read-only views of ``payload``."""
+    buf = memoryview(payload)
+    n = int.from_bytes(buf[:8], "little")
+    head = json.loads(bytes(buf[8:8 + n]))
+    base = 8 + n
+    arrays = []
+    for dtype, shape, at in head["arrays"]:
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        if dt.hasobject or base + at + count * dt.itemsize > len(buf):
+            raise ValueError("an array lies outside the payload")
+        a = np.frombuffer(buf, dt, count, base + at).reshape(tuple(shape)) if count else \
+            np.zeros(tuple(shape), dt)
+        arrays.append(a.copy() if copy else a)
+    return decode(head["tree"], arrays)
 
 
 # --------------------------------------------------------------------------- the store
@@ -138,17 +194,20 @@ class DiskStore:
         h = blake2b(digest_size=12)
         h.update(code_version())
         h.update(json.dumps([self.key, self.shape, *rkey], default=str).encode())
-        return self.folder / f"{rkey[0]}-{h.hexdigest()}.npz"
+        return self.folder / f"{rkey[0]}-{h.hexdigest()}.hsan"
 
-    def load(self, rkey: tuple) -> tuple[Any] | None:
-        """(value,) when a verified result is on disk, else None."""
+    def load(self, rkey: tuple, mapped: bool = False) -> tuple[Any] | None:
+        """(value,) when a verified result is on disk, else None. ``mapped``: its
+        arrays stay read-only views of the file's memory map (read when touched)."""
         p = self._path(rkey)
         try:
-            raw = p.read_bytes()
+            fh = p.open("rb")
         except OSError:
             return None
         try:
-            return (from_bytes(_verified(raw, self.key)),)
+            with fh:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return (from_bytes(_verified(memoryview(mm), self.key), copy=not mapped),)
         except Exception as exc:  # noqa: BLE001 - a damaged result is a miss, removed
             log.warning("analysis cache: %s is damaged (%s); removed, computing it again",
                         p, exc)
@@ -157,38 +216,42 @@ class DiskStore:
 
     def save(self, rkey: tuple, value: Any) -> bool:
         try:
-            payload = to_bytes(value)
+            pieces = parts(value)
         except NotStorable:
             return False
         except Exception as exc:  # noqa: BLE001 - a value the codec chokes on: not kept
             log.warning("analysis cache: cannot encode %s (%s); not kept", rkey[0], exc)
             return False
-        head = json.dumps({"key": self.key, "size": len(payload),
-                           "crc32": zlib.crc32(payload)}).encode() + b"\n"
+        crc, size = 0, 0
+        for piece in pieces:
+            crc, size = zlib.crc32(piece, crc), size + len(piece)
+        head = json.dumps({"key": self.key, "size": size, "crc32": crc}).encode()
+        head += b" " * (-(len(MAGIC) + len(head) + 1) % ALIGN) + b"\n"  # arrays aligned
         try:
-            _write_atomic(self._path(rkey), MAGIC + head + payload)
+            _write_atomic(self._path(rkey), [MAGIC + head, *pieces])
             return True
         except Exception as exc:  # noqa: BLE001 - a cache problem never fails an analysis
             log.warning("analysis cache %s: cannot store %s (%s)", self.folder, rkey[0], exc)
             return False
 
 
-def _verified(raw: bytes, key: str) -> bytes:
-    if not raw.startswith(MAGIC):
+def _verified(raw: memoryview, key: str) -> memoryview:
+    """The payload of a file's bytes, once its header, size and CRC-32 matched."""
+    if bytes(raw[:len(MAGIC)]) != MAGIC:
         raise ValueError("not a hipscope analysis file")
-    nl = raw.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEADER)
+    nl = bytes(raw[len(MAGIC):len(MAGIC) + _MAX_HEADER]).find(b"\n")
     if nl < 0:
         raise ValueError("its header is cut")
-    head = json.loads(raw[len(MAGIC):nl])
-    payload = raw[nl + 1:]
+    head = json.loads(bytes(raw[len(MAGIC):len(MAGIC) + nl]))
+    payload = raw[len(MAGIC) + nl + 1:]
     if not isinstance(head, dict) or head.get("key") != key:
         raise ValueError("it belongs to another trace")
-    if head.get("size") != len(payload) or head.get("crc32") != zlib.crc32(payload):
+    if head.get("size") != len(payload) or head.get("crc32") != crc32(payload):
         raise ValueError("it does not match its checksum")
     return payload
 
 
-def _write_atomic(p: Path, data: bytes) -> None:
+def _write_atomic(p: Path, pieces: list[Any]) -> None:
     if not p.parent.parent.is_dir():
         raise OSError(f"the trace cache entry {p.parent.parent} is gone")
     p.parent.mkdir(exist_ok=True)
@@ -196,7 +259,8 @@ def _write_atomic(p: Path, data: bytes) -> None:
     tmp: str | None = tmp_name
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in pieces:
+                fh.write(piece)
         os.replace(tmp_name, p)
         tmp = None
     finally:

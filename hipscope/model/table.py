@@ -58,6 +58,16 @@ def valid_mask(arr: pa.Array) -> np.ndarray:
     return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)
 
 
+def _np_dtype(t: pa.DataType) -> np.dtype:
+    """The numpy dtype of a numeric or boolean arrow type (pyarrow's own ways,
+    ``to_pandas_dtype`` and ``pa.array``, import pandas: 0.6 s on the GUI thread)."""
+    if pa.types.is_boolean(t):
+        return np.dtype(bool)
+    kind = "int" if pa.types.is_signed_integer(t) else \
+        "uint" if pa.types.is_unsigned_integer(t) else "float"
+    return np.dtype(f"{kind}{t.bit_width}")
+
+
 def to_numpy(arr: pa.Array, fill: Any = None) -> np.ndarray:
     """``arr`` (numeric or bool) as numpy, nulls as ``fill``, without pandas; other
     types, or nulls with no ``fill``, through ``Array.to_numpy``."""
@@ -67,8 +77,8 @@ def to_numpy(arr: pa.Array, fill: Any = None) -> np.ndarray:
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
     if not (numeric or pa.types.is_boolean(t)) or (arr.null_count and fill is None):
         return arr.to_numpy(zero_copy_only=False)
-    if arr.null_count == n or n == 0:
-        return np.full(n, fill if n else 0, dtype=np.dtype(t.to_pandas_dtype()))
+    if arr.null_count == n or n == 0:     # (to_pandas_dtype would import pandas: 0.6 s)
+        return np.full(n, fill if n else 0, dtype=_np_dtype(t))
     buf = arr.buffers()[1]
     if numeric:
         dt = np.dtype(t.to_pandas_dtype())
@@ -221,6 +231,8 @@ class Table:
     def column(self, col: str) -> pa.Array:
         if col in self.data.column_names:
             ch = self.data.column(col)
+            if ch.num_chunks == 0:        # combine_chunks() of none imports pandas
+                return pa.nulls(0, type=ch.type)
             return ch.chunk(0) if ch.num_chunks == 1 else ch.combine_chunks()
         if col not in self.spec.by_name:
             raise KeyError(f"{self.spec.name} has no column {col!r}")

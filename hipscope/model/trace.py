@@ -58,7 +58,13 @@ class Trace:
 
     def time_range(self) -> tuple[int, int] | None:
         """Earliest start and latest end over all duration events (kernels, copies,
-        API calls, markers with end > start); None for a trace without times."""
+        API calls, markers with end > start); None for a trace without times. Computed
+        once (the tables never change; a 5M-kernel trace takes 0.4 s)."""
+        if "_time_range" not in self.__dict__:
+            object.__setattr__(self, "_time_range", self._compute_time_range())
+        return self.__dict__["_time_range"]
+
+    def _compute_time_range(self) -> tuple[int, int] | None:
         lo, hi = None, None
         for t in (self.kernels, self.copies, self.api, self.markers):
             if len(t) == 0:
@@ -69,7 +75,9 @@ class Trace:
                 ok &= e > s
             if not ok.any():
                 continue
-            s_min, e_max = int(s[ok].min()), int(e[ok].max())
+            if not ok.all():
+                s, e = s[ok], e[ok]
+            s_min, e_max = int(s.min()), int(e.max())
             lo = s_min if lo is None else min(lo, s_min)
             hi = e_max if hi is None else max(hi, e_max)
         return None if lo is None or hi is None else (lo, hi)

@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ..model.table import string_array
+
 try:
     from . import _csvscan
 except ImportError:  # pragma: no cover - the extension is optional (pure-Python install)
@@ -237,4 +239,6 @@ def _dictionary(codes: np.ndarray, offsets: np.ndarray, uniques: list[list[bytes
     validity = _validity(codes >= 0) if nulls else None
     indices = pa.Array.from_buffers(pa.int32(), len(codes), [validity, pa.py_buffer(codes)],
                                     null_count=nulls)
-    return pa.DictionaryArray.from_arrays(indices, pa.array(strings, type=pa.string()))
+    names = string_array(strings)          # pa.array would import pandas (0.6 s)
+    return pa.DictionaryArray.from_arrays(
+        indices, names if names is not None else pa.array(strings, type=pa.string()))

@@ -5,6 +5,8 @@ Core code takes plain callables (``progress(fraction)``, ``cancelled() -> bool``
 the outcome back by queued signal. Submitting under a key that is still running
 cancels the stale task and ignores its result. :meth:`TaskRunner.shutdown` (called
 when the window closes) cancels everything and waits for the workers.
+:meth:`TaskRunner.hold` keeps tasks below a priority queued until :meth:`TaskRunner.release`
+(the docks wait for the timeline's first frame: they must not compete with it).
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ class TaskRunner(QObject):
         self._running: set[TaskHandle] = set()
         self._ids = itertools.count()
         self._closed = False
+        self._hold_below: int | None = None        # see hold()
+        self._held: list[tuple[_Runnable, int]] = []
         self.submitted = 0          # tasks started so far (tests count where work ran)
 
     def submit(self, key: str, fn: TaskFn, priority: int = 0) -> TaskHandle:
@@ -139,8 +143,32 @@ class TaskRunner(QObject):
         self.submitted += 1
         self._live[key] = handle
         self._running.add(handle)
-        self._pool.start(_Runnable(fn, handle, self._relay), priority)
+        job = _Runnable(fn, handle, self._relay)
+        if self._hold_below is not None and priority < self._hold_below:
+            self._held.append((job, priority))
+        else:
+            self._pool.start(job, priority)
         return handle
+
+    def hold(self, below: int) -> None:
+        """Keep tasks of a priority under ``below`` queued (not started) until
+        :meth:`release`: the timeline's first frame gets the cores before the docks."""
+        self._hold_below = below
+
+    def release(self) -> None:
+        """Start the held tasks (in their priority order) and stop holding."""
+        self._hold_below = None
+        held, self._held = self._held, []
+        for job, priority in held:
+            self._pool.start(job, priority)
+
+    def holding(self) -> bool:
+        return self._hold_below is not None
+
+    @property
+    def closed(self) -> bool:
+        """Shut down: nothing submitted now runs."""
+        return self._closed
 
     def not_started(self, key: str) -> TaskHandle:
         """A handle for work refused at shutdown: already cancelled, emits nothing."""
@@ -173,13 +201,17 @@ class TaskRunner(QObject):
         return len(self._running)
 
     def wait(self, msecs: int = -1) -> bool:
+        """Wait for every task, held ones too (waiting for the work starts it)."""
+        self.release()
         return self._pool.waitForDone(msecs)
 
     def shutdown(self, msecs: int = 10_000) -> bool:
-        """Cancel every task and wait for the workers (True when all ended)."""
+        """Cancel every task and wait for the workers (True when all ended); held
+        tasks start only to report that they were cancelled."""
         self._closed = True
         for h in list(self._running):
             h.cancel()
+        self.release()
         ok = self._pool.waitForDone(msecs)
         if not ok:
             log.warning("%d worker(s) did not stop within %d ms", self.active_count(), msecs)

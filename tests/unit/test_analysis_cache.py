@@ -57,7 +57,7 @@ def test_the_cli_report_from_the_cache_is_the_same(capsys):
 def test_a_damaged_result_is_removed_and_computed_again(caplog, damage):
     want = _report(open_trace(LINKED, use_cache=True))
     tr = open_trace(LINKED, use_cache=True)
-    victim = next(p for p in _files(tr) if p.name.startswith("queue_delays-"))
+    victim = next(p for p in _files(tr) if p.name.startswith("queue_delay_summary-"))
     raw = bytearray(victim.read_bytes())
     if damage == "flip":
         raw[-20] ^= 0xFF
@@ -65,7 +65,7 @@ def test_a_damaged_result_is_removed_and_computed_again(caplog, damage):
                              b"" if damage == "empty" else raw))
     with caplog.at_level(logging.WARNING, logger="hipscope.analysis.persist"):
         assert _report(tr) == want
-    assert analyses_of(tr).computed == {"queue_delays": 1}
+    assert analyses_of(tr).computed == {"queue_delay_summary": 1}
     assert "damaged" in caplog.text
     third = open_trace(LINKED, use_cache=True)        # stored again, whole: served
     assert _report(third) == want and analyses_of(third).computed == {}
@@ -114,3 +114,29 @@ def test_a_cache_that_cannot_be_written_never_fails_the_report(caplog):
         rep = build_report(tr)
     assert rep["queue_delay_ns"]["from_api_start"]["count"] > 0
     assert "cannot store" in caplog.text
+
+
+def test_codec_keeps_every_array_shape_and_aliases_once():
+    import numpy as np
+
+    a = np.arange(10, dtype=np.int64)
+    value = {"a": a, "alias": a, "empty2d": np.zeros((0, 2), np.int64),
+             "grid": np.arange(6, dtype=np.float32).reshape(2, 3), "nan": np.array([np.nan]),
+             "bools": np.array([True, False, True]), "scalar": np.array(7, np.int16),
+             "t": (1, "x", None, [np.uint8(3)])}
+    back = persist.from_bytes(persist.to_bytes(value))
+    for k in ("a", "alias", "empty2d", "grid", "bools", "scalar"):
+        assert back[k].dtype == value[k].dtype and back[k].shape == value[k].shape, k
+        assert np.array_equal(back[k], value[k]), k
+    assert np.isnan(back["nan"][0]) and back["t"] == (1, "x", None, [3])
+    assert back["a"] is back["alias"]                      # stored once
+    assert back["a"].flags.writeable                      # copies unless mapped
+
+
+def test_a_reopened_report_reads_only_the_delay_summary():
+    want = _report(open_trace(LINKED, use_cache=True))
+    again = open_trace(LINKED, use_cache=True)
+    assert _report(again) == want
+    svc = analyses_of(again)
+    assert svc.loaded["queue_delay_summary"] == 1
+    assert "queue_delays" not in svc.loaded and svc.computed == {}   # no per-kernel arrays

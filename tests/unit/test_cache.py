@@ -508,6 +508,20 @@ def test_c7_least_recently_used_entries_are_evicted_above_the_cap(tmp_path, monk
     assert not open_trace(b, use_cache=True).meta.get("cached")
 
 
+def test_c7_the_analysis_files_count_towards_the_cap(tmp_path, monkeypatch):
+    a, b = (tmp_path / n for n in "ab")
+    for d in (a, b):
+        shutil.copytree(TWIN, d)
+    open_trace(a, use_cache=True)
+    ea = only_entry()
+    size = _entry_bytes(ea)
+    monkeypatch.setenv("HIPSCOPE_CACHE_MAX_MB", str(3 * size / 2**20))
+    (ea / "analyses").mkdir(exist_ok=True)               # a's timeline rows, say
+    (ea / "analyses" / "timeline_frame-0.hsan").write_bytes(b"\0" * (2 * size))
+    open_trace(b, use_cache=True)                        # a is 3x its tables: over the cap
+    assert ea not in entries() and len(entries()) == 1
+
+
 # --------------------------------------------------------------------------- C8
 
 _OPEN_AND_SUMMARISE = """

@@ -16,13 +16,28 @@ def prepare(trace: Trace, grouping: str, mode: str, values: np.ndarray | None = 
             text: str = "", regex: bool = False, cancelled: CancelledFn | None = None
             ) -> tuple[TimelineModel, ColorScale, FindResult | None, dict[int, np.ndarray]]:
     """The rows of ``trace`` by ``grouping`` with colour keys of ``mode`` applied, the
-    matches of ``text`` (None without one) and each track's matching starts."""
-    model = build_model(trace, grouping, cancelled)
-    scale = color_scale(trace, model, mode, values)
-    apply_color_keys(model, color_keys(trace, model, scale, cancelled, values))
+    matches of ``text`` (None without one) and each track's matching starts. Coloured
+    by name (the first frame's colours), the rows come from the trace's analysis
+    service (kept in the disk cache with the trace: a reopened trace's first frame
+    computes no rows); other colourings are built here, not kept on disk."""
+    if values is None and mode == "name":
+        from ..context import analyses_of
+
+        model, scale = analyses_of(trace).timeline_frame(grouping, mode, cancelled)
+    else:
+        model, scale = coloured_model(trace, grouping, mode, values, cancelled)
     found = find(trace, model, text, regex) if text else None
     starts = track_match_starts(model, found) if found is not None else {}
     return model, scale, found, starts
+
+
+def coloured_model(trace: Trace, grouping: str, mode: str, values: np.ndarray | None = None,
+                   cancelled: CancelledFn | None = None) -> tuple[TimelineModel, ColorScale]:
+    """The rows of ``trace`` by ``grouping`` with the colour keys of ``mode`` applied."""
+    model = build_model(trace, grouping, cancelled)
+    scale = color_scale(trace, model, mode, values)
+    apply_color_keys(model, color_keys(trace, model, scale, cancelled, values))
+    return model, scale
 
 
 def launch_links(trace: Trace, table: str, row: int) -> list[tuple[str, int, str, int]]:

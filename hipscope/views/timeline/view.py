@@ -80,6 +80,7 @@ class TimelineView(QWidget):
         self.flows = TimelineFlows(self)
         self.fonts = Fonts(*rd.make_fonts())
         self.tasks = document.scope("timeline", priority=TIMELINE_PRIORITY)  # drawn first
+        document.expect_first_frame()     # the docks wait for it (first_frame.py)
         self.vbar = QScrollBar(Qt.Orientation.Vertical, self)
         self.vbar.valueChanged.connect(self._on_vbar_value_changed)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -87,7 +88,7 @@ class TimelineView(QWidget):
         self.setMinimumSize(400, 200)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         d = document
-        d.trace_loaded.connect(self._on_document_trace_loaded)
+        d.trace_to_draw.connect(self._on_document_trace_loaded)   # before the docks
         d.view_changed.connect(self._on_document_view_changed)
         d.selection_changed.connect(self._on_document_selection_changed)
         d.find_changed.connect(self._on_document_find_changed)
@@ -159,8 +160,11 @@ class TimelineView(QWidget):
         n = sum(len(t) for t in (trace.kernels, trace.api, trace.copies, trace.markers))
         if n < SYNC_LIMIT:
             self._on_prepare_succeeded(job(None, lambda: False))
+            self.document.first_frame_drawn()    # drawn at once: the docks need not wait
         else:
-            self.tasks.submit("prepare", job).succeeded.connect(self._on_prepare_succeeded)
+            h = self.tasks.submit("prepare", job)
+            h.succeeded.connect(self._on_prepare_succeeded)
+            h.failed.connect(lambda _msg: self.document.first_frame_drawn())
             self.update()
 
     def _on_prepare_succeeded(self, result) -> None:
@@ -179,6 +183,7 @@ class TimelineView(QWidget):
         track_state.apply_pending(self)     # the choices saved for this trace
         self.finder.set_result(found, starts)
         self._on_document_selection_changed(self.document.view_state.selection)
+        first_frame.prepared(self)
         self.prepared.emit()
 
     def _relayout(self) -> None:
@@ -475,7 +480,7 @@ class TimelineView(QWidget):
 
     def paintEvent(self, event) -> None:
         self._render_on(self)
-        first_frame.painted(self.stats.rects + self.stats.density_columns)
+        first_frame.painted(self, self.stats.rects + self.stats.density_columns)
 
     def export_png(self, path) -> bool:
         """Save the view as a PNG picture (the widget's current size)."""
