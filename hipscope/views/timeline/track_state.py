@@ -48,7 +48,7 @@ def restore_track_state(view: TimelineView, state: dict[str, Any] | None) -> Non
     w = state.get("label_w")
     if isinstance(w, int):
         view.input.tracks.set_label_w(w)
-    view._relayout()  # noqa: SLF001 (this module is the view's track half)
+    view.relayout()  # noqa: SLF001 (this module is the view's track half)
 
 
 def apply_pending(view: TimelineView) -> None:

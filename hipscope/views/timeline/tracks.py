@@ -101,7 +101,7 @@ class TrackControls(QObject):
 
     def _on_filter_edit_text_changed(self, text: str) -> None:
         self.options.filter = text
-        self._relayout()
+        self.relayout()
 
     def label_tooltip(self, x: float, y: float) -> str:
         """The full label of the row under a point of the label column (labels are
@@ -128,8 +128,8 @@ class TrackControls(QObject):
             text += f"\n{len(r.children)} rows"
         return text
 
-    def _relayout(self) -> None:
-        self.view._relayout()  # noqa: SLF001 (this module is the view's track half)
+    def relayout(self) -> None:
+        self.view.relayout()  # noqa: SLF001 (this module is the view's track half)
 
     def _legend_tooltip(self, x: float) -> str:
         """The full name of the legend entry at x ('' between entries)."""
@@ -211,7 +211,7 @@ class TrackControls(QObject):
 
     def _hide(self, key: str) -> None:
         self.options.hidden.add(key)
-        self._relayout()
+        self.relayout()
 
     def _pin(self, key: str) -> None:
         pins = self.options.pinned
@@ -219,18 +219,18 @@ class TrackControls(QObject):
             pins.remove(key)
         else:
             pins.append(key)
-        self._relayout()
+        self.relayout()
 
     def _move(self, row: int, step: int) -> None:
         if self.view.model is not None:
             self.options.move(self.view.model, row, step)
-        self._relayout()
+        self.relayout()
 
     def _show_hidden(self) -> None:
         self.options.hidden.clear()
-        self._relayout()
+        self.relayout()
 
     def _reset_order(self) -> None:
         self.options.order.clear()
         self.options.pinned.clear()
-        self._relayout()
+        self.relayout()

@@ -30,11 +30,11 @@ from .frame_state import Fonts, FrameState, PaintCache
 from .interaction import TimelineInput
 from .painting import paint_frame
 from .render import AXIS_H, SCROLL_W
+from .reveal import MIN_SPAN, reveal_event
 
 log = logging.getLogger(__name__)
 
 SYNC_LIMIT = 200_000      # events: below this, prepare on the GUI thread (instant)
-MIN_SPAN = 20             # ns
 RULER_SYNC = 300_000      # kernels: above this, ruler statistics run in a worker
 TIMELINE_PRIORITY = 10    # the timeline's tasks start before the other panels' queued ones
 
@@ -179,14 +179,14 @@ class TimelineView(QWidget):
         fresh = {r.key for r in model.rows if r.collapsed_default} - self._seen_keys
         self.collapsed |= fresh            # fold deep stacks once; the user's choice stays
         self._seen_keys |= {r.key for r in model.rows}
-        self._relayout()
+        self.relayout()
         track_state.apply_pending(self)     # the choices saved for this trace
         self.finder.set_result(found, starts)
         self._on_document_selection_changed(self.document.view_state.selection)
         first_frame.prepared(self)
         self.prepared.emit()
 
-    def _relayout(self) -> None:
+    def relayout(self) -> None:
         self.layout = rd.Layout(self.model, self.collapsed, self.input.tracks.options)
         self._update_scrollbar()
         self.update()
@@ -296,38 +296,7 @@ class TimelineView(QWidget):
 
     def reveal(self, table: str, row: int) -> None:
         """Select an event and scroll/zoom so that it is visible."""
-        vs = self.document.view_state
-        vs.select(Selection(table, int(row)))
-        if self.model is None or table not in self._times:
-            return
-        s, e = self.span_of(table, row)
-        t0, t1 = vs.window
-        wpx = (e - s) * self.track_rect.width() / max(t1 - t0, 1)
-        if not (s >= t0 and e <= t1 and wpx >= 3):
-            span = max((e - s) * 6, min(t1 - t0, 50_000), MIN_SPAN)
-            if e - s > 0 and span > (e - s) * 50:
-                span = max((e - s) * 6, 2_000)
-            mid = (s + e) / 2
-            self.set_window(mid - span / 2, mid + span / 2)
-        tr = int(self.model.track_of[table][row])
-        if tr >= 0:
-            anc = self.model.rows[tr].parent
-            changed = self.model.rows[tr].quiet and self.input.tracks.unfold_quiet(anc)
-            while anc >= 0:
-                key = self.model.rows[anc].key
-                if key in self.collapsed:
-                    self.collapsed.discard(key)
-                    changed = True
-                anc = self.model.rows[anc].parent
-            if changed:
-                self._relayout()
-            p = self.layout.pos_of.get(tr)
-            if p is not None:
-                y, h = int(self.layout.y[p]), int(self.layout.h[p])
-                page = self.track_rect.height()
-                if y < self.scroll or y + h > self.scroll + page:
-                    self.vbar.setValue(max(y - page // 3, 0))
-        self.update()
+        reveal_event(self, table, row)
 
     # ------------------------------------------------------------------ find, keys
     def find_next(self) -> None:
@@ -377,7 +346,7 @@ class TimelineView(QWidget):
             self.collapsed.discard(key)
         else:
             self.collapsed.add(key)
-        self._relayout()
+        self.relayout()
 
     # ------------------------------------------------------------------ ruler
     def measure(self, t0: int, t1: int) -> None:
