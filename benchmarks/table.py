@@ -58,6 +58,13 @@ BENCHES: dict[str, tuple[list[str], list[str], list[Target]]] = {
                lambda r: r["cold_s"] / r["headless_report_s"], 1.3, "x"),
         Target("app warm first frame / cold", lambda r: r["warm_s"] / r["cold_s"], 0.2, "x"),
     ]),
+    # issue 18; the speed-up target (>= 1.7x) as its inverse: 2-worker wall / serial wall
+    "ranks": ([], ["--ranks", "8", "--kernels", "20000"], [
+        Target("ranks: 2 workers / serial wall", lambda r: 1 / r["speedup"], round(1 / 1.7, 3),
+               "x"),
+        Target("ranks: client peak RSS", lambda r: r["client_peak_mb"], 300, "MB"),
+        Target("ranks: cached run / first run", lambda r: r["cached_ratio"], 0.1, "x"),
+    ]),
     "bench_kineto": ([], [], [
         Target("Kineto 1M events", lambda r: r["s"], 2.0, "s"),
         Target("Kineto 1M events peak RSS", lambda r: r["peak_rss_mb"], 1000, "MB"),
