@@ -13,8 +13,12 @@ README). Exit status: 0; 2 for bad input (a path that names nothing, bad options
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..model.units import fmt_duration
@@ -48,6 +52,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _ctrl_c_cancels(on_workers: bool) -> Iterator[Callable[[], bool]]:
+    """Ctrl+C as the engine's ``cancelled()`` when ranks run on workers: the first SIGINT
+    sets a flag that the engine polls (it cancels the tasks and closes the cluster in
+    order); a second one interrupts at once. A KeyboardInterrupt raised at an arbitrary
+    point inside Dask's client could leave a lock of its event-loop thread held and the
+    exit hanging (seen once in CI). In this process (``--workers 0``) Ctrl+C interrupts
+    the read at once, as everywhere else in hipscope."""
+    hit = threading.Event()
+
+    def on_sigint(signum, frame):
+        if hit.is_set():
+            raise KeyboardInterrupt
+        hit.set()
+
+    if not on_workers or threading.current_thread() is not threading.main_thread():
+        yield hit.is_set                  # (signals reach the main thread only)
+        return
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield hit.is_set
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def run(argv: list[str]) -> int:
     from ..model.progress import Cancelled
     from ..parsers import TraceFormatError
@@ -61,8 +90,10 @@ def run(argv: list[str]) -> int:
                          memory=args.memory, walltime=args.walltime, jobs=args.jobs) \
         if args.slurm else None
     try:
-        ov = analyse_job(args.paths, workers=args.workers, scheduler=args.scheduler,
-                         slurm=slurm, cache_dir=args.cache_dir)
+        serial = args.workers == 0 and args.scheduler is None and not args.slurm
+        with _ctrl_c_cancels(on_workers=not serial) as cancelled:
+            ov = analyse_job(args.paths, workers=args.workers, scheduler=args.scheduler,
+                             slurm=slurm, cache_dir=args.cache_dir, cancelled=cancelled)
     except TraceFormatError as exc:
         print(f"hipscope: {exc}", file=sys.stderr)
         return 2

@@ -98,3 +98,5 @@ def test_ctrl_c_stops_the_tasks_and_the_cluster(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait(30)
+        p.stdout.close()                # a failed run leaves no pipe for a later test's GC
+        p.stderr.close()
