@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
-import resource
 import sys
-import time
 from pathlib import Path
+
+from benchmarks._read import load_avg, time_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "data" / "jax" / "gpu" / "gpu2.trace.json.gz"
@@ -60,23 +59,9 @@ def generate(data: Path, events: int) -> Path:
 
 
 def bench(path: Path, runs: int) -> dict:
-    from hipscope.parsers import get_reader
-
-    reader = get_reader("jax")
-    wall, cpu, tr = [], [], None
-    for _ in range(runs):
-        del tr
-        t0, c0 = time.perf_counter(), time.process_time()
-        tr = reader.read(path, lambda f: None, lambda: False)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    wall.sort()
-    cpu.sort()
-    return {"s": round(wall[len(wall) // 2], 3), "cpu_s": round(cpu[len(cpu) // 2], 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "events": tr.meta.get("events"), "kernels": len(tr.kernels),
-            "api_calls": len(tr.api), "markers": len(tr.markers),
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    r, tr = time_reads("jax", path, runs)
+    return {**r, "events": tr.meta.get("events"), "kernels": len(tr.kernels),
+            "api_calls": len(tr.api), "markers": len(tr.markers), "load_avg": load_avg()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks._read import load_avg, time_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 # tables repeated, and the columns shifted in each copy (time, correlation)
@@ -75,22 +75,9 @@ def generate(data: Path, kernels: int) -> Path:
 
 
 def bench(path: Path, runs: int) -> dict:
-    from hipscope.parsers import get_reader
-
-    reader = get_reader("nsys")
-    wall, cpu, tr = [], [], None
-    for _ in range(runs):
-        del tr
-        t0, c0 = time.perf_counter(), time.process_time()
-        tr = reader.read(path, lambda f: None, lambda: False)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    wall.sort()
-    cpu.sort()
-    return {"s": round(wall[len(wall) // 2], 3), "cpu_s": round(cpu[len(cpu) // 2], 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "kernels": len(tr.kernels), "api_calls": len(tr.api),
-            "markers": len(tr.markers), "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    r, tr = time_reads("nsys", path, runs)
+    return {**r, "kernels": len(tr.kernels), "api_calls": len(tr.api),
+            "markers": len(tr.markers), "load_avg": load_avg()}
 
 
 def main(argv: list[str] | None = None) -> int:

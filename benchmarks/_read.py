@@ -1,0 +1,32 @@
+"""What the reader benchmarks share: the median wall and CPU time of full reads of one
+file by one reader, and this process's peak RSS."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+
+def time_reads(reader_name: str, path: Path, runs: int):
+    """``runs`` full reads (file -> Trace); the figures and the last trace."""
+    from hipscope.parsers import get_reader
+
+    reader = get_reader(reader_name)
+    wall, cpu, tr = [], [], None
+    for _ in range(runs):
+        del tr
+        t0, c0 = time.perf_counter(), time.process_time()
+        tr = reader.read(path, lambda f: None, lambda: False)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    wall.sort()
+    cpu.sort()
+    figures = {"s": round(wall[len(wall) // 2], 3), "cpu_s": round(cpu[len(cpu) // 2], 3),
+               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    return figures, tr
+
+
+def load_avg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
