@@ -8,16 +8,14 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
-    QProgressBar,
-    QPushButton,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from ..qt.tasks import TaskHandle
+from ..views.progress_page import build_progress_page
 
 
 class LoadingTab(QWidget):
@@ -41,31 +39,10 @@ class LoadingTab(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self._stack)
-        self._stack.addWidget(self._build_loading_page(loading_text))
+        pp = build_progress_page(self, loading_text, self.cancel_load)
+        self.loading_label, self.progress_bar, self.cancel_button = pp.label, pp.bar, pp.cancel
+        self._stack.addWidget(pp.page)
         self._stack.addWidget(self._build_error_page())
-
-    def _build_loading_page(self, text: str) -> QWidget:
-        page = QWidget(self)
-        v = QVBoxLayout(page)
-        v.addStretch(1)
-        self.loading_label = QLabel(text, page)
-        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.progress_bar = QProgressBar(page)
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setTextVisible(True)
-        self.progress_bar.setFormat("%p%")
-        self.progress_bar.setFixedWidth(360)
-        self.cancel_button = QPushButton("Cancel", page)
-        self.cancel_button.clicked.connect(self.cancel_load)
-        v.addWidget(self.loading_label)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.progress_bar)
-        row.addWidget(self.cancel_button)
-        row.addStretch(1)
-        v.addLayout(row)
-        v.addStretch(2)
-        return page
 
     def _build_error_page(self) -> QWidget:
         raise NotImplementedError

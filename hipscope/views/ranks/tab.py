@@ -19,7 +19,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
     QStackedWidget,
     QVBoxLayout,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 from ...qt.commands import Commands
 from ...qt.ranks import Analyse, RanksController, describe_paths
 from ...qt.tasks import TaskRunner
+from ..progress_page import build_progress_page
 from .view import RanksView
 
 
@@ -55,7 +55,10 @@ class RanksTab(QWidget):
         self._runner: TaskRunner | None = None
         self.view = RanksView(commands, self)
         self._stack = QStackedWidget(self)
-        self._stack.addWidget(self._build_loading_page())
+        pp = build_progress_page(
+            self, f"Analysing the ranks of {describe_paths(self.job_paths)}…", self.cancel_load)
+        self.loading_label, self.progress_bar, self.cancel_button = pp.label, pp.bar, pp.cancel
+        self._stack.addWidget(pp.page)
         self._stack.addWidget(self._build_message_page())
         self._stack.addWidget(self.view)
         lay = QVBoxLayout(self)
@@ -68,29 +71,6 @@ class RanksTab(QWidget):
         return "Ranks: " + (names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1})")
 
     # ---- pages ---------------------------------------------------------------------------
-    def _build_loading_page(self) -> QWidget:
-        page = QWidget(self)
-        v = QVBoxLayout(page)
-        v.addStretch(1)
-        self.loading_label = QLabel(f"Analysing the ranks of {describe_paths(self.job_paths)}…",
-                                    page)
-        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.progress_bar = QProgressBar(page)
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setFormat("%p%")
-        self.progress_bar.setFixedWidth(360)
-        self.cancel_button = QPushButton("Cancel", page)
-        self.cancel_button.clicked.connect(self.cancel_load)
-        v.addWidget(self.loading_label)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.progress_bar)
-        row.addWidget(self.cancel_button)
-        row.addStretch(1)
-        v.addLayout(row)
-        v.addStretch(2)
-        return page
-
     def _build_message_page(self) -> QWidget:
         """One sentence (nothing found, or why the job could not run), Retry, Close."""
         page = QWidget(self)
