@@ -10,33 +10,17 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from hipscope.app.main_window import MainWindow
 from hipscope.app.screen_state import screen_state
 from hipscope.model.units import fmt_duration
-
-from .conftest import make_tiny_trace
 
 SHIFT = Qt.KeyboardModifier.ShiftModifier
 
 
-def tiny_loader(paths, progress, cancelled):
-    return make_tiny_trace(120)
-
-
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=tiny_loader, persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
+def window(tiny_window, qtbot):
+    w, tab = tiny_window()
     qtbot.waitUntil(lambda: tab.timeline.model is not None)
-    yield w, tab
-    w.close()
+    return w, tab
 
 
 def _row(tl, label_start: str, parent_label: str) -> int:

@@ -11,30 +11,15 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from hipscope.app.main_window import MainWindow
 
-from .conftest import make_tiny_trace
-
 ROLES = (QPalette.ColorRole.Window, QPalette.ColorRole.WindowText, QPalette.ColorRole.Base,
          QPalette.ColorRole.Text, QPalette.ColorRole.Highlight, QPalette.ColorRole.Button)
 
 
-def tiny_loader(paths, progress, cancelled):
-    return make_tiny_trace(120)
-
-
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=tiny_loader, persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
+def window(tiny_window):
+    w, tab = tiny_window()
     yield w, tab
     w.theme_actions["system"].trigger()
-    w.close()
 
 
 def _stale(w: MainWindow) -> list[str]:
