@@ -10,13 +10,12 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from hipscope.analysis.context import TraceAnalyses
-from hipscope.app.main_window import MainWindow
 from hipscope.model import Trace, build_table
 from hipscope.model.progress import Cancelled
 from hipscope.tuner.rules import propose
 from hipscope.views import area_table
 
-from .conftest import make_tiny_trace
+from .conftest import make_tiny_trace, open_loaded, stand_in
 
 MANGLED = "_ZN7ck_tile6kentryILi142EEEvv"      # ck_tile::kentry<142>()
 
@@ -33,19 +32,12 @@ def mangled_trace() -> Trace:
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "tiny.trace"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=lambda paths, progress, cancelled: mangled_trace(), persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
+def window(make_window, qtbot, tmp_path):
+    w = make_window(loader=lambda paths, progress, cancelled: mangled_trace(), persist=False,
+                    expose=True)
+    tab = open_loaded(qtbot, w, stand_in(tmp_path, "tiny.trace"))
     qtbot.waitUntil(lambda: tab.timeline.model is not None)
     yield w, tab
-    w.close()
 
 
 def _pick(qtbot, tl, rows: int = 2) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hipscope.app.main_window import MainWindow
 from hipscope.model import Trace, build_table
 from hipscope.model.view_state import Selection
 from hipscope.views.timeline.flows import TimelineFlows
+
+from .conftest import open_loaded, stand_in
 
 T0 = 5_000_000_000
 # (name, stream, start, end, pid, correlation id, waits on): the records and waits of
@@ -55,19 +56,12 @@ def _expected_links(selected: int) -> list[tuple[int, int]]:
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
-    p = tmp_path / "hip_events.db"
-    p.write_text("stand-in path; the loader builds the trace")
-    w = MainWindow(loader=lambda paths, progress, cancelled: hip_event_trace(), persist=False)
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    qtbot.waitExposed(w)
-    (tab,) = w.open_paths([p])
-    qtbot.waitUntil(lambda: tab.state == "loaded", timeout=20_000)
+def window(make_window, qtbot, tmp_path):
+    w = make_window(loader=lambda paths, progress, cancelled: hip_event_trace(), persist=False,
+                    expose=True)
+    tab = open_loaded(qtbot, w, stand_in(tmp_path, "hip_events.db"))
     qtbot.waitUntil(lambda: tab.timeline.model is not None)
     yield w, tab
-    w.close()
     TimelineFlows.kinds = frozenset(("launch", "op", "wait"))
 
 
