@@ -151,7 +151,7 @@ def summarise(trace: Trace, source: str) -> RankResult:
 
     svc = analyses_of(trace)
     att = svc.ops()
-    t0, t1 = _span(trace)
+    t0, t1 = trace.time_range() or (0, 0)   # (0, 0): a rank with no timed events
     us, ue = _busy_union(trace)
     width, first, busy = fine_bins(us, ue, t0, t1)
     steps = svc.steps()
@@ -178,16 +178,6 @@ def _int_or_none(v: Any) -> int | None:
         return None if v is None or isinstance(v, bool) else int(v)
     except (TypeError, ValueError):
         return None
-
-
-def _span(trace: Trace) -> tuple[int, int]:
-    """First start and last end over the rank's events (0, 0 when it has none)."""
-    lo, hi = [], []
-    for t in (trace.kernels, trace.copies, trace.api, trace.markers):
-        if len(t):
-            lo.append(int(t.numpy("start").min()))
-            hi.append(int(t.numpy("end").max()))
-    return (min(lo), max(hi)) if lo else (0, 0)
 
 
 def _busy_union(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
