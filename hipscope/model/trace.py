@@ -183,6 +183,9 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
                 m[k].extend(x for x in v if x not in m[k])
             else:
                 m.setdefault(k, v)
+    if len({tr.meta.get("rank") for tr in traces}) > 1:
+        m.pop("rank", None)             # several ranks: none is the merge's
+        m.pop("rank_variable", None)
     m.update(meta or {})
     if mixed:
         from .diagnostics import add_diagnostic

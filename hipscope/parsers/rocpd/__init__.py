@@ -90,12 +90,33 @@ class RocpdReader:
             traces.append(self._read_one(f, sub, cancelled))
         if len(traces) == 1:
             return traces[0]
-        return merge_traces(traces, meta={"sources": [str(f) for f in files],
-                                          "pids": sorted({p for t in traces
-                                                          for p in t.meta.get("pids", [])})})
+        return merge_traces([_rankless(t) for t in traces], meta={
+            "sources": [str(f) for f in files],
+            "pids": sorted({p for t in traces for p in t.meta.get("pids", [])}),
+            **_folder_ranks(traces)})
 
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
         # quick_check runs while the views are read
         return read_sqlite_input(path, "rocpd", "database", Db,
                                  lambda db: read_db(self.name, db, progress, cancelled))
+
+
+def _rankless(t: Trace) -> Trace:
+    """A database's trace without its rank: one node's processes share its GPUs, so the
+    merge must not keep each rank's devices apart (``merge_traces`` keys them by rank)."""
+    return t.with_meta(rank=None, rank_variable=None)
+
+
+def _folder_ranks(traces: list[Trace]) -> dict:
+    """The databases' ranks (``process_rank.py``): one rank for all, or each pid's."""
+    pairs = sorted({(p, r) for t in traces for p, r in t.meta.get("process_ranks") or []} |
+                   {(p, t.meta["rank"]) for t in traces if t.meta.get("rank") is not None
+                    for p in t.meta.get("pids", [])[:1]})
+    ranks = {r for _, r in pairs}
+    if len(ranks) == 1:
+        var = next((t.meta["rank_variable"] for t in traces if t.meta.get("rank_variable")),
+                   None)
+        return {"rank": ranks.pop(), "rank_variable": var}
+    return {"rank": None, "rank_variable": None,
+            "process_ranks": [list(x) for x in pairs]} if ranks else {}
