@@ -151,7 +151,9 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
         for i in range(len(tr.devices)):
             row = tr.devices.row(i)
             # a rank's GPUs are its own: two ranks' "GPU 0" (other nodes) stay apart
-            key = (row.get("host"), row.get("raw_id"), row.get("name"), tr.meta.get("rank"))
+            # where no host tells the nodes apart
+            key = (row.get("host"), row.get("raw_id"), row.get("name"),
+                   tr.meta.get("rank") if row.get("host") is None else None)
             if key not in dev_keys:
                 dev_keys[key] = len(dev_rows)
                 dev_rows.append({**row, "index": len(dev_rows)})

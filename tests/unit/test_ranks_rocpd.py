@@ -102,7 +102,7 @@ def test_an_environment_that_is_not_json_is_warned_and_the_trace_reads(tmp_path)
 
 def test_merged_rank_databases_have_no_single_rank(job):
     """A folder of rank databases read as one trace (and the two files opened together):
-    no single rank claimed; the folder's merge keeps one node's GPUs once."""
+    no single rank claimed; one node's GPUs are kept once (they have a host)."""
     a, b = job
     with sqlite3.connect(a) as c:
         gpus = c.execute("SELECT count(*) FROM rocpd_info_agent WHERE type = 'GPU'").fetchone()[0]
@@ -112,3 +112,4 @@ def test_merged_rank_databases_have_no_single_rank(job):
     assert len(folder.devices) == gpus
     both = open_trace([a, b])
     assert "rank" not in both.meta and "rank_variable" not in both.meta
+    assert len(both.devices) == gpus

@@ -90,7 +90,7 @@ class RocpdReader:
             traces.append(self._read_one(f, sub, cancelled))
         if len(traces) == 1:
             return traces[0]
-        return merge_traces([_rankless(t) for t in traces], meta={
+        return merge_traces(traces, meta={
             "sources": [str(f) for f in files],
             "pids": sorted({p for t in traces for p in t.meta.get("pids", [])}),
             **_folder_ranks(traces)})
@@ -102,21 +102,11 @@ class RocpdReader:
                                  lambda db: read_db(self.name, db, progress, cancelled))
 
 
-def _rankless(t: Trace) -> Trace:
-    """A database's trace without its rank: one node's processes share its GPUs, so the
-    merge must not keep each rank's devices apart (``merge_traces`` keys them by rank)."""
-    return t.with_meta(rank=None, rank_variable=None)
-
-
 def _folder_ranks(traces: list[Trace]) -> dict:
-    """The databases' ranks (``process_rank.py``): one rank for all, or each pid's."""
+    """Each pid's rank where the databases record several (``process_rank.py``); the
+    merge keeps a rank only when all agree."""
     pairs = sorted({(p, r) for t in traces for p, r in t.meta.get("process_ranks") or []} |
                    {(p, t.meta["rank"]) for t in traces if t.meta.get("rank") is not None
                     for p in t.meta.get("pids", [])[:1]})
-    ranks = {r for _, r in pairs}
-    if len(ranks) == 1:
-        var = next((t.meta["rank_variable"] for t in traces if t.meta.get("rank_variable")),
-                   None)
-        return {"rank": ranks.pop(), "rank_variable": var}
-    return {"rank": None, "rank_variable": None,
-            "process_ranks": [list(x) for x in pairs]} if ranks else {}
+    return {"process_ranks": [list(x) for x in pairs]} \
+        if len({r for _, r in pairs}) > 1 else {}
