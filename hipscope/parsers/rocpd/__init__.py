@@ -19,7 +19,9 @@ is read with a warning (``version.py``); HIP graph launches (3.0.2 on) are summa
 ``meta["rocpd_graph_launches"]``, each launch's kernel nodes in
 ``meta["graph_launch_kernels"]`` (``graphs.py``); SPM counters (3.0.3 on) are samples
 series (``spm.py``); HIP event records (3.0.4 on) are GPU-side ``hip_event`` markers
-with their cross-stream waits (``hip_events.py``). docs/readers.md has the table.
+with their cross-stream waits (``hip_events.py``). The process's job rank is read from
+its recorded environment into ``meta["rank"]`` (``process_rank.py``). docs/readers.md
+has the table.
 
 Facts from ``source/lib/output/generateRocpd.cpp``: ``rocpd_event.stack_id`` is the
 internal correlation id and ``rocpd_event.correlation_id`` the *external* one, so a kernel
