@@ -113,3 +113,17 @@ def test_merged_rank_databases_have_no_single_rank(job):
     both = open_trace([a, b])
     assert "rank" not in both.meta and "rank_variable" not in both.meta
     assert len(both.devices) == gpus
+
+
+@pytest.mark.parametrize("env, want", [
+    ({"PMI_RANK": "6", "PMI_SIZE": "16", "MPI_LOCALRANKID": "2"}, (6, "PMI_RANK", 16)),
+    ({"SLURM_PROCID": "7", "SLURM_NTASKS": "8"}, (7, "SLURM_PROCID", 8)),
+    ({"RANK": "x", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2"},
+     (2, "OMPI_COMM_WORLD_RANK", None)),               # a size not above the rank: none
+    ({"MPI_LOCALRANKID": "1", "LOCAL_RANK": "1"}, None),  # node-local ranks only
+])
+def test_rank_variables_in_their_order(tmp_path, env, want):
+    db = rr.build(tmp_path / "r_results.db", {**rr.BASE_ENV, **env})
+    m = open_trace(db).meta
+    got = (m["rank"], m["rank_variable"], m.get("world_size")) if "rank" in m else None
+    assert got == want
