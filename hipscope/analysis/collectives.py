@@ -6,7 +6,13 @@ one host op launched. The op is the outermost collective op above the kernel's
 launching op (:mod:`.ops`): c10d's ``record_param_comms`` (whose args the Kineto reader
 keeps as the markers' ``collective``, ``process_group`` and ``collective_seq``) or the
 ``nccl:*`` / ``rccl:*`` annotation inside it. A kernel with no launching op (traces that
-start mid-stream) is an instance of its own.
+start mid-stream) is an instance of its own, or one with the kernels that share its own
+(name, group, Seq) args.
+
+Newer Kineto (libkineto ``output_json.cpp``) copies the op's c10d args onto the NCCL
+kernel itself ('Collective name', 'Process Group Name', 'Seq': the kernels' columns of
+the same names as the markers'); they stand in for whichever the op chain lacks, so a
+trace without the ``record_param_comms`` ops still has its collectives' identity.
 
 Identity across ranks: (name, process group, sequence). The name is the ``nccl:*``
 annotation's (``nccl:all_reduce``), else the ``Collective name`` arg, else the kernel's
@@ -107,6 +113,29 @@ class _OpInfo:
         return owner, name or coll, group or "", seq
 
 
+class _KernelArgs:
+    """The kernels' own collective args (Kineto copies them from the launching op)."""
+
+    def __init__(self, trace: Trace):
+        have = set(trace.kernels.data.column_names)
+        self.coll = trace.kernels.codes("collective") if "collective" in have else None
+        self.group = trace.kernels.codes("process_group") if "process_group" in have else None
+        self.seq = trace.kernels.numpy("collective_seq", fill=-1).astype(np.int64) \
+            if "collective_seq" in have else None
+
+    @staticmethod
+    def _text(col, row: int) -> str | None:
+        if col is None:
+            return None
+        c = int(col[0][row])
+        return col[1][c] if c >= 0 else None
+
+    def at(self, row: int) -> tuple[str | None, str | None, int | None]:
+        """(name, group, seq) of kernel ``row``, None where it has none."""
+        s = int(self.seq[row]) if self.seq is not None else -1
+        return self._text(self.coll, row), self._text(self.group, row), s if s >= 0 else None
+
+
 def collectives_of(trace: Trace, att=None) -> RankCollectives:
     """The collective instances of one rank's trace (see the module docstring);
     ``att``: its op attribution (``analyses_of(trace).ops()``), computed when None."""
@@ -121,14 +150,18 @@ def collectives_of(trace: Trace, att=None) -> RankCollectives:
         from .ops import attribute
 
         att = attribute(trace)
-    info = _OpInfo(trace, att.forest)
+    info, own = _OpInfo(trace, att.forest), _KernelArgs(trace)
     start, end = k.numpy("start").astype(np.int64), k.numpy("end").astype(np.int64)
     groups: dict[tuple, list] = {}
     for row in comm[np.argsort(start[comm], kind="stable")]:
         op = int(att.kernel_op[row])
         kname = short_kernel_name(cats[int(codes[row])] if codes[row] >= 0 else "")
         owner, name, group, seq = info.chain(op) if op >= 0 else (-1, None, "", None)
-        key = ("op", owner) if owner >= 0 else ("kernel", int(row))
+        k_name, k_group, k_seq = own.at(int(row))
+        name, group = name or k_name, group or k_group or ""
+        seq = k_seq if seq is None else seq
+        key = ("op", owner) if owner >= 0 else ("kernel", int(row)) if k_seq is None else \
+            ("seq", name or kname, group, k_seq)
         g = groups.get(key)
         if g is None:
             groups[key] = [name or kname, group, seq, int(start[row]), int(end[row]), kname]

@@ -88,6 +88,10 @@ KERNELS = TableSpec(
            "(rocpd graph_exec_id); null outside graphs"),
         _c("graph_node_id", pa.int64(), doc="the graph node this kernel is (rocpd "
            "graph_node_id); null outside graphs"),
+        # Kineto copies its launching record_param_comms op's args onto an NCCL kernel
+        _c("collective", NAME, doc="kernel arg 'Collective name' (Kineto, NCCL kernels)"),
+        _c("process_group", NAME, doc="kernel arg 'Process Group Name' (else its ranks)"),
+        _c("collective_seq", pa.int64(), doc="kernel arg 'Seq' (Kineto, NCCL kernels)"),
     ),
     "One row per kernel dispatch.",
 )

@@ -151,7 +151,9 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
         for i in range(len(tr.devices)):
             row = tr.devices.row(i)
             # a rank's GPUs are its own: two ranks' "GPU 0" (other nodes) stay apart
-            key = (row.get("host"), row.get("raw_id"), row.get("name"), tr.meta.get("rank"))
+            # where no host tells the nodes apart
+            key = (row.get("host"), row.get("raw_id"), row.get("name"),
+                   tr.meta.get("rank") if row.get("host") is None else None)
             if key not in dev_keys:
                 dev_keys[key] = len(dev_rows)
                 dev_rows.append({**row, "index": len(dev_rows)})
@@ -183,6 +185,9 @@ def merge_traces(traces: Sequence[Trace], meta: dict[str, Any] | None = None,
                 m[k].extend(x for x in v if x not in m[k])
             else:
                 m.setdefault(k, v)
+    if len({tr.meta.get("rank") for tr in traces}) > 1:
+        m.pop("rank", None)             # several ranks: none is the merge's
+        m.pop("rank_variable", None)
     m.update(meta or {})
     if mixed:
         from .diagnostics import add_diagnostic

@@ -1,8 +1,9 @@
 """The client's half: the per-rank results assembled into one :class:`JobOverview`.
 
-Rank numbers: ``distributedInfo.rank`` when every file has a distinct one, else the
-number in the file name (``rank-3``, ``rank_3``, ``rank3``) when every name has a
-distinct one, else the order of the files (with a warning naming why).
+Rank numbers: the rank each file records (Kineto ``distributedInfo.rank``, rocpd process
+info: the launcher's variables in the process's environment) when every file has a
+distinct one, else the number in the file name (``rank-3``, ``rank_3``, ``rank3``) when
+every name has a distinct one, else the order of the files (with a warning naming why).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .stragglers import find_stragglers
 from .task import RankResult
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_FROM = {"distributedInfo": "distributedInfo", "process": "rocpd process info"}
 
 __all__ = ["assemble", "rank_numbers"]
 
@@ -29,10 +31,11 @@ def rank_numbers(results: Sequence[RankResult]) -> tuple[list[int], str, list[st
     meta = [r.meta_rank for r in results]
     given = [m for m in meta if m is not None]
     if meta and len(given) == len(meta) and len(set(given)) == len(given):
-        return given, "distributedInfo", []
+        return given, "+".join(sorted({r.rank_from for r in results})), []
     warnings = []
     if any(m is not None for m in meta):
-        warnings.append("the files' distributedInfo ranks are missing or repeated; "
+        where = " / ".join(_FROM[f] for f in sorted({r.rank_from for r in results}))
+        warnings.append(f"the files' recorded ranks ({where}) are missing or repeated; "
                         "ranks are taken from the file names or their order")
     names = [_RANK_IN_NAME.search(Path(r.source).name) for r in results]
     nums = [int(m.group(1)) for m in names if m]
@@ -48,7 +51,9 @@ def assemble(results: Sequence[RankResult | RankFailure], engine: str,
     failed = [r for r in results if isinstance(r, RankFailure)]
     ranks, rank_from, notes = rank_numbers(ok)
     grid = job_grid([(r.start_ns, r.end_ns) for r in ok], [r.fine_width for r in ok])
-    summaries = sorted((_summary(r, n, rank_from, grid) for r, n in zip(ok, ranks)),
+    recorded = rank_from not in ("file name", "order")   # then each file says where from
+    summaries = sorted((_summary(r, n, r.rank_from if recorded else rank_from, grid)
+                        for r, n in zip(ok, ranks)),
                        key=lambda s: s.rank)
     by_rank = dict(zip(ranks, ok))
     instances, alone = match({n: r.collectives for n, r in by_rank.items()})

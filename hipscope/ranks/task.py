@@ -66,6 +66,7 @@ class RankResult:
     warnings: list[str] = field(default_factory=list)
     cache: str | None = None
     from_cache: bool = False
+    rank_from: str = "distributedInfo"     # where meta_rank came from (or "process")
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -158,8 +159,9 @@ def summarise(trace: Trace, source: str) -> RankResult:
     bounds = [int(s) for s in np.sort(steps.start)] if steps is not None and len(steps) else []
     rep = ops_report(trace, att, top=TOP_OPS)
     classes = _class_ns(att)
+    rank, rank_from, note = _meta_rank(trace)
     return RankResult(
-        source=source, meta_rank=_int_or_none(trace.meta.get("rank")), host=_host(trace),
+        source=source, meta_rank=rank, rank_from=rank_from, host=_host(trace),
         devices=_devices(trace), start_ns=t0, end_ns=t1, kernels=len(trace.kernels),
         gpu_busy_ns=int((ue - us).sum()),
         step_ns=[int(e - s) for s, e in zip(steps.start, steps.end)] if steps else [],
@@ -170,7 +172,21 @@ def summarise(trace: Trace, source: str) -> RankResult:
         fine_width=width, fine_first=first, fine_busy=[int(b) for b in busy],
         collectives=collectives_of(trace, att), step_bounds=bounds,
         step_ops=_step_ops(trace, att, bounds),
-        warnings=[str(w) for w in trace.meta.get("warnings", [])])
+        warnings=[str(w) for w in trace.meta.get("warnings", [])] + note)
+
+
+def _meta_rank(trace: Trace) -> tuple[int | None, str, list[str]]:
+    """The rank the trace records, where from, and a note when its processes disagree
+    (a rocpd database of several ranks: ``parsers/rocpd/process_rank.py``)."""
+    m = trace.meta
+    if m.get("rank_variable"):
+        return _int_or_none(m.get("rank")), "process", []
+    pairs = m.get("process_ranks") or []
+    if len({r for _, r in pairs}) > 1:
+        ranks = ", ".join(str(r) for r in sorted({r for _, r in pairs}))
+        return None, "process", [f"its processes record different ranks ({ranks}) in their "
+                                 "environment; the file is counted as one rank"]
+    return _int_or_none(m.get("rank")), "distributedInfo", []
 
 
 def _int_or_none(v: Any) -> int | None:

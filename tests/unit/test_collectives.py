@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,39 @@ def test_nothing_to_match(ranks):
     from hipscope.analysis.collectives import RankCollectives
 
     assert match({r: RankCollectives() for r in ranks}) == ([], 0)
+
+
+NCCL_ARGS = Path(__file__).resolve().parents[1] / "data" / "kineto-nccl-args"
+
+
+def _kernel_args_plain(doc: dict) -> dict[tuple[str, str, int], int]:
+    """(Collective name, Process Group Name, Seq) -> kernel start ns, by plain json."""
+    return {(e["args"]["Collective name"], e["args"]["Process Group Name"], e["args"]["Seq"]):
+            ex.ns(doc, e["ts"]) for e in doc["traceEvents"] if e.get("cat") == "kernel"}
+
+
+def test_kernel_side_collective_args_stand_in_for_the_missing_op():
+    """Newer Kineto puts c10d's args on the NCCL kernels: with no record_param_comms op
+    in the file, they give each instance its name, group and Seq, and the ranks match by
+    Seq although rank 0's window lacks the first all_reduce."""
+    per, want = {}, {}
+    for r in (0, 1):
+        path = NCCL_ARGS / f"rank-{r}.json"
+        doc = json.loads(path.read_text())
+        tr, per[r] = _rank(path)
+        want[r] = _kernel_args_plain(doc)
+        k = tr.kernels.data
+        assert k.column("collective").to_pylist() == [
+            e["args"]["Collective name"] for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+        assert k.column("collective_seq").to_pylist() == [
+            e["args"]["Seq"] for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+        assert not any(e.get("name") == "record_param_comms" for e in doc["traceEvents"])
+        assert dict(zip(per[r].keys(), per[r].start)) == want[r]
+    matched, alone = match(per)
+    both = sorted(set(want[0]) & set(want[1]))
+    assert alone == len(set(want[0]) ^ set(want[1])) == 1
+    assert sorted((c.name, c.group, c.sequence) for c in matched) == both
+    for c in matched:
+        a = {r: want[r][(c.name, c.group, c.sequence)] for r in (0, 1)}
+        assert c.arrival_ns == a and c.skew_ns == max(a.values()) - min(a.values())
+        assert c.last_rank == max(a, key=a.get)

@@ -24,7 +24,8 @@ from .columns import (
     to_int,
 )
 
-__all__ = ["comm_fields", "gpu_annotation_side", "marker_table", "op_fields"]
+__all__ = ["comm_fields", "gpu_annotation_side", "kernel_comm_fields", "marker_table",
+           "op_fields"]
 
 _I31, _I62, _I63 = (1 << 31) - 1, 1 << 62, (1 << 63) - 1
 
@@ -177,6 +178,30 @@ def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[st
     provenance["markers.collective"] = ("Kineto record_param_comms args 'Collective name', "
                                         "'Process Group Name' (or 'Process Group Ranks'), "
                                         "'Seq'")
+    return out
+
+
+def kernel_comm_fields(args: list, provenance: dict[str, str]) -> dict[str, Any]:
+    """Collective columns of the kernels: the args Kineto copies onto a GPU kernel from
+    its launching ``record_param_comms`` op (``appendCollectiveArgs`` in pytorch/kineto
+    ``libkineto/src/output_json.cpp`` @ 30a9be30ff25177b23755e62db8ebf966f763e4f:
+    'Collective name' since 2023-12, 'Process Group Name'/'Ranks' since 2024-03, 'Seq'
+    since 2026-03), each column where any kernel has it; none when no kernel has any."""
+    names = [None if a.coll_name is None else str(a.coll_name) for a in args]
+    groups = [_group_text(a) for a in args]
+    seq = np.array([NULL if a.seq is None else to_int(a.seq) for a in args], dtype=np.int64)
+    out: dict[str, Any] = {}
+    if any(v is not None for v in names):
+        out["collective"] = _nullable_names(names)
+    if any(v is not None for v in groups):
+        out["process_group"] = _nullable_names(groups)
+    arr = opt_array(seq, -(1 << 62), _I62)
+    if arr is not None:
+        out["collective_seq"] = arr
+    if out:
+        provenance["kernels.collective"] = (
+            "Kineto kernel args 'Collective name', 'Process Group Name' (or 'Process Group "
+            "Ranks'), 'Seq' (copied by Kineto from the launching record_param_comms op)")
     return out
 
 

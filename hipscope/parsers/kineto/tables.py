@@ -32,7 +32,7 @@ from .columns import (
 )
 from .decode import GPU_MARKER_CATS, HOST_MARKER_CATS, Top, canonical_cat
 from .devices import device_table, stream_table, trace_meta, vendor_of
-from .markers import gpu_annotation_side, marker_table
+from .markers import gpu_annotation_side, kernel_comm_fields, marker_table
 
 __all__ = ["build"]
 
@@ -215,6 +215,7 @@ def _kernel_table(path: Path, k: SimpleNamespace, a: SimpleNamespace, vendor: st
         "block_z": opt_array(block[:, 2], 0, 32767),
         "registers": opt_array(kc["registers"], 0, 32767),
         "lds_bytes": opt_array(kc["shared"], 0, _I31),
+        **kernel_comm_fields(k.args, provenance),
     }
     if kc["shared"].size and (kc["shared"] != NULL).any():
         provenance["lds_bytes"] = ("NVIDIA Kineto args['shared memory'] = static + dynamic "

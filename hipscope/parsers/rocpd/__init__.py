@@ -19,7 +19,9 @@ is read with a warning (``version.py``); HIP graph launches (3.0.2 on) are summa
 ``meta["rocpd_graph_launches"]``, each launch's kernel nodes in
 ``meta["graph_launch_kernels"]`` (``graphs.py``); SPM counters (3.0.3 on) are samples
 series (``spm.py``); HIP event records (3.0.4 on) are GPU-side ``hip_event`` markers
-with their cross-stream waits (``hip_events.py``). docs/readers.md has the table.
+with their cross-stream waits (``hip_events.py``). The process's job rank is read from
+its recorded environment into ``meta["rank"]`` (``process_rank.py``). docs/readers.md
+has the table.
 
 Facts from ``source/lib/output/generateRocpd.cpp``: ``rocpd_event.stack_id`` is the
 internal correlation id and ``rocpd_event.correlation_id`` the *external* one, so a kernel
@@ -90,12 +92,23 @@ class RocpdReader:
             traces.append(self._read_one(f, sub, cancelled))
         if len(traces) == 1:
             return traces[0]
-        return merge_traces(traces, meta={"sources": [str(f) for f in files],
-                                          "pids": sorted({p for t in traces
-                                                          for p in t.meta.get("pids", [])})})
+        return merge_traces(traces, meta={
+            "sources": [str(f) for f in files],
+            "pids": sorted({p for t in traces for p in t.meta.get("pids", [])}),
+            **_folder_ranks(traces)})
 
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
         # quick_check runs while the views are read
         return read_sqlite_input(path, "rocpd", "database", Db,
                                  lambda db: read_db(self.name, db, progress, cancelled))
+
+
+def _folder_ranks(traces: list[Trace]) -> dict:
+    """Each pid's rank where the databases record several (``process_rank.py``); the
+    merge keeps a rank only when all agree."""
+    pairs = sorted({(p, r) for t in traces for p, r in t.meta.get("process_ranks") or []} |
+                   {(p, t.meta["rank"]) for t in traces if t.meta.get("rank") is not None
+                    for p in t.meta.get("pids", [])[:1]})
+    return {"process_ranks": [list(x) for x in pairs]} \
+        if len({r for _, r in pairs}) > 1 else {}

@@ -35,6 +35,7 @@ from .physical import (
     take_names,
     take_strings,
 )
+from .process_rank import process_rank
 from .spm import spm_samples
 from .version import check_schema_version
 
@@ -305,6 +306,7 @@ def _read_db(name: str, db: Db, progress, cancelled, phys: Physical | None) -> T
     meta: dict[str, Any] = new_meta(name, [path], "CLOCK_BOOTTIME", tool="rocprofv3")
     guids = _Guids()
     host_of_nid = _processes(db, meta)
+    process_rank(db, meta, warnings)
     check_schema_version(path, meta.get("rocpd_metadata"), meta, warnings)
     progress(0.05)
     # the big views: run their queries side by side (ADBC path)
