@@ -123,39 +123,52 @@ def _allreduce(r: _Rank, seq: int, h: int) -> int:
 
 
 def write_job(out: Path, n: int, kernels: int, steps: int = 8, straggler: int | None = None,
-              straggler_op: str = DEFAULT_OP, extra_us: int = 400, seed: int = 0
-              ) -> list[Path]:
-    """Write the job's ``n`` rank files into ``out``; returns their paths."""
+              straggler_op: str = DEFAULT_OP, extra_us: int = 400, seed: int = 0,
+              collectives: int = 1) -> list[Path]:
+    """Write the job's ``n`` rank files into ``out``; returns their paths. Each step is
+    ``collectives`` rounds of compute then an all_reduce (the straggler's extra op in
+    the first round)."""
     out.mkdir(parents=True, exist_ok=True)
     ranks = [_Rank(r, n, seed, out) for r in range(n)]
-    per_step = max(1, (kernels - steps) // steps)
+    per_step = max(1, (kernels - steps * collectives) // (steps * collectives))
     extra_count = 4
     extra = (straggler_op, extra_count, extra_us * 1000 // extra_count)
     h = g = {r.rank: 1_000_000 for r in ranks}
     h, g = dict(h), dict(g)
     for s in range(steps):
-        arrive, calls, step_start = {}, {}, {}
+        step_start = {r.rank: h[r.rank] for r in ranks}
+        for k in range(collectives):
+            done = _round(ranks, h, g, per_step, s * collectives + k + 1,
+                          extra if k == 0 else None, straggler)
         for r in ranks:
-            step_start[r.rank] = h[r.rank]
-            mine = extra if r.rank == straggler else None
-            h[r.rank], arrive[r.rank] = _compute(r, per_step, h[r.rank], g[r.rank], mine)
-            calls[r.rank] = _allreduce(r, s + 1, h[r.rank])
-        done = max(max(arrive.values()), max(calls.values()) + 4_000) + 50_000
-        for r in ranks:
-            c = calls[r.rank]
-            start = max(arrive[r.rank], c + 4_000)
-            r.lines.append(_x("cuda_runtime", "cudaLaunchKernel", r.pid, r.pid, c, 3_000,
-                              {"External id": r.ext, "cbid": 211, "correlation": r.corr}))
-            r.lines.append(_x("kernel", ALLREDUCE, 0, 20, start, done - start,
-                              {"External id": r.ext, "device": 0, "stream": 20,
-                               "correlation": r.corr}))
-            r.corr += 1
-            r.ext += 1
             r.lines.append(_x("user_annotation", f"ProfilerStep#{s + 1}", r.pid, r.pid,
                               step_start[r.rank], done + 5_000 - step_start[r.rank], {}))
-            h[r.rank] = g[r.rank] = done + 10_000   # the host syncs on the step's result
             r.flush()
     return [r.close() for r in ranks]
+
+
+def _round(ranks: list[_Rank], h: dict, g: dict, per_step: int, seq: int,
+           extra: tuple[str, int, int] | None, straggler: int | None) -> int:
+    """One round of every rank: compute, then the all_reduce they all wait for; the
+    hosts sync on its result. Returns when the last rank's all_reduce ended."""
+    arrive, calls = {}, {}
+    for r in ranks:
+        mine = extra if r.rank == straggler else None
+        h[r.rank], arrive[r.rank] = _compute(r, per_step, h[r.rank], g[r.rank], mine)
+        calls[r.rank] = _allreduce(r, seq, h[r.rank])
+    done = max(max(arrive.values()), max(calls.values()) + 4_000) + 50_000
+    for r in ranks:
+        c = calls[r.rank]
+        start = max(arrive[r.rank], c + 4_000)
+        r.lines.append(_x("cuda_runtime", "cudaLaunchKernel", r.pid, r.pid, c, 3_000,
+                          {"External id": r.ext, "cbid": 211, "correlation": r.corr}))
+        r.lines.append(_x("kernel", ALLREDUCE, 0, 20, start, done - start,
+                          {"External id": r.ext, "device": 0, "stream": 20,
+                           "correlation": r.corr}))
+        r.corr += 1
+        r.ext += 1
+        h[r.rank] = g[r.rank] = done + 10_000   # the host syncs on the round's result
+    return done
 
 
 def _header(rank: int, world: int) -> str:
@@ -177,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--straggler-op", default=DEFAULT_OP)
     ap.add_argument("--extra-us", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--collectives", type=int, default=1, help="all_reduces per step")
     a = ap.parse_args(argv)
     paths = write_job(a.out, a.ranks, a.kernels, a.steps, a.straggler, a.straggler_op,
-                      a.extra_us, a.seed)
+                      a.extra_us, a.seed, a.collectives)
     print(f"wrote {len(paths)} rank files into {a.out}")
     return 0
 

@@ -3,6 +3,12 @@
 ``bench-data/ranks<R>x<K>/`` and reused).
 
     python -m benchmarks.ranks --json [--ranks 64] [--kernels 200000]
+    python -m benchmarks.ranks --json --client-only --ranks 1024 --kernels 3000 \
+        --collectives 125 [--workers 2]
+
+``--client-only``: the client's peak with many ranks and collectives (1,024 ranks x
+8 steps x 125 all_reduces = 1,000 instances per rank): one LocalCluster run, no serial
+baseline; target <= 300 MB.
 
 Three runs of the CLI, each a fresh process: serial (``--workers 0``) and the
 LocalCluster of 2 worker processes, both from an empty cache, then the LocalCluster
@@ -35,14 +41,15 @@ _CLIENT = ("import resource, sys; from hipscope.cli.main import main; "
            "print('maxrss', hwm[0], u.ru_utime + u.ru_stime, file=sys.stderr); sys.exit(rc)")
 
 
-def _job(ranks: int, kernels: int) -> Path:
-    d = ROOT / "bench-data" / f"ranks{ranks}x{kernels}"
+def _job(ranks: int, kernels: int, collectives: int = 1) -> Path:
+    tail = f"c{collectives}" if collectives != 1 else ""
+    d = ROOT / "bench-data" / f"ranks{ranks}x{kernels}{tail}"
     done = d / "COMPLETE"                 # written last: a cut generation is redone
     if not done.exists():
         from benchmarks.gen_ranks import write_job
 
         shutil.rmtree(d, ignore_errors=True)
-        write_job(d, ranks, kernels, steps=8, straggler=ranks // 2)
+        write_job(d, ranks, kernels, steps=8, straggler=ranks // 2, collectives=collectives)
         done.write_text("ok\n")
     return d
 
@@ -63,8 +70,22 @@ def _run(job: Path, cache: Path, workers: int) -> dict:
                            - before.ru_stime, 2),
             "client_cpu_s": round(float(client_cpu), 2),
             "client_peak_mb": round(int(rss_kib) / 1024, 1), "ranks": len(ov["ranks"]),
-            "failed": len(ov["failed"]),
+            "failed": len(ov["failed"]), "collectives": len(ov["collectives"]),
             "straggler": ov["stragglers"][0]["rank"] if ov["stragglers"] else None}
+
+
+def client_only(ranks: int, kernels: int, collectives: int, workers: int) -> dict:
+    """The client's peak over a job of many ranks and collectives (``--client-only``)."""
+    job = _job(ranks, kernels, collectives)
+    work = ROOT / "bench-data" / "ranks-caches"
+    shutil.rmtree(work, ignore_errors=True)
+    load = [round(x, 2) for x in os.getloadavg()]
+    local = _run(job, work / "local", workers)
+    shutil.rmtree(work, ignore_errors=True)
+    return {"ranks": ranks, "kernels_per_rank": kernels, "collectives_per_step": collectives,
+            "workers": workers, "local": local, "client_peak_mb": local["client_peak_mb"],
+            "targets": {"client_peak_mb": 300}, "load_before": load,
+            "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def measure(ranks: int, kernels: int) -> dict:
@@ -93,8 +114,15 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object (default)")
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--kernels", type=int, default=200_000)
+    ap.add_argument("--client-only", action="store_true",
+                    help="only the client's peak, over one LocalCluster run")
+    ap.add_argument("--collectives", type=int, default=1, help="all_reduces per step")
+    ap.add_argument("--workers", type=int, default=2, help="with --client-only")
     args = ap.parse_args()
-    print(json.dumps(measure(args.ranks, args.kernels)))
+    if args.client_only:
+        print(json.dumps(client_only(args.ranks, args.kernels, args.collectives, args.workers)))
+    else:
+        print(json.dumps(measure(args.ranks, args.kernels)))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import sys
 import threading
@@ -107,7 +106,8 @@ def run(argv: list[str]) -> int:
         print(f"hipscope: the Dask cluster could not be used: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(ov.to_json()))
+        ov.write_json(sys.stdout)
+        print()
     else:
         print(format_overview(ov))
     if not ov.ranks:

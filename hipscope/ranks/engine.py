@@ -114,7 +114,7 @@ def _serial(files: list[str], cache: str | None, progress: ProgressFn,
     for i, f in enumerate(files):
         check_cancel(cancelled)
         try:
-            out.append(analyse_rank(f, cache))
+            out.append(_kept(analyse_rank(f, cache)))
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - one rank's failure costs that rank
@@ -139,9 +139,12 @@ def _distributed(client, files: list[str], cache: str | None, progress: Progress
     futures = client.map(analyse_rank, files, cache_dir=cache, pure=False,
                          key=[f"rank-{i}-{os.path.basename(f)}-{job}"
                               for i, f in enumerate(files)])
-    source = {f.key: path for f, path in zip(futures, files)}
+    keys = [f.key for f in futures]
+    source = dict(zip(keys, files))
     got: dict[str, RankResult | RankFailure] = {}
+    # a finished future is dropped at once: the client keeps only the compact result
     pending = set(futures)
+    del futures
     try:
         while pending:
             if cancelled():
@@ -152,11 +155,16 @@ def _distributed(client, files: list[str], cache: str | None, progress: Progress
                 continue
             for fut in done:
                 got[fut.key] = _outcome(fut, source[fut.key])
+            done = fut = None        # type: ignore[assignment]
             progress(len(got) / len(files))
     finally:
         if pending:
             client.cancel(list(pending))
-    return [got[f.key] for f in futures]
+    return [got[k] for k in keys]
+
+
+def _kept(res: RankResult | RankFailure) -> RankResult | RankFailure:
+    return res.compact() if isinstance(res, RankResult) else res
 
 
 def _outcome(fut, path: str) -> RankResult | RankFailure:
@@ -164,7 +172,7 @@ def _outcome(fut, path: str) -> RankResult | RankFailure:
         return RankFailure(path, _sentence(fut.exception()))
     if fut.status == "cancelled":
         return RankFailure(path, "its task was cancelled by the cluster")
-    return fut.result()
+    return _kept(fut.result())
 
 
 @contextlib.contextmanager

@@ -9,8 +9,10 @@ traces' own clock (Kineto: epoch-based, so ranks of one job share it).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import IO, Any
 
 __all__ = ["CollectiveInstance", "JobOverview", "RankFailure", "RankSummary", "Straggler"]
 
@@ -46,11 +48,17 @@ class CollectiveInstance:
     name: str                      # e.g. "nccl:all_reduce" / "ncclDevKernel_AllReduce_..."
     sequence: int                  # the instance's order within its process group
     group: str                     # process group id ("" when the trace has none)
-    arrival_ns: dict[int, int]     # rank -> the collective kernel's start
-    end_ns: dict[int, int]         # rank -> its end
-    skew_ns: int                   # latest arrival - earliest arrival
+    arrival_ns: Mapping[int, int]  # rank -> the collective kernel's start
+    end_ns: Mapping[int, int]      # rank -> its end (both: dicts, or array-backed
+    skew_ns: int                   # latest arrival - earliest arrival  RankTimes)
     last_rank: int                 # who arrived last
     wait_ns: int                   # sum over ranks of (latest arrival - own arrival)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["arrival_ns"] = {str(k): v for k, v in self.arrival_ns.items()}   # JSON keys
+        out["end_ns"] = {str(k): v for k, v in self.end_ns.items()}           # are strings
+        return out
 
 
 @dataclass(frozen=True)
@@ -79,11 +87,26 @@ class JobOverview:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        for c in out["collectives"]:   # JSON keys are strings
-            c["arrival_ns"] = {str(k): v for k, v in c["arrival_ns"].items()}
-            c["end_ns"] = {str(k): v for k, v in c["end_ns"].items()}
+        out = asdict(replace(self, collectives=[]))
+        out["collectives"] = [c.to_json() for c in self.collectives]
         return out
+
+    def write_json(self, fh: IO[str]) -> None:
+        """``json.dumps(self.to_json())`` written piece by piece: one collective's dict at
+        a time (1,000 instances x 1,024 ranks would be ~200 MB of dicts at once)."""
+        for i, f in enumerate(fields(self)):
+            fh.write(("{" if i == 0 else ", ") + json.dumps(f.name) + ": ")
+            value = getattr(self, f.name)
+            if f.name != "collectives":
+                fh.write(json.dumps([asdict(v) for v in value] if isinstance(value, list)
+                                    and value and hasattr(value[0], "__dataclass_fields__")
+                                    else value))
+                continue
+            fh.write("[")
+            for j, c in enumerate(value):
+                fh.write((", " if j else "") + json.dumps(c.to_json()))
+            fh.write("]")
+        fh.write("}")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> JobOverview:

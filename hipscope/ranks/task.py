@@ -26,7 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.collectives import RankCollectives, collectives_of, short_kernel_name
+from ..analysis.collectives import (
+    RankCollectives,
+    collectives_of,
+    compact,
+    short_kernel_name,
+)
 from ..analysis.kernel_class import CLASSES, COMM
 from ..model import Trace, intervals
 from .grid import fine_bins
@@ -59,7 +64,7 @@ class RankResult:
     top_ops: list[dict[str, Any]]
     fine_width: int
     fine_first: int
-    fine_busy: list[int]
+    fine_busy: list[int] | np.ndarray      # an array once compacted on the client
     collectives: RankCollectives
     step_bounds: list[int]                 # start of each step window (GPU clock)
     step_ops: list[dict[str, int]]         # per window: op name -> GPU ns (no comm)
@@ -69,9 +74,17 @@ class RankResult:
     rank_from: str = "distributedInfo"     # where meta_rank came from (or "process")
 
     def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        out = dataclasses.asdict(dataclasses.replace(self, collectives=RankCollectives()))
         out.pop("from_cache")
+        out["fine_busy"] = np.asarray(self.fine_busy).tolist()
+        out["collectives"] = self.collectives.to_json()
         return out
+
+    def compact(self) -> RankResult:
+        """The result as the client keeps it while the other ranks come in: its fine
+        bins and collectives as arrays (:func:`~hipscope.analysis.collectives.compact`)."""
+        return dataclasses.replace(self, fine_busy=np.asarray(self.fine_busy, np.int64),
+                                   collectives=compact(self.collectives))
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RankResult:

@@ -113,3 +113,54 @@ def test_kernel_side_collective_args_stand_in_for_the_missing_op():
         a = {r: want[r][(c.name, c.group, c.sequence)] for r in (0, 1)}
         assert c.arrival_ns == a and c.skew_ns == max(a.values()) - min(a.values())
         assert c.last_rank == max(a, key=a.get)
+
+
+def _plain_match(per_rank):
+    """The matching rule in plain Python (dicts, no numpy): first listing of a key per
+    rank, instances on 2+ ranks, earliest first."""
+    seen: dict = {}
+    for rank in sorted(per_rank):
+        rc = per_rank[rank]
+        for key, s, e in zip(zip(rc.name, rc.group, rc.sequence), rc.start, rc.end):
+            seen.setdefault(key, {}).setdefault(rank, (s, e))
+    out = []
+    for (name, group, seq), by in seen.items():
+        if len(by) < 2:
+            continue
+        arr = {r: se[0] for r, se in by.items()}
+        latest = max(arr.values())
+        out.append((min(arr.values()), name, group, seq, arr,
+                    {r: se[1] for r, se in by.items()}, latest - min(arr.values()),
+                    min(r for r, a in arr.items() if a == latest),
+                    sum(latest - a for a in arr.values())))
+    out.sort(key=lambda t: t[:4])
+    return out, sum(1 for by in seen.values() if len(by) < 2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_match_equals_the_plain_rule_on_random_ranks_raw_and_compact(seed):
+    """Repeated keys on one rank, instances on one rank only, arrival ties and
+    epoch-sized times: the array matching (on lists or on the client's compact form)
+    gives the plain rule's instances, fields and order."""
+    import random
+
+    from hipscope.analysis.collectives import RankCollectives, compact
+
+    rnd = random.Random(seed)
+    base = 1_700_000_000_000_000_000
+    per = {}
+    for rank in rnd.sample(range(50), rnd.randint(1, 7)):
+        n = rnd.randint(0, 40)
+        start = [base + rnd.choice([0, rnd.randint(0, 10**9)]) for _ in range(n)]
+        per[rank] = RankCollectives(
+            name=[rnd.choice(["nccl:all_reduce", "nccl:all_gather"]) for _ in range(n)],
+            group=[rnd.choice(["0", "1"]) for _ in range(n)],
+            sequence=[rnd.randint(0, 6) for _ in range(n)], start=start,
+            end=[s + rnd.randint(0, 10**6) for s in start], kernel=["k"] * n)
+    want, alone = _plain_match(per)
+    for form in (per, {r: compact(rc) for r, rc in per.items()}):
+        got, got_alone = match(form)
+        assert got_alone == alone
+        assert [(min(c.arrival_ns.values()), c.name, c.group, c.sequence, dict(c.arrival_ns),
+                 dict(c.end_ns), c.skew_ns, c.last_rank, c.wait_ns) for c in got] == want
+        assert all(type(v) is int for c in got for v in (*c.arrival_ns.values(), c.wait_ns))

@@ -74,3 +74,26 @@ def test_discover_expands_folders_and_globs_once_each(tmp_path):
     assert discover([other]) == [other / "a.db"]
     with pytest.raises(TraceFormatError, match="expected files matching the pattern"):
         discover([str(tmp_path / "nothing-*.json")])
+
+
+def test_streamed_json_is_the_overview_json_and_arrivals_are_the_files(tmp_path):
+    """`hipscope ranks --json` writes the overview one collective at a time: the same
+    text as json.dumps(to_json()), and every arrival is the file's kernel start."""
+    import io
+    import json
+
+    from benchmarks.gen_ranks import write_job
+    from hipscope.ranks import analyse_job
+    from tests.unit import ranks_expected as ex
+
+    files = write_job(tmp_path / "job", 3, kernels=120, steps=2, straggler=2, collectives=5)
+    ov = analyse_job([tmp_path / "job"], workers=0, cache_dir=tmp_path / "cache")
+    buf = io.StringIO()
+    ov.write_json(buf)
+    assert buf.getvalue() == json.dumps(ov.to_json())
+    got = json.loads(buf.getvalue())["collectives"]
+    want = {r: ex.collectives(ex.load(f)) for r, f in enumerate(files)}
+    assert len(got) == 10 == len(want[0])
+    for c in got:
+        key = (c["name"], c["group"], c["sequence"])
+        assert c["arrival_ns"] == {str(r): want[r][key] for r in range(3)}
