@@ -133,7 +133,13 @@ def _sentence(exc: BaseException) -> str:
 
 def _distributed(client, files: list[str], cache: str | None, progress: ProgressFn,
                  cancelled: CancelledFn) -> list[RankResult | RankFailure]:
-    from distributed import wait
+    """Every rank as a task; results taken as they finish. ``as_completed`` rather than
+    ``wait(pending, FIRST_COMPLETED)`` in a loop: each such wait leaves a waiter on every
+    pending future behind, so a job of N ranks piled up ~N**2/2 of them in the client
+    (1,024 ranks: 616 MB peak and 21 s of client CPU; 512 short tasks: +140 MB)."""
+    import threading
+
+    from distributed import as_completed
 
     job = uuid.uuid4().hex[:12]        # two jobs on one scheduler never share a task
     futures = client.map(analyse_rank, files, cache_dir=cache, pure=False,
@@ -143,23 +149,26 @@ def _distributed(client, files: list[str], cache: str | None, progress: Progress
     source = dict(zip(keys, files))
     got: dict[str, RankResult | RankFailure] = {}
     # a finished future is dropped at once: the client keeps only the compact result
-    pending = set(futures)
+    done = as_completed(futures)
     del futures
+    tick = threading.Event()           # never set: a timed wait between polls
     try:
-        while pending:
+        while not done.is_empty():
             if cancelled():
                 raise Cancelled()
-            try:
-                done, pending = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
-            except TimeoutError:
+            batch = done.next_batch(block=False)
+            if not batch:
+                tick.wait(POLL_S)
                 continue
-            for fut in done:
+            for fut in batch:
                 got[fut.key] = _outcome(fut, source[fut.key])
-            done = fut = None        # type: ignore[assignment]
+            batch = fut = None         # type: ignore[assignment]
             progress(len(got) / len(files))
     finally:
-        if pending:
-            client.cancel(list(pending))
+        left = list(done.futures)      # still running: not finished nor queued
+        if left:
+            client.cancel(left)
+        done.clear()
     return [got[k] for k in keys]
 
 
