@@ -8,6 +8,7 @@ import numpy as np
 
 from ..model import Trace
 from ..model.api_names import LAUNCH_RE, is_launch, per_code  # noqa: F401 - LAUNCH_RE re-exported
+from ._groups import dense_codes, group_order, sort_within
 from .stats import union_length
 
 
@@ -155,19 +156,39 @@ def launch_stats(trace: Trace, top: int = 10) -> dict:
     out["launch_overhead_ns"] = int(round(overhead))
     out["kernels_shorter_than_launch_fraction"] = float(np.mean((e - s) < overhead))
     tid = api.numpy("tid", fill=-1)[launch]
-    rows = np.flatnonzero(launch)
-    gaps = []
-    for t in np.unique(tid):
-        m = tid == t
-        order = np.argsort(a_s[m], kind="stable")
-        st, en, r = a_s[m][order], a_e[m][order], rows[m][order]
-        if len(st) < 2:
-            continue
-        g = st[1:] - en[:-1]
-        best = np.argsort(-g, kind="stable")[:top]
-        gaps.extend((int(g[i]), int(r[i]), int(r[i + 1]), int(t)) for i in best)
+    gaps = _longest_gaps(a_s, a_e, tid, np.flatnonzero(launch), top)
     gaps.sort(reverse=True)
     out["longest_launch_gaps"] = [
         {"gap_ns": g, "after_api_row": a, "before_api_row": b, "tid": t, "start": int(
             api.numpy("end")[a])} for g, a, b, t in gaps[:top]]
     return out
+
+
+def _longest_gaps(st: np.ndarray, en: np.ndarray, tid: np.ndarray, rows: np.ndarray,
+                  top: int) -> list[tuple[int, int, int, int]]:
+    """Per thread, its ``top`` longest gaps between consecutive launches (in start
+    order; of equal gaps the earliest): (gap, row before, row after, tid). One grouping
+    of every launch by thread, not a mask and a sort per thread."""
+    uniq, code = dense_codes(tid)
+    order, bounds = group_order(code, len(uniq))
+    order = sort_within(order, bounds, st)
+    st, en, rows = st[order], en[order], rows[order]
+    out = []
+    for i, t in enumerate(uniq.tolist()):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        if hi - lo < 2:
+            continue
+        g = st[lo + 1:hi] - en[lo:hi - 1]
+        r = rows[lo:hi]
+        out.extend((int(g[j]), int(r[j]), int(r[j + 1]), int(t)) for j in _smallest(-g, top))
+    return out
+
+
+def _smallest(v: np.ndarray, top: int) -> np.ndarray:
+    """The positions of ``np.argsort(v, kind="stable")[:top]`` (in another order):
+    the ``top`` smallest values, of equal ones the first."""
+    if len(v) <= top or top <= 0:
+        return np.arange(min(len(v), max(top, 0)))
+    kth = np.partition(v, top - 1)[top - 1]
+    less = np.flatnonzero(v < kth)
+    return np.concatenate((less, np.flatnonzero(v == kth)[:top - len(less)]))
