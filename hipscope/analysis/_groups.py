@@ -38,18 +38,26 @@ def group_order(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarra
     return order, bounds
 
 
-def sort_within(order: np.ndarray, bounds: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """``order`` (of :func:`group_order`) with each group's run in stable ``key``
-    order: the rows of ``np.lexsort((key, codes))``. Runs already in order (the usual
-    case) cost one comparison pass."""
-    k = key[order]
+def grouped(key: np.ndarray, order_by: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows grouped by ``key``, each group in stable ``order_by`` order (the rows of
+    ``np.lexsort((order_by, key))``): (distinct keys ascending, rows, the bounds of
+    each key's run in them, ``order_by[rows]``). Runs already in order (the usual case)
+    cost one comparison pass."""
+    uniq, code = dense_codes(key)
+    order, bounds = group_order(code, len(uniq))
+    k = order_by[order]
     down = np.flatnonzero(k[1:] < k[:-1]) + 1          # a row below the one before it
     g = np.searchsorted(bounds, down, side="right") - 1
     g = g[bounds[g] != down]                           # not merely a group's first row
-    if len(g) == 0:
-        return order
-    order = order.copy()
     for i in np.unique(g).tolist():
         lo, hi = bounds[i], bounds[i + 1]
-        order[lo:hi] = order[lo:hi][np.argsort(k[lo:hi], kind="stable")]
-    return order
+        o = np.argsort(k[lo:hi], kind="stable")
+        order[lo:hi], k[lo:hi] = order[lo:hi][o], k[lo:hi][o]
+    return uniq, order, bounds, k
+
+
+def rows_by_key(key: np.ndarray, order_by: np.ndarray) -> dict[int, np.ndarray]:
+    """Per distinct ``key`` (ascending), its rows in stable ``order_by`` order."""
+    uniq, order, bounds, _ = grouped(key, order_by)
+    return {int(u): order[bounds[i]:bounds[i + 1]] for i, u in enumerate(uniq.tolist())}

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..model import Trace
 from ..model.api_names import LAUNCH_RE, is_launch, per_code  # noqa: F401 - LAUNCH_RE re-exported
-from ._groups import dense_codes, group_order, sort_within
+from ._groups import grouped
 from .stats import union_length
 
 
@@ -169,18 +169,17 @@ def _longest_gaps(st: np.ndarray, en: np.ndarray, tid: np.ndarray, rows: np.ndar
     """Per thread, its ``top`` longest gaps between consecutive launches (in start
     order; of equal gaps the earliest): (gap, row before, row after, tid). One grouping
     of every launch by thread, not a mask and a sort per thread."""
-    uniq, code = dense_codes(tid)
-    order, bounds = group_order(code, len(uniq))
-    order = sort_within(order, bounds, st)
-    st, en, rows = st[order], en[order], rows[order]
+    uniq, order, bounds, st = grouped(tid, st)
+    gap = st[1:] - en[order[:-1]]               # across a thread boundary: not used
     out = []
     for i, t in enumerate(uniq.tolist()):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         if hi - lo < 2:
             continue
-        g = st[lo + 1:hi] - en[lo:hi - 1]
-        r = rows[lo:hi]
-        out.extend((int(g[j]), int(r[j]), int(r[j + 1]), int(t)) for j in _smallest(-g, top))
+        g = gap[lo:hi - 1]
+        j = _smallest(-g, top)
+        a, b = rows[order[lo + j]].tolist(), rows[order[lo + j + 1]].tolist()
+        out.extend(zip(g[j].tolist(), a, b, [int(t)] * len(j)))
     return out
 
 
