@@ -8,7 +8,7 @@ import numpy as np
 
 from ..model import Trace
 from ..model.api_names import LAUNCH_RE, is_launch, per_code  # noqa: F401 - LAUNCH_RE re-exported
-from ._groups import grouped
+from ._groups import dense_codes, group_order, grouped, rows_by_key
 from .stats import union_length
 
 
@@ -72,66 +72,90 @@ class StreamPair:
 
 
 def concurrency(trace: Trace, busy_ns: dict[int, int] | None = None,
-                device_rows: dict[int, np.ndarray] | None = None) -> dict:
+                device_rows: dict[int, np.ndarray] | None = None,
+                spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> dict:
     """Per device: busy time, time with 2+ kernels running, and stream pairs that
     never overlap although their work interleaves in time. ``busy_ns``: the per-device
     busy time when already known (the analysis service's unions); ``device_rows``: each
-    device's kernel rows in start order (its sweeps then sort runs that are in order)."""
+    device's kernel rows in start order, ``spans`` their starts and ends (the service's:
+    then nothing here sorts)."""
     k = trace.kernels
     out: dict = {"per_device": {}, "serialized_stream_pairs": []}
     if len(k) == 0:
         return out
-    dev = k.numpy("device")
     s, e = k.numpy("start"), k.numpy("end")
+    if device_rows is None:
+        device_rows, spans = rows_by_key(k.numpy("device"), s), None
     stream = k.numpy("stream", fill=-1).astype(np.int64)
     queue = k.numpy("queue", fill=-1).astype(np.int64)
-    sorted_rows = device_rows is not None
-    if device_rows is None:
-        device_rows = {int(d): np.flatnonzero(dev == d) for d in np.unique(dev)}
     for d, r in device_rows.items():        # one take per column, not a mask each use
-        sd, ed, st = s[r], e[r], stream[r]
-        ids = np.unique(st)
+        sd, ed = spans[d] if spans is not None else (s[r], e[r])
+        ids, code = dense_codes(stream[r])
         busy = busy_ns[int(d)] if busy_ns is not None else union_length(sd, ed)
-        two = time_at_least(sd, ed, 2, in_order=sorted_rows)
+        two = _two_plus(sd, np.sort(np.maximum(ed, sd)))   # = time_at_least(sd, ed, 2)
         out["per_device"][str(int(d))] = {
             "busy_ns": busy, "concurrent_ns": two,
             "concurrent_fraction_of_busy": (two / busy) if busy else 0.0,
             "streams": int(np.count_nonzero(ids >= 0)),
         }
-        for pair in _serialized_pairs(int(d), sd, ed, st, queue[r], in_order=sorted_rows,
-                                      ids=ids):
+        for pair in _serialized_pairs(int(d), sd, ed, queue[r], ids, code):
             out["serialized_stream_pairs"].append(pair.__dict__)
     return out
 
 
-def _serialized_pairs(device, s, e, stream, queue, min_switches: int = 4,
-                      in_order: bool = False, ids: np.ndarray | None = None
+def _serialized_pairs(device: int, s: np.ndarray, e: np.ndarray, queue: np.ndarray,
+                      ids: np.ndarray, code: np.ndarray, min_switches: int = 4
                       ) -> list[StreamPair]:
-    ids = [x for x in (np.unique(stream) if ids is None else ids) if x >= 0]
-    if len(ids) < 2 or len(ids) > 64:
+    """Stream pairs of one device (kernels in start order; ``code``: each kernel's
+    index in the distinct streams ``ids``) that never run at once (the time with 2+ of
+    the pair's kernels is the sum of each stream's own) but switch at least
+    ``min_switches`` times. Each stream's starts and ends are sorted once; a pair's
+    are a merge of two sorted runs (:func:`_two_plus`)."""
+    keep = [i for i, x in enumerate(ids.tolist()) if x >= 0]
+    if len(keep) < 2 or len(keep) > 64:
         return []
+    order, bounds = group_order(code, len(ids))     # each stream's rows, in start order
+    per = {}
+    for i in keep:
+        r = order[bounds[i]:bounds[i + 1]]
+        ends = np.sort(np.maximum(e[r], s[r]))       # an end before its start: empty
+        per[i] = (r, s[r], ends, _two_plus(s[r], ends))
     out = []
-    rows = {a: np.flatnonzero(stream == a) for a in ids}
-    # a stream's rows keep the device's order: in start order when the device's are
-    own = {a: time_at_least(s[r], e[r], 2, in_order) for a, r in rows.items()}
-    for i, a in enumerate(ids):
-        for b in ids[i + 1:]:
-            ma, mb = rows[a], rows[b]
-            sa, sb = s[ma], s[mb]
-            both = np.concatenate((sa, sb))
-            order = np.argsort(both, kind="stable")    # two runs when in order: a merge
-            ends = np.concatenate((e[ma], e[mb]))[order]
-            if time_at_least(both[order], ends, 2, in_order=True) > own[a] + own[b]:
+    for x, i in enumerate(keep):
+        for j in keep[x + 1:]:
+            (ra, sa, ea, own_a), (rb, sb, eb, own_b) = per[i], per[j]
+            both = _two_plus(np.sort(np.concatenate((sa, sb)), kind="stable"),
+                             np.sort(np.concatenate((ea, eb)), kind="stable"))
+            if both > own_a + own_b:
                 continue                   # they do overlap somewhere
-            who = np.concatenate((np.zeros(len(sa), np.int8), np.ones(len(sb), np.int8)))
-            who = who[order]
-            switches = int(np.count_nonzero(np.diff(who)))
+            switches = _switches(sa, sb)
             if switches < min_switches:
                 continue
-            qa, qb = set(queue[ma].tolist()) - {-1}, set(queue[mb].tolist()) - {-1}
+            qa, qb = set(queue[ra].tolist()) - {-1}, set(queue[rb].tolist()) - {-1}
             shared = (bool(qa & qb) if qa and qb else None)
-            out.append(StreamPair(device, int(a), int(b), switches, shared))
+            out.append(StreamPair(device, int(ids[i]), int(ids[j]), switches, shared))
     return out
+
+
+def _two_plus(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Time under 2+ intervals from their starts and (not before their start) ends,
+    each sorted on its own. Pairing the i-th start with the i-th end gives intervals
+    of the same coverage, sorted by both ends, under which t is under 2+ iff
+    S[j] <= t < E[j-1]: the union of those pieces, whose ends are in order."""
+    if len(starts) < 2:
+        return 0
+    reach = ends[:-1].astype(np.int64, copy=False)   # E[j-1], j = 1..n-1
+    lo = starts[1:].astype(np.int64)
+    np.maximum(lo[1:], reach[:-1], out=lo[1:])      # from where piece j adds: E[j-2]
+    return int(np.maximum(reach - lo, 0).sum())
+
+
+def _switches(sa: np.ndarray, sb: np.ndarray) -> int:
+    """How often the start order of two streams' kernels (sorted starts; at equal
+    starts ``a``'s first) switches between them: from the runs of ``b``."""
+    c = np.searchsorted(sa, sb, side="right")       # a's kernels before each of b's
+    runs = 1 + int(np.count_nonzero(c[1:] != c[:-1]))
+    return 2 * runs - 2 + int(c[0] > 0) + int(c[-1] < len(sa))
 
 
 def launch_stats(trace: Trace, top: int = 10) -> dict:

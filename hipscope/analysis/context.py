@@ -219,7 +219,8 @@ def _concurrency(svc: TraceAnalyses, cancelled=None) -> dict:
     from . import concurrency
 
     return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled),
-                                   device_rows=svc.device_rows(cancelled))
+                                   device_rows=svc.device_rows(cancelled),
+                                   spans=svc.device_spans(cancelled))
 
 
 @result("launch_stats")
