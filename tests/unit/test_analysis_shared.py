@@ -1,0 +1,160 @@
+"""The analyses' shared per-device groupings (issue 14: sorts, unions and masks computed
+once per trace) against plain-Python references on random traces: kernel rows grouped
+by device in start order, busy and 2+ time, serialised stream pairs, launch gaps and
+the idle breakdown. Times are small integers, so every reference counts nanoseconds
+one by one; ties in start, gap and time are common on purpose."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hipscope.analysis.concurrency import concurrency, launch_stats
+from hipscope.analysis.context import TraceAnalyses
+from hipscope.model import Trace, build_table
+
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
+
+kernel_rows = st.lists(st.tuples(
+    st.integers(0, 2),                       # device
+    st.integers(0, 40),                      # start
+    st.integers(-3, 12),                     # duration (negative: end before start)
+    st.one_of(st.none(), st.integers(1, 4)),  # stream
+    st.one_of(st.none(), st.integers(0, 2)),  # queue
+), min_size=1, max_size=40)
+
+
+def _kernels(rows) -> Trace:
+    dev, start, dur, stream, queue = zip(*rows)
+    k = build_table("kernels", {
+        "name": ["k"] * len(rows), "device": np.asarray(dev, np.int16),
+        "start": np.asarray(start, np.int64),
+        "end": np.asarray(start, np.int64) + np.asarray(dur, np.int64),
+        "stream": list(stream), "queue": list(queue)})
+    return Trace(kernels=k, meta={"format": "test"})
+
+
+def _running(rows, t: int) -> list[int]:
+    """Rows (indices) running at ns ``t``: start <= t < end."""
+    return [i for i, r in enumerate(rows) if r[1] <= t < r[1] + r[2]]
+
+
+def _ns(rows, pred) -> int:
+    return sum(1 for t in range(-5, 60) if pred(_running(rows, t)))
+
+
+def _expected_concurrency(rows) -> dict:
+    out: dict = {"per_device": {}, "serialized_stream_pairs": []}
+    for d in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == d]
+        busy = _ns(mine, lambda on: len(on) >= 1)
+        two = _ns(mine, lambda on: len(on) >= 2)
+        streams = sorted({r[3] for r in mine if r[3] is not None})
+        out["per_device"][str(d)] = {
+            "busy_ns": busy, "concurrent_ns": two,
+            "concurrent_fraction_of_busy": two / busy if busy else 0.0,
+            "streams": len(streams)}
+        for i, a in enumerate(streams):
+            for b in streams[i + 1:]:
+                pair = _expected_pair(d, mine, a, b)
+                if pair is not None:
+                    out["serialized_stream_pairs"].append(pair)
+    return out
+
+
+def _expected_pair(d, mine, a, b) -> dict | None:
+    """A pair is serialised when the ns under 2+ of its kernels are only those under
+    2+ of one stream's, and it switches 4+ times in (start, stream a first, row) order."""
+    ra = [r for r in mine if r[3] == a]
+    rb = [r for r in mine if r[3] == b]
+    if _ns(ra + rb, lambda on: len(on) >= 2) > (_ns(ra, lambda on: len(on) >= 2)
+                                                + _ns(rb, lambda on: len(on) >= 2)):
+        return None
+    order = sorted([(r[1], 0, i) for i, r in enumerate(ra)] + [(r[1], 1, i) for i, r in
+                                                              enumerate(rb)])
+    switches = sum(1 for x, y in zip(order, order[1:]) if x[1] != y[1])
+    if switches < 4:
+        return None
+    qa = {r[4] for r in ra if r[4] is not None}
+    qb = {r[4] for r in rb if r[4] is not None}
+    return {"device": d, "stream_a": a, "stream_b": b, "interleavings": switches,
+            "shared_queue": bool(qa & qb) if qa and qb else None}
+
+
+@SETTINGS
+@given(kernel_rows)
+def test_device_rows_and_spans_are_each_devices_kernels_in_start_order(rows):
+    svc = TraceAnalyses(_kernels(rows), store=None)
+    want = {d: sorted((i for i, r in enumerate(rows) if r[0] == d), key=lambda i: rows[i][1])
+            for d in sorted({r[0] for r in rows})}
+    got = svc.device_rows()
+    assert list(got) == list(want)
+    assert {d: v.tolist() for d, v in got.items()} == want
+    for d, (s, e) in svc.device_spans().items():
+        assert s.tolist() == [rows[i][1] for i in want[d]]
+        assert e.tolist() == [rows[i][1] + rows[i][2] for i in want[d]]
+
+
+@SETTINGS
+@given(kernel_rows)
+def test_concurrency_counts_nanoseconds_like_a_plain_sweep(rows):
+    tr = _kernels(rows)
+    want = _expected_concurrency(rows)
+    assert concurrency(tr) == want                          # on its own
+    assert TraceAnalyses(tr, store=None).concurrency() == want    # the service's groups
+
+
+# kernels on one device, each 0 or 5 ns after the one before, of a stream 1-3 and 1-7
+# ns long: streams take turns often, start together, and overlap or not
+slots = st.lists(st.tuples(st.sampled_from([0, 5, 5]), st.integers(1, 3), st.integers(1, 7),
+                           st.integers(0, 1)), min_size=4, max_size=11)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(slots)
+def test_serialised_pairs_like_plain_counts(turns):
+    at = np.cumsum([step for step, *_ in turns]).tolist()
+    rows = [(0, t, dur, stream, q) for t, (_, stream, dur, q) in zip(at, turns)]
+    want = _expected_concurrency(rows)
+    assert TraceAnalyses(_kernels(rows), store=None).concurrency() == want
+
+
+def test_two_streams_taking_turns_are_a_serialised_pair():
+    rows = [(0, 10 * i + 5 * j, 4, 1 + j, 0) for i in range(5) for j in (0, 1)]
+    got = TraceAnalyses(_kernels(rows), store=None).concurrency()["serialized_stream_pairs"]
+    assert got == [{"device": 0, "stream_a": 1, "stream_b": 2, "interleavings": 9,
+                    "shared_queue": True}]
+
+
+launch_calls = st.lists(st.tuples(
+    st.integers(7, 9),                       # tid
+    st.integers(0, 30),                      # start
+    st.integers(0, 6),                       # duration
+    st.booleans(),                           # a launch call (else hipMemcpy)
+), min_size=1, max_size=50)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(launch_calls, st.sampled_from([0, 1, 3, 10]))
+def test_longest_launch_gaps_like_a_plain_sort_per_thread(calls, top):
+    api = build_table("api", {
+        "name": ["hipLaunchKernel" if c[3] else "hipMemcpy" for c in calls],
+        "domain": ["HIP_RUNTIME_API"] * len(calls),
+        "start": np.array([c[1] for c in calls], np.int64),
+        "end": np.array([c[1] + c[2] for c in calls], np.int64),
+        "tid": np.array([c[0] for c in calls], np.int64)})
+    k = build_table("kernels", {"name": ["k"], "device": np.zeros(1, np.int16),
+                                "start": np.array([0], np.int64), "end": np.array([5], np.int64)})
+    got = launch_stats(Trace(kernels=k, api=api, meta={"format": "test"}), top=top)
+    want = []
+    for t in sorted({c[0] for c in calls if c[3]}):
+        mine = sorted((c[1], i) for i, c in enumerate(calls) if c[3] and c[0] == t)
+        gaps = [(mine[j + 1][0] - (calls[i][1] + calls[i][2]), j, i, mine[j + 1][1])
+                for j, (_, i) in enumerate(mine[:-1])]
+        best = sorted(gaps, key=lambda g: (-g[0], g[1]))[:top]   # of equal gaps the first
+        want.extend((g, a, b, t) for g, _, a, b in best)
+    want.sort(reverse=True)
+    assert got["longest_launch_gaps"] == [
+        {"gap_ns": g, "after_api_row": a, "before_api_row": b, "tid": t,
+         "start": calls[a][1] + calls[a][2]} for g, a, b, t in want[:top]]
