@@ -206,7 +206,8 @@ def _queue_delay_summary(svc: TraceAnalyses, cancelled=None) -> dict | None:
 def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
-    return idle.idle_breakdown(svc.trace, device_rows=svc.device_rows(cancelled))
+    return idle.idle_breakdown(svc.trace, device_rows=svc.device_rows(cancelled),
+                               spans=svc.device_spans(cancelled))
 
 
 @result("idle_json")
