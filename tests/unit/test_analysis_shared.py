@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from hipscope.analysis.concurrency import concurrency, launch_stats
 from hipscope.analysis.context import TraceAnalyses
+from hipscope.analysis.idle import CATEGORIES, DeviceIdle, IdleBreakdown, idle_breakdown
 from hipscope.model import Trace, build_table
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
@@ -158,3 +159,65 @@ def test_longest_launch_gaps_like_a_plain_sort_per_thread(calls, top):
     assert got["longest_launch_gaps"] == [
         {"gap_ns": g, "after_api_row": a, "before_api_row": b, "tid": t,
          "start": calls[a][1] + calls[a][2]} for g, a, b, t in want[:top]]
+
+
+@SETTINGS
+@given(kernel_rows)
+def test_unlinked_idle_gaps_like_a_plain_scan(rows):
+    # no API calls: each gap between a device's kernels is launch overhead when at most
+    # the threshold (here 3 ns), else other; it ends at the next kernel's start
+    tr = _kernels(rows)
+    svc = TraceAnalyses(tr, store=None)
+    for ib in (idle_breakdown(tr, threshold_ns=3),
+               idle_breakdown(tr, threshold_ns=3, device_rows=svc.device_rows(),
+                              spans=svc.device_spans())):
+        for d in sorted({r[0] for r in rows}):
+            gaps, reach = [], None
+            for t, i in sorted((r[1], i) for i, r in enumerate(rows) if r[0] == d):
+                if reach is not None and t > reach:
+                    gaps.append((reach, t, i))
+                end = rows[i][1] + rows[i][2]
+                reach = end if reach is None else max(reach, end)
+            di = ib.devices[d]
+            assert list(zip(di.gap_start.tolist(), di.gap_end.tolist(),
+                            di.gap_next_kernel.tolist())) == gaps
+            small = sum(b - a for a, b, _ in gaps if b - a <= 3)
+            assert di.breakdown == {"host_wait": 0, "launch_overhead": small, "sync": 0,
+                                    "other": sum(b - a for a, b, _ in gaps) - small}
+
+
+# per device: gaps (space before it, unknown ns, then ns of sync, host wait, launch
+# overhead and other, in the order they happen)
+device_gaps = st.lists(st.lists(st.tuples(*[st.integers(0, 3)] * 6), max_size=6),
+                       min_size=1, max_size=3)
+
+
+@SETTINGS
+@given(device_gaps)
+def test_idle_wall_clock_totals_count_each_nanosecond_once(devices):
+    order = ("sync", "host_wait", "launch_overhead", "other")
+    idle, covered = {}, {c: set() for c in (*order, "any", "unknown")}
+    for d, gaps in enumerate(devices):
+        t, g0, g1, parts, unknown = 0, [], [], [], []
+        for space, unk, *ns in gaps:
+            t += space
+            g0.append(t)
+            covered["unknown"].update(range(t, t + unk))
+            at = t + unk
+            for c, n in zip(order, ns):
+                covered[c].update(range(at, at + n))
+                covered["any"].update(range(at, at + n))
+                at += n
+            g1.append(at)
+            parts.append([ns[order.index(c)] for c in CATEGORIES])
+            unknown.append(unk)
+            t = at
+        n = len(g0)
+        idle[d] = DeviceIdle(d, 0, 0, {}, np.array(g0, np.int64), np.array(g1, np.int64),
+                             np.zeros(n, np.int8), np.zeros(n, np.int64),
+                             gap_parts=np.array(parts, np.int64).reshape(n, 4).T.copy(),
+                             gap_unknown=np.array(unknown, np.int64))
+    got = IdleBreakdown(0, idle).to_json()
+    assert got["total"] == {c: len(covered[c]) for c in CATEGORIES}
+    assert got["any_idle_ns"] == len(covered["any"])
+    assert got["unknown_incomplete_graph_replay_ns"] == len(covered["unknown"])
