@@ -88,12 +88,13 @@ class IdleBreakdown:
 
     def _wall_lengths(self) -> dict[str, int]:
         """``wall((c,)).length`` for each category and ``wall().length`` (``"any"``):
-        every gap's parts laid out by one cumulative sum per device."""
+        every gap's parts laid out by one running sum per device, empty pieces left out
+        before the devices' pieces are merged."""
         edges = [_edges(d) for d in self.devices.values()]
         out = {}
-        for k, c in enumerate(_LAID):
-            out[c] = _union_length([x[k] for x in edges], [x[k + 1] for x in edges])
-        out["any"] = _union_length([x[0] for x in edges], [x[-1] for x in edges])
+        for k, c in enumerate((*_LAID, "any")):
+            lo, hi = (k, k + 1) if k < len(_LAID) else (0, len(_LAID))
+            out[c] = _union_length([(x[lo], x[hi]) for x in edges if x[hi] is not x[lo]])
         return out
 
     def wall(self, cats: tuple[str, ...] = CATEGORIES) -> Coverage:
@@ -126,31 +127,34 @@ class IdleBreakdown:
 _LAID = ("sync", "host_wait", "launch_overhead", "other")     # the order parts happen
 
 
-def _edges(di: DeviceIdle) -> np.ndarray:
-    """(5, gaps): where each gap's sync, host wait, launch overhead and other parts
-    begin, and where the last ends (:func:`category_pieces` for every category)."""
+def _edges(di: DeviceIdle) -> list[np.ndarray]:
+    """Where each gap's sync, host wait, launch overhead and other parts begin, and
+    where the last ends (:func:`category_pieces` for every category); a part that no
+    gap has repeats the array before it (the same object)."""
     n = len(di.gap_start)
     parts = di.gap_parts if di.gap_parts is not None else np.zeros((4, n), np.int64)
-    out = np.empty((5, n), np.int64)
-    out[0] = di.gap_start if di.gap_unknown is None else di.gap_start + di.gap_unknown
-    for k, c in enumerate(_LAID):
-        np.add(out[k], parts[CATEGORIES.index(c)], out=out[k + 1])
+    out = [di.gap_start if di.gap_unknown is None else di.gap_start + di.gap_unknown]
+    for c in _LAID:
+        row = parts[CATEGORIES.index(c)]
+        out.append(out[-1] + row if row.any() else out[-1])
     return out
 
 
-def _union_length(starts: list[np.ndarray], ends: list[np.ndarray]) -> int:
+def _union_length(runs: list[tuple[np.ndarray, np.ndarray]]) -> int:
     """``Coverage(concat(starts), concat(ends)).length`` for runs of sorted pieces (one
     per device), none ending before it starts: the i-th smallest start with the i-th
-    smallest end covers the same time, and those intervals are sorted by both ends.
-    The sorts merge the runs."""
-    s, e = np.concatenate(starts), np.concatenate(ends)
-    keep = e > s
-    if not keep.all():                 # fewer to sort (and sorted runs stay runs)
-        s, e = s[keep], e[keep]
+    smallest end covers the same time, and those intervals are sorted by both ends."""
+    kept = []
+    for s, e in runs:
+        keep = e > s
+        kept.append((s, e) if keep.all() else (s[keep], e[keep]))
+    if not kept:
+        return 0
+    s, e = np.concatenate([r[0] for r in kept]), np.concatenate([r[1] for r in kept])
     if len(s) == 0:
         return 0
-    if len(starts) > 1:
-        s, e = np.sort(s, kind="stable"), np.sort(e, kind="stable")
+    if len(kept) > 1:
+        s, e = np.sort(s), np.sort(e)
     lo = s.copy()
     np.maximum(lo[1:], e[:-1], out=lo[1:])
     return int(np.maximum(e - lo, 0).sum())
