@@ -326,6 +326,18 @@ def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     return unknown.astype(np.int64)
 
 
+def _dominant(parts: np.ndarray) -> np.ndarray:
+    """``np.argmax(parts, axis=0)`` as int8 (of equal parts the first): row by row
+    (argmax down the short axis of a (4, gaps) array walks it column by column)."""
+    best = parts[0].copy()
+    out = np.zeros(parts.shape[1], np.int8)
+    for i in range(1, len(parts)):
+        more = parts[i] > best
+        out[more] = i
+        np.maximum(best, parts[i], out=best)
+    return out
+
+
 def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS,
                    device_rows: dict[int, np.ndarray] | None = None,
                    spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
@@ -407,7 +419,7 @@ class _IdleInputs:
         return DeviceIdle(
             device=d, window_ns=window, busy_ns=window - int(gap_len.sum()),
             breakdown={c: int(parts[i].sum()) for i, c in enumerate(CATEGORIES)},
-            gap_start=g0, gap_end=g1, gap_category=np.argmax(parts, axis=0).astype(np.int8),
+            gap_start=g0, gap_end=g1, gap_category=_dominant(parts),
             gap_next_kernel=nxt, gap_parts=parts, gap_pid=pid, gap_tid=tid,
             gap_unknown=unknown,
         )

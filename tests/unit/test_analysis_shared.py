@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from hipscope.analysis.concurrency import concurrency, launch_stats
 from hipscope.analysis.context import TraceAnalyses
-from hipscope.analysis.idle import CATEGORIES, DeviceIdle, IdleBreakdown, idle_breakdown
+from hipscope.analysis.idle import (CATEGORIES, DeviceIdle, IdleBreakdown, _dominant,
+                                    idle_breakdown)
 from hipscope.model import Trace, build_table
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
@@ -181,6 +182,9 @@ def test_unlinked_idle_gaps_like_a_plain_scan(rows):
             di = ib.devices[d]
             assert list(zip(di.gap_start.tolist(), di.gap_end.tolist(),
                             di.gap_next_kernel.tolist())) == gaps
+            assert di.gap_category.tolist() == [
+                CATEGORIES.index("launch_overhead" if b - a <= 3 else "other")
+                for a, b, _ in gaps]
             small = sum(b - a for a, b, _ in gaps if b - a <= 3)
             assert di.breakdown == {"host_wait": 0, "launch_overhead": small, "sync": 0,
                                     "other": sum(b - a for a, b, _ in gaps) - small}
@@ -221,3 +225,12 @@ def test_idle_wall_clock_totals_count_each_nanosecond_once(devices):
     assert got["total"] == {c: len(covered[c]) for c in CATEGORIES}
     assert got["any_idle_ns"] == len(covered["any"])
     assert got["unknown_incomplete_graph_replay_ns"] == len(covered["unknown"])
+
+
+@SETTINGS
+@given(st.lists(st.tuples(*[st.integers(0, 2)] * 4), max_size=30))
+def test_a_gaps_dominant_part_is_the_first_largest(gaps):
+    parts = np.array(gaps, np.int64).reshape(-1, 4).T.copy()
+    got = _dominant(parts)
+    assert got.dtype == np.int8
+    assert got.tolist() == [row.index(max(row)) for row in gaps]
