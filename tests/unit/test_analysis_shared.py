@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from hipscope.analysis.concurrency import concurrency, launch_stats
 from hipscope.analysis.context import TraceAnalyses
-from hipscope.analysis.idle import (CATEGORIES, DeviceIdle, IdleBreakdown, _dominant,
-                                    idle_breakdown)
+from hipscope.analysis.idle import CATEGORIES, DeviceIdle, IdleBreakdown, _dominant, idle_breakdown
 from hipscope.model import Trace, build_table
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
