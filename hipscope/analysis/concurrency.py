@@ -123,11 +123,9 @@ def _serialized_pairs(device: int, s: np.ndarray, e: np.ndarray, queue: np.ndarr
     out = []
     for x, i in enumerate(keep):
         for j in keep[x + 1:]:
-            (ra, sa, ea, own_a), (rb, sb, eb, own_b) = per[i], per[j]
-            both = _two_plus(np.sort(np.concatenate((sa, sb)), kind="stable"),
-                             np.sort(np.concatenate((ea, eb)), kind="stable"))
-            if both > own_a + own_b:
-                continue                   # they do overlap somewhere
+            (ra, sa, *a), (rb, sb, *b) = per[i], per[j]
+            if _run_at_once((sa, *a), (sb, *b)):
+                continue
             switches = _switches(sa, sb)
             if switches < min_switches:
                 continue
@@ -135,6 +133,38 @@ def _serialized_pairs(device: int, s: np.ndarray, e: np.ndarray, queue: np.ndarr
             shared = (bool(qa & qb) if qa and qb else None)
             out.append(StreamPair(device, int(ids[i]), int(ids[j]), switches, shared))
     return out
+
+
+_PREFIX = 4096      # kernels per stream that usually show two streams running at once
+
+
+def _run_at_once(a: tuple, b: tuple) -> bool:
+    """Whether two streams (each: sorted starts, sorted ends, its own 2+ time) run
+    kernels at once: the 2+ time of both exceeds the sum of their own. When one
+    stream's own is 0 that excess can only grow with time, so the streams' first
+    ``_PREFIX`` kernels (cut at one time; ends past it end there) settle it unless
+    they show none."""
+    if (a[2] == 0 or b[2] == 0) and max(len(a[0]), len(b[0])) > _PREFIX:
+        cut = min(x[0][_PREFIX] for x in (a, b) if len(x[0]) > _PREFIX)
+        pa, pb = _before(*a[:2], cut), _before(*b[:2], cut)
+        if _merged_two_plus(pa, pb) > _two_plus(*pa) + _two_plus(*pb):
+            return True
+    return _merged_two_plus(a[:2], b[:2]) > a[2] + b[2]
+
+
+def _before(starts: np.ndarray, ends: np.ndarray, cut: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted starts and ends of the intervals starting before ``cut``, ending there at
+    the latest (an end before ``cut`` belongs to one of them: ends are not before
+    their start)."""
+    n = int(np.searchsorted(starts, cut, side="left"))
+    m = int(np.searchsorted(ends, cut, side="left"))
+    return starts[:n], np.concatenate((ends[:m], np.full(n - m, cut, ends.dtype)))
+
+
+def _merged_two_plus(a: tuple, b: tuple) -> int:
+    """2+ time of two sets of intervals, each given as sorted starts and sorted ends."""
+    return _two_plus(np.sort(np.concatenate((a[0], b[0])), kind="stable"),
+                     np.sort(np.concatenate((a[1], b[1])), kind="stable"))
 
 
 def _two_plus(starts: np.ndarray, ends: np.ndarray) -> int:

@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hipscope.analysis import concurrency as conc
 from hipscope.analysis.concurrency import concurrency, launch_stats
 from hipscope.analysis.context import TraceAnalyses
 from hipscope.analysis.idle import CATEGORIES, DeviceIdle, IdleBreakdown, _dominant, idle_breakdown
@@ -42,7 +43,7 @@ def _running(rows, t: int) -> list[int]:
 
 
 def _ns(rows, pred) -> int:
-    return sum(1 for t in range(-5, 60) if pred(_running(rows, t)))
+    return sum(1 for t in range(-5, 100) if pred(_running(rows, t)))
 
 
 def _expected_concurrency(rows) -> dict:
@@ -107,8 +108,10 @@ def test_concurrency_counts_nanoseconds_like_a_plain_sweep(rows):
 
 
 # kernels on one device, each 0 or 5 ns after the one before, of a stream 1-3 and 1-7
-# ns long: streams take turns often, start together, and overlap or not
-slots = st.lists(st.tuples(st.sampled_from([0, 5, 5]), st.integers(1, 3), st.integers(1, 7),
+# (or up to 30) ns long: streams take turns often, start together, overlap or not, and
+# run several kernels at once themselves
+slots = st.lists(st.tuples(st.sampled_from([0, 5, 5]), st.integers(1, 3),
+                           st.one_of(st.integers(1, 7), st.integers(1, 30)),
                            st.integers(0, 1)), min_size=4, max_size=11)
 
 
@@ -118,7 +121,13 @@ def test_serialised_pairs_like_plain_counts(turns):
     at = np.cumsum([step for step, *_ in turns]).tolist()
     rows = [(0, t, dur, stream, q) for t, (_, stream, dur, q) in zip(at, turns)]
     want = _expected_concurrency(rows)
-    assert TraceAnalyses(_kernels(rows), store=None).concurrency() == want
+    default = conc._PREFIX
+    try:
+        for prefix in (default, 1, 2):      # a first look at a stream's first kernels
+            conc._PREFIX = prefix
+            assert TraceAnalyses(_kernels(rows), store=None).concurrency() == want
+    finally:
+        conc._PREFIX = default
 
 
 def test_two_streams_taking_turns_are_a_serialised_pair():
