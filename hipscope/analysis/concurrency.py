@@ -140,14 +140,15 @@ _PREFIX = 4096      # kernels per stream that usually show two streams running a
 
 def _run_at_once(a: tuple, b: tuple) -> bool:
     """Whether two streams (each: sorted starts, sorted ends, its own 2+ time) run
-    kernels at once: the 2+ time of both exceeds the sum of their own. When one
-    stream's own is 0 that excess can only grow with time, so the streams' first
-    ``_PREFIX`` kernels (cut at one time; ends past it end there) settle it unless
-    they show none."""
-    if (a[2] == 0 or b[2] == 0) and max(len(a[0]), len(b[0])) > _PREFIX:
+    kernels at once: the 2+ time of both exceeds the sum of their own. That excess is
+    the time each runs one kernel less the time each runs 2+; so when the streams'
+    first ``_PREFIX`` kernels (cut at one time; ends past it end there) show more of it
+    than either stream's own 2+ time after the cut, it holds."""
+    if max(len(a[0]), len(b[0])) > _PREFIX:
         cut = min(x[0][_PREFIX] for x in (a, b) if len(x[0]) > _PREFIX)
         pa, pb = _before(*a[:2], cut), _before(*b[:2], cut)
-        if _merged_two_plus(pa, pb) > _two_plus(*pa) + _two_plus(*pb):
+        own_a, own_b = _two_plus(*pa), _two_plus(*pb)
+        if _merged_two_plus(pa, pb) - own_a - own_b > min(a[2] - own_a, b[2] - own_b):
             return True
     return _merged_two_plus(a[:2], b[:2]) > a[2] + b[2]
 

@@ -137,6 +137,25 @@ def test_two_streams_taking_turns_are_a_serialised_pair():
                     "shared_queue": True}]
 
 
+def test_a_first_look_that_shows_overlap_only_up_to_the_streams_own_is_not_final():
+    # a and b both run one kernel on [13, 14) (before the cut at 20 of a first look at
+    # two kernels each) and both run two on [40, 41): the time with 2+ of their kernels
+    # (2 ns) is the sum of their own (1 + 1), so they never run at once
+    a = [(0, 4), (10, 4), (20, 2), (40, 1), (40, 1)]
+    b = [(5, 4), (13, 2), (40, 1), (40, 1)]
+    rows = [(0, t, dur, 1, 0) for t, dur in a] + [(0, t, dur, 2, 0) for t, dur in b]
+    want = [{"device": 0, "stream_a": 1, "stream_b": 2, "interleavings": 5,
+             "shared_queue": True}]
+    assert _expected_concurrency(rows)["serialized_stream_pairs"] == want
+    default = conc._PREFIX
+    try:
+        conc._PREFIX = 2
+        got = TraceAnalyses(_kernels(rows), store=None).concurrency()
+    finally:
+        conc._PREFIX = default
+    assert got["serialized_stream_pairs"] == want
+
+
 launch_calls = st.lists(st.tuples(
     st.integers(7, 9),                       # tid
     st.integers(0, 30),                      # start
