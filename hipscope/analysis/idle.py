@@ -384,6 +384,26 @@ class _IdleInputs:
         return (np.where(linked, self.api_pid[aic].astype(np.int64), k_pid),
                 np.where(linked, self.api_tid[aic].astype(np.int64), k_tid))
 
+    def _parts(self, g0, g1, linked, aic, pid, tid) -> np.ndarray:
+        """(4, gaps) ns per CATEGORY of gaps whose next kernels were (``linked``) launched
+        by the calls ``aic`` from threads ``pid``/``tid``."""
+        gap_len = g1 - g0
+        sub_c = np.clip(np.where(linked, self.api_end[aic], g0), g0, g1)
+        # Blocked time only matters before N was queued: once queued, the host's
+        # being in a sync call does not keep the GPU from starting N.
+        until = np.where(linked, sub_c, g1)
+        sync = np.zeros(len(g0), dtype=np.int64)
+        if self.per_thread or self.overall.length:       # no sync calls: nothing to look up
+            for key in _pairs(pid, tid):
+                sel = (pid == key[0]) & (tid == key[1])
+                sync[sel] = _thread_coverage(self.per_thread, self.overall, *key).within(
+                    g0[sel], until[sel])
+        host_wait = np.where(linked, sub_c - g0 - sync, 0)
+        rest = gap_len - sync - host_wait
+        small = np.where(linked, g1 - sub_c, gap_len - sync) <= self.threshold_ns
+        launch = np.where(small, rest, 0)
+        return np.stack([host_wait, launch, sync, rest - launch]).astype(np.int64, copy=False)
+
     def device(self, d: int, rows: np.ndarray, s: np.ndarray, e: np.ndarray) -> DeviceIdle:
         """The gaps of one device (``rows``, starts ``s`` and ends ``e`` in start order)."""
         cm = np.maximum.accumulate(e)
@@ -396,22 +416,12 @@ class _IdleInputs:
         linked = ai >= 0
         aic = np.maximum(ai, 0)
         pid, tid = self._threads(nxt, linked, aic)
-        submitted = np.where(linked, self.api_end[aic], g0) if self.has_api else g0
-        sub_c = np.clip(submitted, g0, g1)
-        # Blocked time only matters before N was queued: once queued, the host's
-        # being in a sync call does not keep the GPU from starting N.
-        until = np.where(linked, sub_c, g1)
-        sync = np.zeros(len(gi), dtype=np.int64)
-        if self.per_thread or self.overall.length:       # no sync calls: nothing to look up
-            for key in _pairs(pid, tid):
-                sel = (pid == key[0]) & (tid == key[1])
-                sync[sel] = _thread_coverage(self.per_thread, self.overall, *key).within(
-                    g0[sel], until[sel])
-        host_wait = np.where(linked, sub_c - g0 - sync, 0)
-        rest = gap_len - sync - host_wait
-        small = np.where(linked, g1 - sub_c, gap_len - sync) <= self.threshold_ns
-        launch = np.where(small, rest, 0)
-        parts = np.stack([host_wait, launch, sync, rest - launch]).astype(np.int64, copy=False)
+        if self.has_api:
+            parts = self._parts(g0, g1, linked, aic, pid, tid)
+        else:                     # no host calls: nothing queued late, nothing blocked
+            zero = np.zeros(len(gi), np.int64)
+            launch = np.where(gap_len <= self.threshold_ns, gap_len, 0)
+            parts = np.stack([zero, launch, zero, gap_len - launch])
         if self.unknown_cov is None:
             unknown = np.zeros(len(gi), np.int64)
         else:

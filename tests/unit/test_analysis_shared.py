@@ -192,13 +192,18 @@ def test_longest_launch_gaps_like_a_plain_sort_per_thread(calls, top):
 @SETTINGS
 @given(kernel_rows)
 def test_unlinked_idle_gaps_like_a_plain_scan(rows):
-    # no API calls: each gap between a device's kernels is launch overhead when at most
+    # no launch calls: each gap between a device's kernels is launch overhead when at most
     # the threshold (here 3 ns), else other; it ends at the next kernel's start
     tr = _kernels(rows)
+    other = build_table("api", {"name": ["hipGetDevice"], "domain": ["HIP_RUNTIME_API"],
+                                "start": np.array([500], np.int64),
+                                "end": np.array([501], np.int64)})
+    with_api = Trace(kernels=tr.kernels, api=other, meta={"format": "test"})
     svc = TraceAnalyses(tr, store=None)
     for ib in (idle_breakdown(tr, threshold_ns=3),
                idle_breakdown(tr, threshold_ns=3, device_rows=svc.device_rows(),
-                              spans=svc.device_spans())):
+                              spans=svc.device_spans()),
+               idle_breakdown(with_api, threshold_ns=3)):      # a call, linked to none
         for d in sorted({r[0] for r in rows}):
             gaps, reach = [], None
             for t, i in sorted((r[1], i) for i, r in enumerate(rows) if r[0] == d):
