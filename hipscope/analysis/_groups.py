@@ -10,32 +10,46 @@ from __future__ import annotations
 import numpy as np
 
 
-def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(values, return_inverse=True)``: the sorted distinct values and each
-    value's index in them; integer keys of a range up to ~2x their count by a count
-    table (no sort)."""
-    v = np.asarray(values)
+def _narrow(n: int) -> type:
+    """The narrowest code type for ``n`` groups (8/16-bit codes sort by radix)."""
+    return np.uint8 if n <= 1 << 8 else np.uint16 if n <= 1 << 16 else np.int64
+
+
+def _dense(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct values, each value's index in them as the narrowest type, how
+    many of each); integer keys of a range up to ~2x their count by a count table."""
     if len(v) and v.dtype.kind in "iu":
         lo, hi = int(v.min()), int(v.max())
         if hi - lo < max(1 << 16, 2 * len(v)) and hi < 1 << 63:
             off = v.astype(np.int64, copy=False) - lo
-            present = np.bincount(off, minlength=hi - lo + 1) > 0
-            lut = np.cumsum(present) - 1
+            counts = np.bincount(off, minlength=hi - lo + 1)
+            present = counts > 0
             uniq = (np.flatnonzero(present) + lo).astype(v.dtype)
-            return uniq, lut[off]
+            lut = (np.cumsum(present) - 1).astype(_narrow(len(uniq)))
+            return uniq, lut[off], counts[present]
     uniq, inv = np.unique(v, return_inverse=True)
-    return uniq, inv.reshape(-1)
+    inv = inv.reshape(-1)
+    return uniq, inv.astype(_narrow(len(uniq))), np.bincount(inv, minlength=len(uniq))
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``: the sorted distinct values and each
+    value's index in them (no sort for integer keys of a bounded range)."""
+    uniq, code, _ = _dense(np.asarray(values))
+    return uniq, code
 
 
 def group_order(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows in a stable order by code (0 <= code < n_groups) and the ``n_groups + 1``
     bounds of each code's run in it."""
-    narrow = (np.uint8 if n_groups <= 1 << 8 else np.uint16 if n_groups <= 1 << 16
-              else np.int64)
-    order = np.argsort(codes.astype(narrow, copy=False), kind="stable")
-    bounds = np.zeros(n_groups + 1, np.intp)
-    np.cumsum(np.bincount(codes, minlength=n_groups), out=bounds[1:])
-    return order, bounds
+    return _order(codes.astype(_narrow(n_groups), copy=False),
+                  np.bincount(codes, minlength=n_groups))
+
+
+def _order(codes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    bounds = np.zeros(len(counts) + 1, np.intp)
+    np.cumsum(counts, out=bounds[1:])
+    return np.argsort(codes, kind="stable"), bounds
 
 
 def grouped(key: np.ndarray, order_by: np.ndarray
@@ -44,8 +58,8 @@ def grouped(key: np.ndarray, order_by: np.ndarray
     ``np.lexsort((order_by, key))``): (distinct keys ascending, rows, the bounds of
     each key's run in them, ``order_by[rows]``). Runs already in order (the usual case)
     cost one comparison pass."""
-    uniq, code = dense_codes(key)
-    order, bounds = group_order(code, len(uniq))
+    uniq, code, counts = _dense(np.asarray(key))
+    order, bounds = _order(code, counts)
     k = order_by[order]
     down = np.flatnonzero(k[1:] < k[:-1]) + 1          # a row below the one before it
     g = np.searchsorted(bounds, down, side="right") - 1

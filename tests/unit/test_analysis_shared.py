@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hipscope.analysis import concurrency as conc
+from hipscope.analysis._groups import grouped
 from hipscope.analysis.concurrency import concurrency, launch_stats
 from hipscope.analysis.context import TraceAnalyses
 from hipscope.analysis.idle import CATEGORIES, DeviceIdle, IdleBreakdown, _dominant, idle_breakdown
@@ -266,3 +267,22 @@ def test_a_gaps_dominant_part_is_the_first_largest(gaps):
     got = _dominant(parts)
     assert got.dtype == np.int8
     assert got.tolist() == [row.index(max(row)) for row in gaps]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint64"]),
+       st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 3)), max_size=40),
+       st.booleans())
+def test_grouped_rows_are_numpys_lexsort(dtype, pairs, spread):
+    # keys of a small range take the count-table path; spread keys the sorting one
+    info = np.iinfo(dtype)
+    keys = [max(info.min, min(info.max, k * (info.max // 7 if spread else 1)))
+            for k, _ in pairs]
+    key = np.array(keys, dtype=dtype)
+    by = np.array([b for _, b in pairs], np.int64)
+    uniq, rows, bounds, ordered = grouped(key, by)
+    want = np.lexsort((by, key))
+    assert rows.tolist() == want.tolist()
+    assert ordered.tolist() == by[want].tolist()
+    assert uniq.dtype == key.dtype and uniq.tolist() == sorted(set(keys))
+    assert np.diff(bounds).tolist() == [keys.count(u) for u in sorted(set(keys))]
