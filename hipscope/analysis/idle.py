@@ -378,6 +378,8 @@ class _IdleInputs:
 
     def _threads(self, nxt: np.ndarray, linked: np.ndarray, aic: np.ndarray):
         """Launching thread of each next kernel: the API call's, else the kernel's own."""
+        if self.has_api and linked.all():
+            return self.api_pid[aic].astype(np.int64), self.api_tid[aic].astype(np.int64)
         k_pid, k_tid = self.k_pid[nxt].astype(np.int64), self.k_tid[nxt].astype(np.int64)
         if not self.has_api:
             return k_pid, k_tid
