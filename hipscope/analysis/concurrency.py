@@ -206,12 +206,14 @@ def launch_stats(trace: Trace, top: int = 10) -> dict:
     launch = per_code(names, is_launch)[codes]
     if not launch.any():
         return out
-    a_s, a_e = api.numpy("start")[launch], api.numpy("end")[launch]
+    every = bool(launch.all())                # every call a launch: no masks
+    cols = [api.numpy("start"), api.numpy("end"), api.numpy("tid", fill=-1)]
+    a_s, a_e, tid = cols if every else [c[launch] for c in cols]
     overhead = float(np.median(a_e - a_s))
     out["launch_overhead_ns"] = int(round(overhead))
     out["kernels_shorter_than_launch_fraction"] = float(np.mean((e - s) < overhead))
-    tid = api.numpy("tid", fill=-1)[launch]
-    gaps = _longest_gaps(a_s, a_e, tid, np.flatnonzero(launch), top)
+    rows = np.arange(len(api)) if every else np.flatnonzero(launch)
+    gaps = _longest_gaps(a_s, a_e, tid, rows, top)
     gaps.sort(reverse=True)
     out["longest_launch_gaps"] = [
         {"gap_ns": g, "after_api_row": a, "before_api_row": b, "tid": t, "start": int(
