@@ -6,8 +6,11 @@ trace: :func:`analyses_of`), so ``queue_delays`` runs once however many readers 
 has. Results are lock-guarded (two threads asking for one result compute it once),
 cancellable (``cancelled`` from :mod:`hipscope.model.progress`; a cancelled result is
 not kept) and, when the trace came from the on-disk cache, kept beside it
-(:mod:`.persist`), so a reopened trace computes nothing. Shared intermediates (per-device
-kernel rows in start order, busy unions) are results too. Qt-free.
+(:mod:`.persist`), so a reopened trace computes nothing. Shared intermediates are results
+too: the kernels grouped by device once (``device_order``: a radix sort of the device
+codes), each device's rows, starts and ends in start order (``device_rows``,
+``device_spans``) and busy unions, which the busy figures, the idle breakdown and
+concurrency all read (none of them sorts or takes the columns again). Qt-free.
 """
 
 from __future__ import annotations
