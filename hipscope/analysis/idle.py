@@ -326,6 +326,17 @@ def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     return unknown.astype(np.int64)
 
 
+def _unlaunched(gap_len: np.ndarray, threshold_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parts and dominant part of gaps (all longer than 0) whose next kernels no host
+    call launched: launch overhead up to the threshold, else other."""
+    small = gap_len <= threshold_ns
+    zero = np.zeros(len(gap_len), np.int64)
+    launch = np.where(small, gap_len, 0)
+    category = np.where(small, CATEGORIES.index("launch_overhead"),
+                        CATEGORIES.index("other")).astype(np.int8)
+    return np.stack([zero, launch, zero, gap_len - launch]), category
+
+
 def _dominant(parts: np.ndarray) -> np.ndarray:
     """``np.argmax(parts, axis=0)`` as int8 (of equal parts the first): row by row
     (argmax down the short axis of a (4, gaps) array walks it column by column)."""
@@ -378,11 +389,9 @@ class _IdleInputs:
 
     def _threads(self, nxt: np.ndarray, linked: np.ndarray, aic: np.ndarray):
         """Launching thread of each next kernel: the API call's, else the kernel's own."""
-        if self.has_api and linked.all():
+        if linked.all():
             return self.api_pid[aic].astype(np.int64), self.api_tid[aic].astype(np.int64)
         k_pid, k_tid = self.k_pid[nxt].astype(np.int64), self.k_tid[nxt].astype(np.int64)
-        if not self.has_api:
-            return k_pid, k_tid
         return (np.where(linked, self.api_pid[aic].astype(np.int64), k_pid),
                 np.where(linked, self.api_tid[aic].astype(np.int64), k_tid))
 
@@ -414,24 +423,26 @@ class _IdleInputs:
         nxt = rows[gi]
         window = int(cm[-1] - s[0])
         gap_len = g1 - g0
-        ai = self.api_idx[nxt].astype(np.int64)
-        linked = ai >= 0
-        aic = np.maximum(ai, 0)
-        pid, tid = self._threads(nxt, linked, aic)
+        category = None
         if self.has_api:
+            ai = self.api_idx[nxt].astype(np.int64)
+            linked = ai >= 0
+            aic = np.maximum(ai, 0)
+            pid, tid = self._threads(nxt, linked, aic)
             parts = self._parts(g0, g1, linked, aic, pid, tid)
         else:                     # no host calls: nothing queued late, nothing blocked
-            zero = np.zeros(len(gi), np.int64)
-            launch = np.where(gap_len <= self.threshold_ns, gap_len, 0)
-            parts = np.stack([zero, launch, zero, gap_len - launch])
+            pid, tid = self.k_pid[nxt].astype(np.int64), self.k_tid[nxt].astype(np.int64)
+            parts, category = _unlaunched(gap_len, self.threshold_ns)
         if self.unknown_cov is None:
             unknown = np.zeros(len(gi), np.int64)
         else:
             unknown = _take_unknown(parts, self.unknown_cov(d).within(g0, g1))
+            category = None
         return DeviceIdle(
             device=d, window_ns=window, busy_ns=window - int(gap_len.sum()),
             breakdown={c: int(parts[i].sum()) for i, c in enumerate(CATEGORIES)},
-            gap_start=g0, gap_end=g1, gap_category=_dominant(parts),
+            gap_start=g0, gap_end=g1,
+            gap_category=_dominant(parts) if category is None else category,
             gap_next_kernel=nxt, gap_parts=parts, gap_pid=pid, gap_tid=tid,
             gap_unknown=unknown,
         )
