@@ -141,16 +141,28 @@ _PREFIX = 4096      # kernels per stream that usually show two streams running a
 def _run_at_once(a: tuple, b: tuple) -> bool:
     """Whether two streams (each: sorted starts, sorted ends, its own 2+ time) run
     kernels at once: the 2+ time of both exceeds the sum of their own. That excess is
-    the time each runs one kernel less the time each runs 2+; so when the streams'
-    first ``_PREFIX`` kernels (cut at one time; ends past it end there) show more of it
-    than either stream's own 2+ time after the cut, it holds."""
-    if max(len(a[0]), len(b[0])) > _PREFIX:
-        cut = min(x[0][_PREFIX] for x in (a, b) if len(x[0]) > _PREFIX)
+    the time each runs one kernel less the time each runs 2+; so when the kernels
+    before a cut (ends past it end there) show more of it than either stream's own 2+
+    time after the cut, it holds, whatever comes after."""
+    for cut in _cuts(a, b):
         pa, pb = _before(*a[:2], cut), _before(*b[:2], cut)
         own_a, own_b = _two_plus(*pa), _two_plus(*pb)
         if _merged_two_plus(pa, pb) - own_a - own_b > min(a[2] - own_a, b[2] - own_b):
             return True
     return _merged_two_plus(a[:2], b[:2]) > a[2] + b[2]
+
+
+def _cuts(a: tuple, b: tuple) -> list[int]:
+    """Where to look first: after each stream's first ``_PREFIX`` kernels (enough when
+    a stream never runs two at once: the excess then only grows); when both do, also
+    half-way (the first look rarely settles it then)."""
+    big = [x[0] for x in (a, b) if len(x[0]) > _PREFIX]
+    if not big:
+        return []
+    cuts = [min(int(x[_PREFIX]) for x in big)]
+    if a[2] and b[2] and all(len(x[0]) > 4 * _PREFIX for x in (a, b)):
+        cuts.append(min(int(x[0][len(x[0]) // 2]) for x in (a, b)))
+    return cuts
 
 
 def _before(starts: np.ndarray, ends: np.ndarray, cut: int) -> tuple[np.ndarray, np.ndarray]:
