@@ -153,11 +153,12 @@ def _union_length(runs: list[tuple[np.ndarray, np.ndarray]]) -> int:
     s, e = np.concatenate([r[0] for r in kept]), np.concatenate([r[1] for r in kept])
     if len(s) == 0:
         return 0
-    if len(kept) > 1:
-        s, e = np.sort(s), np.sort(e)
-    lo = s.copy()
-    np.maximum(lo[1:], e[:-1], out=lo[1:])
-    return int(np.maximum(e - lo, 0).sum())
+    if len(kept) > 1:              # fresh arrays (concatenate copies): sorted in place
+        s.sort()
+        e.sort()
+    np.maximum(s[1:], e[:-1], out=s[1:])           # where each piece adds from
+    np.subtract(e, s, out=s)
+    return int(np.maximum(s, 0, out=s).sum())
 
 
 def category_pieces(di: DeviceIdle, cats: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
