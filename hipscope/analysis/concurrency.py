@@ -188,9 +188,10 @@ def _two_plus(starts: np.ndarray, ends: np.ndarray) -> int:
     if len(starts) < 2:
         return 0
     reach = ends[:-1].astype(np.int64, copy=False)   # E[j-1], j = 1..n-1
-    lo = starts[1:].astype(np.int64)
+    lo = starts[1:].astype(np.int64)                 # a copy: worked in place
     np.maximum(lo[1:], reach[:-1], out=lo[1:])      # from where piece j adds: E[j-2]
-    return int(np.maximum(reach - lo, 0).sum())
+    np.subtract(reach, lo, out=lo)
+    return int(np.maximum(lo, 0, out=lo).sum())
 
 
 def _switches(sa: np.ndarray, sb: np.ndarray) -> int:
