@@ -6,8 +6,11 @@ trace: :func:`analyses_of`), so ``queue_delays`` runs once however many readers 
 has. Results are lock-guarded (two threads asking for one result compute it once),
 cancellable (``cancelled`` from :mod:`hipscope.model.progress`; a cancelled result is
 not kept) and, when the trace came from the on-disk cache, kept beside it
-(:mod:`.persist`), so a reopened trace computes nothing. Shared intermediates (per-device
-kernel rows in start order, busy unions) are results too. Qt-free.
+(:mod:`.persist`), so a reopened trace computes nothing. Shared intermediates are results
+too: the kernels grouped by device once (``device_order``: a radix sort of the device
+codes), each device's rows, starts and ends in start order (``device_rows``,
+``device_spans``) and busy unions, which the busy figures, the idle breakdown and
+concurrency all read (none of them sorts or takes the columns again). Qt-free.
 """
 
 from __future__ import annotations
@@ -113,6 +116,10 @@ class TraceAnalyses:
     def device_rows(self, cancelled: CancelledFn | None = None) -> dict[int, np.ndarray]:
         return self.get("device_rows", cancelled=cancelled)
 
+    def device_spans(self, cancelled: CancelledFn | None = None
+                     ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        return self.get("device_spans", cancelled=cancelled)
+
     def busy_unions(self, cancelled: CancelledFn | None = None
                     ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         return self.get("busy_unions", cancelled=cancelled)
@@ -202,7 +209,8 @@ def _queue_delay_summary(svc: TraceAnalyses, cancelled=None) -> dict | None:
 def _idle(svc: TraceAnalyses, cancelled=None):
     from . import idle
 
-    return idle.idle_breakdown(svc.trace, device_rows=svc.device_rows(cancelled))
+    return idle.idle_breakdown(svc.trace, device_rows=svc.device_rows(cancelled),
+                               spans=svc.device_spans(cancelled))
 
 
 @result("idle_json")
@@ -215,7 +223,8 @@ def _concurrency(svc: TraceAnalyses, cancelled=None) -> dict:
     from . import concurrency
 
     return concurrency.concurrency(svc.trace, busy_ns=_busy_ns(svc, cancelled),
-                                   device_rows=svc.device_rows(cancelled))
+                                   device_rows=svc.device_rows(cancelled),
+                                   spans=svc.device_spans(cancelled))
 
 
 @result("launch_stats")
@@ -232,25 +241,43 @@ def _kernel_stats(svc: TraceAnalyses, cancelled=None):
     return stats.kernel_stats(svc.trace, cancelled=cancelled)
 
 
+@result("device_order", persist=False)
+def _device_order(svc: TraceAnalyses, cancelled=None):
+    """Kernel rows grouped by device, each device's in (stable) start order, by a radix
+    sort of the device codes: (devices, rows, bounds, starts in that order)."""
+    from ._groups import grouped
+
+    k = svc.trace.kernels
+    return grouped(k.numpy("device"), k.numpy("start"))
+
+
 @result("device_rows", persist=False)
 def _device_rows(svc: TraceAnalyses, cancelled=None) -> dict[int, np.ndarray]:
     """Per device: its kernel rows in start order (the sort every union needs)."""
-    k = svc.trace.kernels
-    if len(k) == 0:
+    if len(svc.trace.kernels) == 0:
         return {}
-    dev, start = k.numpy("device"), k.numpy("start")
-    order = np.lexsort((start, dev))
-    bounds = np.flatnonzero(np.diff(dev[order])) + 1
-    return {int(dev[part[0]]): part for part in np.split(order, bounds)}
+    devs, rows, bounds, _ = svc.get("device_order", cancelled=cancelled)
+    return {int(d): rows[bounds[i]:bounds[i + 1]] for i, d in enumerate(devs.tolist())}
 
 
-@result("busy_unions", persist=False)   # an intermediate: a sort per device
+@result("device_spans", persist=False)
+def _device_spans(svc: TraceAnalyses, cancelled=None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per device: its kernels' starts and ends in start order (taken once, shared by the
+    unions, the idle breakdown and concurrency)."""
+    if len(svc.trace.kernels) == 0:
+        return {}
+    devs, rows, bounds, starts = svc.get("device_order", cancelled=cancelled)
+    ends = svc.trace.kernels.numpy("end")[rows]
+    return {int(d): (starts[bounds[i]:bounds[i + 1]], ends[bounds[i]:bounds[i + 1]])
+            for i, d in enumerate(devs.tolist())}
+
+
+@result("busy_unions", persist=False)   # an intermediate: one pass per device
 def _busy_unions(svc: TraceAnalyses, cancelled=None) -> dict[int, tuple]:
-    k = svc.trace.kernels
     out = {}
-    for d, rows in svc.device_rows(cancelled).items():
+    for d, (s, e) in svc.device_spans(cancelled).items():
         check_cancel(cancelled)
-        out[d] = intervals.union(k.numpy("start")[rows], k.numpy("end")[rows])
+        out[d] = intervals.union(s, e)
     return out
 
 
@@ -261,12 +288,10 @@ def _busy_ns(svc: TraceAnalyses, cancelled=None) -> dict[int, int]:
 @result("busy_fraction")
 def _busy_fraction(svc: TraceAnalyses, cancelled=None) -> dict[int, float]:
     """Per device: union of its kernels over its own window (first start, last end)."""
-    k = svc.trace.kernels
     out = {}
-    for d, rows in svc.device_rows(cancelled).items():
+    for d, (s, e) in svc.device_spans(cancelled).items():
         us, ue = svc.busy_unions(cancelled)[d]
-        t0, t1 = int(k.numpy("start")[rows].min()), int(k.numpy("end")[rows].max())
-        out[d] = intervals.busy_fraction(us, ue, t0, t1)
+        out[d] = intervals.busy_fraction(us, ue, int(s[0]), int(e.max()))
     return out
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..model import Trace
 from ..model.api_names import is_sync_call, per_code  # noqa: F401 - is_sync_call re-exported
+from ._groups import rows_by_key
 from .graphs import graph_replay_gaps
 
 DEFAULT_THRESHOLD_NS = 30_000
@@ -82,8 +83,19 @@ class IdleBreakdown:
         """Per category: wall-clock time during which at least one device idled for
         that reason (time several devices wait at once counts once). Computed once."""
         if self._total is None:
-            self._total = {c: self.wall((c,)).length for c in CATEGORIES}
+            self._total = {c: v for c, v in self._wall_lengths().items() if c in CATEGORIES}
         return dict(self._total)
+
+    def _wall_lengths(self) -> dict[str, int]:
+        """``wall((c,)).length`` for each category and ``wall().length`` (``"any"``):
+        every gap's parts laid out by one running sum per device, empty pieces left out
+        before the devices' pieces are merged."""
+        edges = [_edges(d) for d in self.devices.values()]
+        out = {}
+        for k, c in enumerate((*_LAID, "any")):
+            lo, hi = (k, k + 1) if k < len(_LAID) else (0, len(_LAID))
+            out[c] = _union_length([(x[lo], x[hi]) for x in edges if x[hi] is not x[lo]])
+        return out
 
     def wall(self, cats: tuple[str, ...] = CATEGORIES) -> Coverage:
         """The union over devices of the gap pieces of ``cats``, on the wall clock."""
@@ -95,8 +107,11 @@ class IdleBreakdown:
 
     def to_json(self) -> dict:
         per = {str(d): dict(v.breakdown) for d, v in sorted(self.devices.items())}
+        lengths = self._wall_lengths()
+        if self._total is None:
+            self._total = {c: lengths[c] for c in CATEGORIES}
         return {"threshold_ns": self.threshold_ns, "per_device": per, "total": self.total(),
-                "any_idle_ns": self.wall().length,
+                "any_idle_ns": lengths["any"],
                 "unknown_incomplete_graph_replay_ns": self.unknown().length}
 
     def unknown(self) -> Coverage:
@@ -107,6 +122,43 @@ class IdleBreakdown:
             return Coverage(np.zeros(0, np.int64), np.zeros(0, np.int64))
         s0 = np.concatenate(s)
         return Coverage(s0, s0 + np.concatenate(u))
+
+
+_LAID = ("sync", "host_wait", "launch_overhead", "other")     # the order parts happen
+
+
+def _edges(di: DeviceIdle) -> list[np.ndarray]:
+    """Where each gap's sync, host wait, launch overhead and other parts begin, and
+    where the last ends (:func:`category_pieces` for every category); a part that no
+    gap has repeats the array before it (the same object)."""
+    n = len(di.gap_start)
+    parts = di.gap_parts if di.gap_parts is not None else np.zeros((4, n), np.int64)
+    out = [di.gap_start if di.gap_unknown is None else di.gap_start + di.gap_unknown]
+    for c in _LAID:
+        row = parts[CATEGORIES.index(c)]
+        out.append(out[-1] + row if row.any() else out[-1])
+    return out
+
+
+def _union_length(runs: list[tuple[np.ndarray, np.ndarray]]) -> int:
+    """``Coverage(concat(starts), concat(ends)).length`` for runs of sorted pieces (one
+    per device), none ending before it starts: the i-th smallest start with the i-th
+    smallest end covers the same time, and those intervals are sorted by both ends."""
+    kept = []
+    for s, e in runs:
+        keep = e > s
+        kept.append((s, e) if keep.all() else (s[keep], e[keep]))
+    if not kept:
+        return 0
+    s, e = np.concatenate([r[0] for r in kept]), np.concatenate([r[1] for r in kept])
+    if len(s) == 0:
+        return 0
+    if len(kept) > 1:              # fresh arrays (concatenate copies): sorted in place
+        s.sort()
+        e.sort()
+    np.maximum(s[1:], e[:-1], out=s[1:])           # where each piece adds from
+    np.subtract(e, s, out=s)
+    return int(np.maximum(s, 0, out=s).sum())
 
 
 def category_pieces(di: DeviceIdle, cats: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -245,8 +297,11 @@ def _thread_coverage(per_thread: dict, overall: Coverage, pid: int, tid: int) ->
 
 
 def _graph_windows(trace: Trace):
-    """device -> Coverage of the incomplete graph-replay windows on that device."""
+    """device -> Coverage of the incomplete graph-replay windows on that device; None
+    when the trace has none."""
     s, e, dev = graph_replay_gaps(trace).windows()
+    if len(s) == 0:
+        return None
     return lambda d: Coverage(s[(dev == d) | (dev < 0)], e[(dev == d) | (dev < 0)])
 
 
@@ -272,66 +327,123 @@ def _take_unknown(parts: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     return unknown.astype(np.int64)
 
 
+def _unlaunched(gap_len: np.ndarray, threshold_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parts and dominant part of gaps (all longer than 0) whose next kernels no host
+    call launched: launch overhead up to the threshold, else other."""
+    small = gap_len <= threshold_ns
+    zero = np.zeros(len(gap_len), np.int64)
+    launch = np.where(small, gap_len, 0)
+    category = np.where(small, CATEGORIES.index("launch_overhead"),
+                        CATEGORIES.index("other")).astype(np.int8)
+    return np.stack([zero, launch, zero, gap_len - launch]), category
+
+
+def _dominant(parts: np.ndarray) -> np.ndarray:
+    """``np.argmax(parts, axis=0)`` as int8 (of equal parts the first): row by row
+    (argmax down the short axis of a (4, gaps) array walks it column by column)."""
+    best = parts[0].copy()
+    out = np.zeros(parts.shape[1], np.int8)
+    for i in range(1, len(parts)):
+        more = parts[i] > best
+        out[more] = i
+        np.maximum(best, parts[i], out=best)
+    return out
+
+
 def idle_breakdown(trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS,
-                   device_rows: dict[int, np.ndarray] | None = None) -> IdleBreakdown:
+                   device_rows: dict[int, np.ndarray] | None = None,
+                   spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+                   ) -> IdleBreakdown:
     """Per device, its idle gaps and their parts. ``device_rows``: each device's kernel
-    rows in (stable) start order when already known (the analysis service's)."""
+    rows in (stable) start order when already known, ``spans`` their starts and ends
+    (the analysis service's)."""
     k = trace.kernels
     out: dict[int, DeviceIdle] = {}
     if len(k) == 0:
         return IdleBreakdown(threshold_ns, out)
-    per_thread, overall = _sync_coverage(trace)
-    unknown_cov = _graph_windows(trace)
-    dev = k.numpy("device")
-    starts, ends = k.numpy("start"), k.numpy("end")
-    api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
-    api_end = trace.api.numpy("end") if len(trace.api) else np.zeros(0, np.int64)
-    api_pid = trace.api.numpy("pid", fill=-1).astype(np.int64) if len(trace.api) else None
-    api_tid = trace.api.numpy("tid", fill=-1).astype(np.int64) if len(trace.api) else None
-    k_pid = k.numpy("pid", fill=-1).astype(np.int64)
-    k_tid = k.numpy("tid", fill=-1).astype(np.int64)
+    ctx = _IdleInputs(trace, threshold_ns)
     if device_rows is None:
-        device_rows = {}
-        for d in np.unique(dev).tolist():
-            rows = np.flatnonzero(dev == d)
-            device_rows[d] = rows[np.argsort(starts[rows], kind="stable")]
+        device_rows, spans = rows_by_key(k.numpy("device"), k.numpy("start")), None
+    starts, ends = k.numpy("start"), k.numpy("end")
     for d, rows in device_rows.items():
-        s, e = starts[rows], ends[rows]
+        s, e = spans[d] if spans is not None else (starts[rows], ends[rows])
+        out[int(d)] = ctx.device(int(d), rows, s, e)
+    return IdleBreakdown(threshold_ns, out)
+
+
+class _IdleInputs:
+    """What every device's gaps look up: the launch calls (ends, threads), the kernels'
+    own threads, the sync-call coverage and the incomplete graph-replay windows. Columns
+    stay in their stored types; only the values at gaps are widened to int64."""
+
+    def __init__(self, trace: Trace, threshold_ns: int):
+        k, api = trace.kernels, trace.api
+        self.threshold_ns = threshold_ns
+        self.per_thread, self.overall = _sync_coverage(trace)
+        self.unknown_cov = _graph_windows(trace)
+        self.api_idx = k.numpy("api_index", fill=-1)
+        self.k_pid, self.k_tid = k.numpy("pid", fill=-1), k.numpy("tid", fill=-1)
+        self.has_api = len(api) > 0
+        if self.has_api:
+            self.api_end = api.numpy("end")
+            self.api_pid, self.api_tid = api.numpy("pid", fill=-1), api.numpy("tid", fill=-1)
+
+    def _threads(self, nxt: np.ndarray, linked: np.ndarray, aic: np.ndarray):
+        """Launching thread of each next kernel: the API call's, else the kernel's own."""
+        if linked.all():
+            return self.api_pid[aic].astype(np.int64), self.api_tid[aic].astype(np.int64)
+        k_pid, k_tid = self.k_pid[nxt].astype(np.int64), self.k_tid[nxt].astype(np.int64)
+        return (np.where(linked, self.api_pid[aic].astype(np.int64), k_pid),
+                np.where(linked, self.api_tid[aic].astype(np.int64), k_tid))
+
+    def _parts(self, g0, g1, linked, aic, pid, tid) -> np.ndarray:
+        """(4, gaps) ns per CATEGORY of gaps whose next kernels were (``linked``) launched
+        by the calls ``aic`` from threads ``pid``/``tid``."""
+        gap_len = g1 - g0
+        sub_c = np.clip(np.where(linked, self.api_end[aic], g0), g0, g1)
+        # Blocked time only matters before N was queued: once queued, the host's
+        # being in a sync call does not keep the GPU from starting N.
+        until = np.where(linked, sub_c, g1)
+        sync = np.zeros(len(g0), dtype=np.int64)
+        if self.per_thread or self.overall.length:       # no sync calls: nothing to look up
+            for key in _pairs(pid, tid):
+                sel = (pid == key[0]) & (tid == key[1])
+                sync[sel] = _thread_coverage(self.per_thread, self.overall, *key).within(
+                    g0[sel], until[sel])
+        host_wait = np.where(linked, sub_c - g0 - sync, 0)
+        rest = gap_len - sync - host_wait
+        small = np.where(linked, g1 - sub_c, gap_len - sync) <= self.threshold_ns
+        launch = np.where(small, rest, 0)
+        return np.stack([host_wait, launch, sync, rest - launch]).astype(np.int64, copy=False)
+
+    def device(self, d: int, rows: np.ndarray, s: np.ndarray, e: np.ndarray) -> DeviceIdle:
+        """The gaps of one device (``rows``, starts ``s`` and ends ``e`` in start order)."""
         cm = np.maximum.accumulate(e)
         gi = np.flatnonzero(s[1:] > cm[:-1]) + 1          # kernel that ends each gap
         g0, g1 = cm[gi - 1], s[gi]
         nxt = rows[gi]
         window = int(cm[-1] - s[0])
         gap_len = g1 - g0
-        # launching thread of each next kernel: the API call's, else the kernel's own
-        ai = api_idx[nxt]
-        linked = ai >= 0
-        aic = np.maximum(ai, 0)
-        pid = np.where(linked, api_pid[aic], k_pid[nxt]) if api_pid is not None else k_pid[nxt]
-        tid = np.where(linked, api_tid[aic], k_tid[nxt]) if api_tid is not None else k_tid[nxt]
-        submitted = np.where(linked, api_end[aic], g0) if len(api_end) else g0
-        sub_c = np.clip(submitted, g0, g1)
-        # Blocked time only matters before N was queued: once queued, the host's
-        # being in a sync call does not keep the GPU from starting N.
-        until = np.where(linked, sub_c, g1)
-        sync = np.zeros(len(gi), dtype=np.int64)
-        if per_thread or overall.length:       # no sync calls: nothing to look up
-            for key in _pairs(pid, tid):
-                sel = (pid == key[0]) & (tid == key[1])
-                sync[sel] = _thread_coverage(per_thread, overall, *key).within(
-                    g0[sel], until[sel])
-        host_wait = np.where(linked, sub_c - g0 - sync, 0)
-        rest = gap_len - sync - host_wait
-        small = np.where(linked, g1 - sub_c, gap_len - sync) <= threshold_ns
-        launch = np.where(small, rest, 0)
-        other = rest - launch
-        parts = np.stack([host_wait, launch, sync, other])
-        unknown = _take_unknown(parts, unknown_cov(int(d)).within(g0, g1))
-        out[int(d)] = DeviceIdle(
-            device=int(d), window_ns=window, busy_ns=window - int(gap_len.sum()),
+        category = None
+        if self.has_api:
+            ai = self.api_idx[nxt].astype(np.int64)
+            linked = ai >= 0
+            aic = np.maximum(ai, 0)
+            pid, tid = self._threads(nxt, linked, aic)
+            parts = self._parts(g0, g1, linked, aic, pid, tid)
+        else:                     # no host calls: nothing queued late, nothing blocked
+            pid, tid = self.k_pid[nxt].astype(np.int64), self.k_tid[nxt].astype(np.int64)
+            parts, category = _unlaunched(gap_len, self.threshold_ns)
+        if self.unknown_cov is None:
+            unknown = np.zeros(len(gi), np.int64)
+        else:
+            unknown = _take_unknown(parts, self.unknown_cov(d).within(g0, g1))
+            category = None
+        return DeviceIdle(
+            device=d, window_ns=window, busy_ns=window - int(gap_len.sum()),
             breakdown={c: int(parts[i].sum()) for i, c in enumerate(CATEGORIES)},
-            gap_start=g0, gap_end=g1, gap_category=np.argmax(parts, axis=0).astype(np.int8),
-            gap_next_kernel=nxt, gap_parts=parts.astype(np.int64), gap_pid=pid, gap_tid=tid,
+            gap_start=g0, gap_end=g1,
+            gap_category=_dominant(parts) if category is None else category,
+            gap_next_kernel=nxt, gap_parts=parts, gap_pid=pid, gap_tid=tid,
             gap_unknown=unknown,
         )
-    return IdleBreakdown(threshold_ns, out)

@@ -42,16 +42,23 @@ def queue_delays(trace: Trace) -> QueueDelays:
     if not k.has("api_index") or len(trace.api) == 0:
         return QueueDelays(np.flatnonzero(k.valid("dispatch_ns")) if from_dispatch is not None
                            else empty, None, None, from_dispatch, empty)
-    api_idx = k.numpy("api_index", fill=-1).astype(np.int64)
+    api_idx = k.numpy("api_index", fill=-1)
     linked = api_idx >= 0
     codes, names = trace.api.codes("name")
     graph_code = per_code(names, is_graph_launch)
-    kcode = np.where(linked, codes[np.maximum(api_idx, 0)], len(names))
-    graph = graph_code[kcode] & linked
-    rows = np.flatnonzero(linked & ~graph)
-    a_start = trace.api.numpy("start")[api_idx[rows]]
-    a_end = trace.api.numpy("end")[api_idx[rows]]
-    return QueueDelays(rows, start[rows] - a_start, start[rows] - a_end, from_dispatch,
+    if graph_code.any():
+        kcode = np.where(linked, codes[np.maximum(api_idx, 0)], len(names))
+        graph = graph_code[kcode] & linked
+    else:                                   # no graph launch calls: none to look up
+        graph = np.zeros(len(k), dtype=bool)
+    if linked.all() and not graph.any():    # every kernel has its own launch: no take
+        rows, idx, k_start = np.arange(len(k)), api_idx, start
+    else:
+        rows = np.flatnonzero(linked & ~graph)
+        idx, k_start = api_idx[rows], start[rows]
+    a_start = trace.api.numpy("start")[idx]
+    a_end = trace.api.numpy("end")[idx]
+    return QueueDelays(rows, k_start - a_start, k_start - a_end, from_dispatch,
                        np.flatnonzero(graph))
 
 

@@ -46,20 +46,21 @@ class GroupStats:
     p95: np.ndarray
 
 
-def _sorted_by_code_then_value(codes: np.ndarray, values: np.ndarray
-                               ) -> tuple[np.ndarray, np.ndarray]:
-    """codes and values (float64) ordered by code, then value. Integer values that fit
-    beside the code in one int64 are sorted as one key (~4x faster than lexsort)."""
+def _values_by_code(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` (float64) ordered by code, then value. Integer values that fit beside
+    the code in one int64 are sorted as one key (~4x faster than lexsort)."""
     if np.issubdtype(values.dtype, np.integer) and len(values):
         vmin, vmax = int(values.min()), int(values.max())
         bits = max(1, int(codes.max()).bit_length())
         if vmin >= 0 and vmax < (1 << (62 - bits)):
             shift = 62 - bits
-            # equal keys are equal values: no stable sort needed (10x faster)
-            key = np.sort((codes.astype(np.int64) << shift) | values.astype(np.int64))
-            return key >> shift, (key & ((1 << shift) - 1)).astype(np.float64)
-    order = np.lexsort((values, codes))
-    return codes[order], values[order].astype(np.float64)
+            key = codes.astype(np.int64)
+            key <<= shift
+            key |= values.astype(np.int64, copy=False)
+            key.sort()          # equal keys are equal values: no stable sort needed (10x faster)
+            key &= (1 << shift) - 1
+            return key.astype(np.float64)
+    return values[np.lexsort((values, codes))].astype(np.float64)
 
 
 def group_stats(codes: np.ndarray, categories: list[str], values: np.ndarray) -> GroupStats:
@@ -69,15 +70,17 @@ def group_stats(codes: np.ndarray, categories: list[str], values: np.ndarray) ->
     like ``numpy.quantile``.
     """
     ok = codes >= 0
-    codes, values = codes[ok], values[ok]
+    if not ok.all():
+        codes, values = codes[ok], values[ok]
     if len(codes) == 0:
         z = np.zeros(0)
         return GroupStats([], z.astype(np.int64), z, z, z, z, z, z)
-    c, v = _sorted_by_code_then_value(codes, values)
-    bounds = np.flatnonzero(np.diff(c)) + 1
-    lo = np.concatenate(([0], bounds))
-    hi = np.concatenate((bounds, [len(c)]))
-    n = hi - lo
+    counts = np.bincount(codes)
+    present = np.flatnonzero(counts)
+    n = counts[present].astype(np.int64)
+    hi = np.cumsum(n)
+    lo = hi - n
+    v = _values_by_code(codes, values)
     total = np.add.reduceat(v, lo)
 
     def pct(q: float) -> np.ndarray:
@@ -88,8 +91,8 @@ def group_stats(codes: np.ndarray, categories: list[str], values: np.ndarray) ->
         return v[f] + (v[cpos] - v[f]) * frac
 
     return GroupStats(
-        names=[categories[i] for i in c[lo]],
-        count=n.astype(np.int64), total=total, mean=total / n,
+        names=[categories[i] for i in present.tolist()],
+        count=n, total=total, mean=total / n,
         min=v[lo], max=v[hi - 1], p50=pct(0.5), p95=pct(0.95),
     )
 
@@ -99,7 +102,7 @@ def kernel_stats(trace: Trace, cancelled: CancelledFn | None = None) -> GroupSta
     k = trace.kernels
     codes, cats = k.codes("name")
     check_cancel(cancelled)
-    dur = (k.numpy("end") - k.numpy("start")).astype(np.int64)
+    dur = (k.numpy("end") - k.numpy("start")).astype(np.int64, copy=False)
     check_cancel(cancelled)
     out = group_stats(codes, cats, dur)
     check_cancel(cancelled)

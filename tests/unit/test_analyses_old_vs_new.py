@@ -1,8 +1,10 @@
-"""The analyses every open runs, made cheaper (issue 14 "first open"), give exactly the
-old results: the idle breakdown and concurrency from the service's shared per-device
-start order and the linear 2+-overlap sweep equal the old code (kept here verbatim: the
-sort-every-point sweep and the ``maximum.at`` union) on every real sample, the H200
-recordings and generated traces."""
+"""The analyses every open runs, made cheaper (issue 14 "first open" and "analyses"),
+give exactly the old results: the idle breakdown, its wall-clock totals, concurrency
+and launch statistics from the service's shared per-device groups equal the old code
+(kept here verbatim: the sort-every-point sweep, the ``maximum.at`` union, the
+per-pair merge sort of concurrency, the per-thread masks of the launch gaps and the
+idle totals from one union per category) on every real sample, the H200 recordings
+and generated traces."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from benchmarks.timeline import synthetic_trace
 from hipscope.analysis import concurrency as conc
 from hipscope.analysis import idle
 from hipscope.analysis.context import TraceAnalyses
+from hipscope.model.api_names import is_launch, per_code
+from hipscope.model.intervals import union_length
 from hipscope.parsers import TraceFormatError, open_trace
 from tests.conftest import DATA, SAMPLES
 
@@ -52,12 +56,93 @@ def old_coverage_init(self, starts, ends):
     self.before = np.concatenate(([0], np.cumsum(self.e - self.s)[:-1]))
 
 
+def old_concurrency(trace) -> dict:
+    """``concurrency.concurrency`` before issue 14's second round (without the service)."""
+    k = trace.kernels
+    out: dict = {"per_device": {}, "serialized_stream_pairs": []}
+    if len(k) == 0:
+        return out
+    dev, s, e = k.numpy("device"), k.numpy("start"), k.numpy("end")
+    stream = k.numpy("stream", fill=-1).astype(np.int64)
+    queue = k.numpy("queue", fill=-1).astype(np.int64)
+    for d in np.unique(dev):
+        r = np.flatnonzero(dev == d)
+        sd, ed, st = s[r], e[r], stream[r]
+        ids = np.unique(st)
+        busy, two = union_length(sd, ed), old_time_at_least(sd, ed, 2)
+        out["per_device"][str(int(d))] = {
+            "busy_ns": busy, "concurrent_ns": two,
+            "concurrent_fraction_of_busy": (two / busy) if busy else 0.0,
+            "streams": int(np.count_nonzero(ids >= 0))}
+        out["serialized_stream_pairs"] += _old_pairs(int(d), sd, ed, st, queue[r], ids)
+    return out
+
+
+def _old_pairs(device, s, e, stream, queue, ids) -> list[dict]:
+    ids = [x for x in ids if x >= 0]
+    if len(ids) < 2 or len(ids) > 64:
+        return []
+    out = []
+    rows = {a: np.flatnonzero(stream == a) for a in ids}
+    own = {a: old_time_at_least(s[r], e[r], 2) for a, r in rows.items()}
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            ma, mb = rows[a], rows[b]
+            both = np.concatenate((s[ma], s[mb]))
+            order = np.argsort(both, kind="stable")
+            ends = np.concatenate((e[ma], e[mb]))[order]
+            if old_time_at_least(both[order], ends, 2) > own[a] + own[b]:
+                continue
+            who = np.concatenate((np.zeros(len(ma), np.int8), np.ones(len(mb), np.int8)))
+            switches = int(np.count_nonzero(np.diff(who[order])))
+            if switches < 4:
+                continue
+            qa, qb = set(queue[ma].tolist()) - {-1}, set(queue[mb].tolist()) - {-1}
+            out.append({"device": device, "stream_a": int(a), "stream_b": int(b),
+                        "interleavings": switches,
+                        "shared_queue": (bool(qa & qb) if qa and qb else None)})
+    return out
+
+
+def old_launch_gaps(trace, top: int = 10) -> list[dict]:
+    """The ``longest_launch_gaps`` of ``launch_stats`` before issue 14's second round."""
+    api = trace.api
+    if len(trace.kernels) == 0 or len(api) == 0:
+        return []
+    codes, names = api.codes("name")
+    launch = per_code(names, is_launch)[codes]
+    a_s, a_e = api.numpy("start")[launch], api.numpy("end")[launch]
+    tid, rows = api.numpy("tid", fill=-1)[launch], np.flatnonzero(launch)
+    gaps = []
+    for t in np.unique(tid):
+        m = tid == t
+        order = np.argsort(a_s[m], kind="stable")
+        st, en, r = a_s[m][order], a_e[m][order], rows[m][order]
+        if len(st) < 2:
+            continue
+        g = st[1:] - en[:-1]
+        best = np.argsort(-g, kind="stable")[:top]
+        gaps.extend((int(g[i]), int(r[i]), int(r[i + 1]), int(t)) for i in best)
+    gaps.sort(reverse=True)
+    return [{"gap_ns": g, "after_api_row": a, "before_api_row": b, "tid": t,
+             "start": int(api.numpy("end")[a])} for g, a, b, t in gaps[:top]]
+
+
+def old_idle_json(ib: idle.IdleBreakdown) -> dict:
+    """``IdleBreakdown.to_json`` before issue 14's second round: one union per category."""
+    per = {str(d): dict(v.breakdown) for d, v in sorted(ib.devices.items())}
+    return {"threshold_ns": ib.threshold_ns, "per_device": per,
+            "total": {c: ib.wall((c,)).length for c in idle.CATEGORIES},
+            "any_idle_ns": ib.wall().length,
+            "unknown_incomplete_graph_replay_ns": ib.unknown().length}
+
+
 def _old(trace, monkeypatch) -> tuple[dict, dict, idle.IdleBreakdown]:
     with monkeypatch.context() as m:
         m.setattr(conc, "time_at_least", old_time_at_least)
         m.setattr(idle.Coverage, "__init__", old_coverage_init)
         ib = idle.idle_breakdown(trace)
-        return ib.to_json(), conc.concurrency(trace), ib
+        return old_idle_json(ib), old_concurrency(trace), ib
 
 
 def _same(a, b, where="") -> None:
@@ -87,6 +172,7 @@ def _check(trace, monkeypatch) -> None:
     _same(svc.idle().devices, want_ib.devices, "idle")
     _same(idle.idle_breakdown(trace).to_json(), want_json, "idle without the service")
     _same(conc.concurrency(trace), want_conc, "concurrency without the service")
+    _same(svc.launch_stats()["longest_launch_gaps"], old_launch_gaps(trace), "launch gaps")
 
 
 # --------------------------------------------------------------------------- the traces
