@@ -25,7 +25,7 @@ def _dense(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             counts = np.bincount(off, minlength=hi - lo + 1)
             present = counts > 0
             uniq = (np.flatnonzero(present) + lo).astype(v.dtype)
-            lut = (np.cumsum(present) - 1).astype(_narrow(len(uniq)))
+            lut: np.ndarray = (np.cumsum(present) - 1).astype(_narrow(len(uniq)))
             return uniq, lut[off], counts[present]
     uniq, inv = np.unique(v, return_inverse=True)
     inv = inv.reshape(-1)

@@ -51,9 +51,10 @@ class RankCollectives:
 
     name: list[str] = field(default_factory=list)
     group: list[str] = field(default_factory=list)
-    sequence: list[int] = field(default_factory=list)
-    start: list[int] = field(default_factory=list)
-    end: list[int] = field(default_factory=list)
+    # lists from the worker; int64 arrays once kept on the client (compact)
+    sequence: list[int] | np.ndarray = field(default_factory=list)
+    start: list[int] | np.ndarray = field(default_factory=list)
+    end: list[int] | np.ndarray = field(default_factory=list)
     kernel: list[str] = field(default_factory=list)     # its first kernel's short name
 
     def __len__(self) -> int:
@@ -74,6 +75,7 @@ def compact(rc: RankCollectives) -> RankCollectives:
     ~170 KB of separate ints and strings, which at 1,024 ranks decides whether the
     client stays under 300 MB."""
     intern = sys.intern
+    seq: list[int] | np.ndarray
     try:
         seq = np.asarray(rc.sequence, np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -265,15 +267,15 @@ def match(per_rank: Mapping[int, RankCollectives]) -> tuple[list, int]:
     if not parts:
         return [], 0
     inst = np.concatenate([p[0] for p in parts])
-    rank = np.concatenate([np.full(len(p[0]), p[1], np.int64) for p in parts])
+    who = np.concatenate([np.full(len(p[0]), p[1], np.int64) for p in parts])
     start = np.concatenate([p[2] for p in parts])
     end = np.concatenate([p[3] for p in parts])
     del parts
-    order = np.lexsort((rank, inst))          # stable: a rank's first listing first
-    inst, rank, start, end = inst[order], rank[order], start[order], end[order]
+    order = np.lexsort((who, inst))          # stable: a rank's first listing first
+    inst, who, start, end = inst[order], who[order], start[order], end[order]
     first = np.ones(len(inst), bool)
-    first[1:] = (inst[1:] != inst[:-1]) | (rank[1:] != rank[:-1])
-    inst, rank, start, end = inst[first], rank[first], start[first], end[first]
+    first[1:] = (inst[1:] != inst[:-1]) | (who[1:] != who[:-1])
+    inst, who, start, end = inst[first], who[first], start[first], end[first]
     bounds = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1], True])
     out: list[tuple[tuple, CollectiveInstance]] = []
     alone = 0
@@ -287,9 +289,9 @@ def match(per_rank: Mapping[int, RankCollectives]) -> tuple[list, int]:
         name, group, seq = keys[int(inst[a])]
         earliest = int(arr.min())
         out.append(((earliest, name, group, seq), CollectiveInstance(
-            name=name, sequence=seq, group=group, arrival_ns=RankTimes(rank[a:b], arr),
-            end_ns=RankTimes(rank[a:b], end[a:b]), skew_ns=latest - earliest,
-            last_rank=int(rank[a + top]), wait_ns=int((latest - arr).sum()))))
+            name=name, sequence=seq, group=group, arrival_ns=RankTimes(who[a:b], arr),
+            end_ns=RankTimes(who[a:b], end[a:b]), skew_ns=latest - earliest,
+            last_rank=int(who[a + top]), wait_ns=int((latest - arr).sum()))))
     out.sort(key=lambda kc: kc[0])           # keys are unique: no instance compared
     return [c for _, c in out], alone
 

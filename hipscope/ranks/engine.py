@@ -162,7 +162,7 @@ def _distributed(client, files: list[str], cache: str | None, progress: Progress
                 continue
             for fut in batch:
                 got[fut.key] = _outcome(fut, source[fut.key])
-            batch = fut = None         # type: ignore[assignment]
+            batch = fut = None
             progress(len(got) / len(files))
     finally:
         left = list(done.futures)      # still running: not finished nor queued
