@@ -223,6 +223,31 @@ def test_the_step_chart_boxes_are_each_ranks_steps(qtbot, runner):
     assert rank == 5 and "10 steps" in text
 
 
+def test_many_equal_ranks_draw_as_bands_with_ticks_that_differ(qtbot, runner):
+    """300 ranks with equal steps (a healthy big job): bands instead of a box, whisker
+    and outline per rank (at 1,024 ranks those filled the plot black), a y range wider
+    than a few ns, and tick labels that differ (they all read '11.3 ms')."""
+    import pyqtgraph as pg
+
+    base = fx.make_overview(failed=False)
+    ranks = [dataclasses.replace(base.ranks[0], rank=r, source=f"/jobs/rank-{r}.json",
+                                 step_ns=[11_300_000] * 8) for r in range(300)]
+    tab = loaded(qtbot, runner, dataclasses.replace(base, ranks=ranks, collectives=[],
+                                                    stragglers=[]))
+    chart = tab.view.steps
+    items = chart.plotItem.items
+    assert not any(isinstance(i, (pg.BarGraphItem, pg.ErrorBarItem)) for i in items)
+    assert any(isinstance(i, pg.FillBetweenItem) for i in items)
+    lo, hi = chart.viewRange()[1]
+    assert hi - lo >= 0.02 * 11.3e-3
+    axis = chart.getAxis("left")
+    labels = [t for spacing, values in axis.tickValues(lo, hi, 300)
+              for t in axis.tickStrings(values, 1, spacing)]
+    assert len(labels) >= 3 and len(labels) == len(set(labels))
+    text, rank = chart.hit(250.2, 0.0)
+    assert rank == 250 and "8 steps" in text
+
+
 def test_the_rows_model_passes_the_model_tester(qtmodeltester):
     m = RowsModel(RANK_COLUMNS, fx.make_overview().ranks)
     qtmodeltester.check(m)

@@ -5,6 +5,8 @@ gives a tooltip for what is under the mouse and emits ``activated`` on a double-
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Signal
@@ -18,6 +20,7 @@ HIT_PX = 8                     # how near (pixels) the mouse must be to a point
 LABEL_GAP_PX = 10              # between two rank labels on an axis
 STRAGGLER_RGB = "#e8590c"      # points / boxes of the worst straggler
 OTHER_RGB = "#4c6ef5"
+DENSE_RANKS = 128             # more ranks than this: bands, not a box per rank
 
 
 class DurationAxis(pg.AxisItem):
@@ -28,7 +31,18 @@ class DurationAxis(pg.AxisItem):
         self.enableAutoSIPrefix(False)
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph name)
-        return [fmt_duration(v * scale * 1e9, 3) for v in values]
+        return [fmt_duration(v * scale * 1e9, tick_digits(values, spacing)) for v in values]
+
+
+def tick_digits(values, spacing: float) -> int:
+    """Significant digits that tell ticks ``spacing`` apart (3 at least): ticks 2 µs
+    apart near 11.3 ms need 5 ('11.302 ms'), not 3 (every tick '11.3 ms'). Worked out
+    for a fifth of the spacing, so that the major and minor tick levels (labelled in
+    separate calls) agree: '11.40 ms' beside '11.30 ms', not '11.4 ms'."""
+    top = max((abs(float(v)) for v in values), default=0.0)
+    if top <= 0 or spacing <= 0:
+        return 3
+    return max(3, min(9, math.ceil(math.log10(top / (spacing / 5))) + 1))
 
 
 def label_step(px_per_row: float, need_px: float) -> int:
@@ -222,6 +236,16 @@ class StepChart(RankChart):
         s = {k: np.array([b[k] for b in self.stats], float) / 1e9
              for k in ("min", "q1", "median", "q3", "max")}
         xs = np.arange(len(self.stats), dtype=float)
+        if len(xs) > DENSE_RANKS:
+            self._draw_bands(xs, s, straggler)
+        else:
+            self._draw_boxes(xs, s, straggler)
+        self.setXRange(-0.6, len(xs) - 0.4, padding=0)
+        lo, hi = float(s["min"].min()), float(s["max"].max())
+        pad = max(0.1 * (hi - lo), 0.02 * hi, 1e-9)   # equal steps: a flat line, not µs
+        self.setYRange(max(0.0, lo - pad), hi + pad, padding=0)
+
+    def _draw_boxes(self, xs: np.ndarray, s: dict, straggler: int | None) -> None:
         brushes = [pg.mkBrush(STRAGGLER_RGB if b["rank"] == straggler else OTHER_RGB)
                    for b in self.stats]
         self.addItem(pg.BarGraphItem(x=xs, y0=s["q1"], height=np.maximum(s["q3"] - s["q1"], 0),
@@ -232,9 +256,24 @@ class StepChart(RankChart):
         seg_x = np.repeat(xs, 2) + np.tile([-0.3, 0.3], len(xs))
         self.addItem(pg.PlotCurveItem(seg_x, np.repeat(s["median"], 2), connect="pairs",
                                       pen=pg.mkPen(self._fg(), width=2.5)))
-        self.setXRange(-0.6, len(xs) - 0.4, padding=0)
-        lo, hi = float(s["min"].min()), float(s["max"].max())
-        self.setYRange(max(0.0, lo - 0.1 * (hi - lo + 1e-9)), hi + 0.1 * (hi - lo + 1e-9))
+
+    def _draw_bands(self, xs: np.ndarray, s: dict, straggler: int | None) -> None:
+        """Too many ranks for a box each (outlines and whiskers would fill the plot):
+        the min..max and quartile ranges as bands across the ranks, the median as a
+        line, the straggler as an orange mark at its median."""
+        def band(lo: np.ndarray, hi: np.ndarray, alpha: int) -> None:
+            a, b = pg.PlotCurveItem(xs, lo), pg.PlotCurveItem(xs, hi)
+            colour = QColor(OTHER_RGB)
+            colour.setAlpha(alpha)
+            self.addItem(pg.FillBetweenItem(a, b, brush=pg.mkBrush(colour)))
+
+        band(s["min"], s["max"], 70)
+        band(s["q1"], s["q3"], 170)
+        self.addItem(pg.PlotCurveItem(xs, s["median"], pen=pg.mkPen(self._fg(), width=1)))
+        at = [i for i, b in enumerate(self.stats) if b["rank"] == straggler]
+        if at:
+            self.addItem(pg.ScatterPlotItem(xs[at], s["median"][at], size=9,
+                                            brush=pg.mkBrush(STRAGGLER_RGB), pen=pg.mkPen(None)))
 
     def _fg(self) -> QColor:
         return self.palette().color(QPalette.ColorRole.WindowText)
