@@ -117,9 +117,6 @@ class RankTimes(Mapping):
     def __repr__(self) -> str:
         return repr(dict(self.items()))
 
-    def __deepcopy__(self, memo: dict) -> dict[int, int]:
-        return dict(self.items())         # dataclasses.asdict: a plain dict
-
 
 def short_kernel_name(name: str) -> str:
     """A kernel name up to its argument list (``ncclKernel_AllReduce_RING_LL_Sum_float``)."""

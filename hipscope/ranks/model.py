@@ -94,16 +94,14 @@ class JobOverview:
     def write_json(self, fh: IO[str]) -> None:
         """``json.dumps(self.to_json())`` written piece by piece: one collective's dict at
         a time (1,000 instances x 1,024 ranks would be ~200 MB of dicts at once)."""
-        for i, f in enumerate(fields(self)):
-            fh.write(("{" if i == 0 else ", ") + json.dumps(f.name) + ": ")
-            value = getattr(self, f.name)
-            if f.name != "collectives":
-                fh.write(json.dumps([asdict(v) for v in value] if isinstance(value, list)
-                                    and value and hasattr(value[0], "__dataclass_fields__")
-                                    else value))
+        head = asdict(replace(self, collectives=[]))
+        for i, (key, value) in enumerate(head.items()):
+            fh.write(("{" if i == 0 else ", ") + json.dumps(key) + ": ")
+            if key != "collectives":
+                fh.write(json.dumps(value))
                 continue
             fh.write("[")
-            for j, c in enumerate(value):
+            for j, c in enumerate(self.collectives):
                 fh.write((", " if j else "") + json.dumps(c.to_json()))
             fh.write("]")
         fh.write("}")
