@@ -1,12 +1,17 @@
-"""What the reader benchmarks share: the median wall and CPU time of full reads of one
-file by one reader, and this process's peak RSS."""
+"""What the benchmarks share: the median wall and CPU time of full reads of one file by
+one reader and this process's peak RSS; the load average; hipscope's .pyc files written
+before timed runs."""
 
 from __future__ import annotations
 
 import os
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def time_reads(reader_name: str, path: Path, runs: int):
@@ -30,3 +35,10 @@ def time_reads(reader_name: str, path: Path, runs: int):
 
 def load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def write_pyc(env: dict[str, str] | None = None) -> None:
+    """Write the .pyc files of hipscope (once, untimed), as an installed hipscope has them:
+    else the first timed run alone pays for compiling every module."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hipscope")],
+                   env=env, check=True, stdout=subprocess.DEVNULL)

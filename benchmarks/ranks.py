@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks._read import load_avg, write_pyc
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # the CLI in-process, then its own peak RSS (KiB) on the last stderr line: VmHWM, not
@@ -82,24 +84,20 @@ def client_only(ranks: int, kernels: int, collectives: int, workers: int) -> dic
     job = _job(ranks, kernels, collectives)
     work = ROOT / "bench-data" / "ranks-caches"
     shutil.rmtree(work, ignore_errors=True)
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = load_avg()
     local = _run(job, work / "local", workers)
     shutil.rmtree(work, ignore_errors=True)
     return {"ranks": ranks, "kernels_per_rank": kernels, "collectives_per_step": collectives,
             "workers": workers, "local": local, "client_peak_mb": local["client_peak_mb"],
-            "targets": {"client_peak_mb": 300}, "load_before": load,
-            "load_after": [round(x, 2) for x in os.getloadavg()]}
+            "targets": {"client_peak_mb": 300}, "load_before": load, "load_after": load_avg()}
 
 
 def measure(ranks: int, kernels: int) -> dict:
     job = _job(ranks, kernels)
-    # every run finds hipscope's .pyc files written (as an installed hipscope has them);
-    # else the first run (serial) alone pays for compiling every module
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hipscope")],
-                   check=True, stdout=subprocess.DEVNULL)
+    write_pyc()
     work = ROOT / "bench-data" / "ranks-caches"
     shutil.rmtree(work, ignore_errors=True)
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = load_avg()
     serial = _run(job, work / "serial", 0)
     local = _run(job, work / "local", 2)
     cached = _run(job, work / "local", 2)
@@ -109,7 +107,7 @@ def measure(ranks: int, kernels: int) -> dict:
             "client_peak_mb": local["client_peak_mb"],
             "cached_ratio": round(cached["wall_s"] / local["wall_s"], 3),
             "targets": {"speedup": 1.7, "client_peak_mb": 300, "cached_ratio": 0.1},
-            "load_before": load, "load_after": [round(x, 2) for x in os.getloadavg()]}
+            "load_before": load, "load_after": load_avg()}
 
 
 def main() -> None:

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._read import write_pyc
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _ADBC = """
@@ -48,12 +50,6 @@ def _env() -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
-
-
-def _warm() -> None:
-    """Write the .pyc files the timed runs use (once, untimed)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hipscope")],
-                   env=_env(), check=True, stdout=subprocess.DEVNULL)
 
 
 _PHASES = """
@@ -101,7 +97,7 @@ def _run(argv: list[str]) -> tuple[float, float, float]:
 def measure(db: Path, runs: int = 1) -> dict:
     """Median report and floor times (the runs alternate), the report's peak RSS."""
     rep, floor, rss = [], [], []
-    _warm()
+    write_pyc(_env())
     for _ in range(runs):
         floor.append(_run([sys.executable, "-c", _ADBC, str(db)])[:2])
         wall, c, peak = _run([sys.executable, "-m", "hipscope.cli.main", "report",
