@@ -245,3 +245,61 @@ def _read_mapped(path: Path, fmt: str, noun: str, open_db, read):
                                f"{type(exc).__name__}: {exc}") from None
     finally:
         db.close()
+
+
+# --------------------------------------------------------------------------- ADBC
+
+ADBC_BATCH_ROWS = 65536  # rows per Arrow batch (driver default 1024: slower; the driver
+                         # infers each column's type from the first batch)
+
+
+def switched_on(var: str) -> bool:
+    """An environment switch (``HIPSCOPE_ROCPD_ADBC``...): on unless 0/false/no/off."""
+    return os.environ.get(var, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def adbc_modules():
+    """The ADBC driver modules (manager, sqlite), or None when they are not installed
+    (imported lazily)."""
+    try:
+        import adbc_driver_manager
+        import adbc_driver_sqlite
+    except Exception:  # noqa: BLE001 - missing or broken install: use sqlite3
+        return None
+    return adbc_driver_manager, adbc_driver_sqlite
+
+
+class AdbcConnection:
+    """A read-only ADBC SQLite connection to ``uri`` (:func:`ro_uri`) through the driver
+    manager's low-level API (its DB-API module imports pyarrow.dataset and pandas: ~1 s
+    of every read). ImportError when the driver is not installed."""
+
+    def __init__(self, uri: str):
+        mods = adbc_modules()
+        if mods is None:
+            raise ImportError("the ADBC SQLite driver is not installed")
+        self._dm, sqlite_driver = mods
+        self._db = sqlite_driver.connect(uri)
+        try:
+            self._conn = self._dm.AdbcConnection(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def table(self, sql: str):
+        """The query's rows as a ``pyarrow.Table``."""
+        import pyarrow as pa
+
+        st = self._dm.AdbcStatement(self._conn)
+        try:
+            st.set_options(**{"adbc.sqlite.query.batch_rows": str(ADBC_BATCH_ROWS)})
+            st.set_sql_query(sql)
+            stream, _ = st.execute_query()
+            return pa.RecordBatchReader._import_from_c(  # noqa: SLF001 - C stream import
+                stream.address).read_all()
+        finally:
+            st.close()
+
+    def close(self) -> None:
+        self._conn.close()
+        self._db.close()

@@ -12,14 +12,21 @@ read again with sqlite3, which also words the refusal of a bad cell.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from ...model.table import to_numpy, valid_mask
-from .._sqlite import SQL_ERRORS, connect_ro, error_text, ro_uri, schema_columns
+from .._sqlite import (
+    SQL_ERRORS,
+    AdbcConnection,
+    connect_ro,
+    error_text,
+    ro_uri,
+    schema_columns,
+    switched_on,
+)
 from ..base import TraceFormatError
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -61,43 +68,6 @@ class Ints:
         return Ints(self.values[idx], self.valid[idx])
 
 
-def adbc_enabled() -> bool:
-    return os.environ.get("HIPSCOPE_NSYS_ADBC", "1").strip().lower() not in (
-        "0", "false", "no", "off")
-
-
-class _Arrow:
-    """A read-only ADBC SQLite connection (the driver manager's low-level API: its
-    DB-API module imports pandas)."""
-
-    def __init__(self, path: Path):
-        import adbc_driver_manager
-        import adbc_driver_sqlite
-
-        self._dm = adbc_driver_manager
-        self._db = adbc_driver_sqlite.connect(ro_uri(path))
-        try:
-            self._conn = self._dm.AdbcConnection(self._db)
-        except BaseException:
-            self._db.close()
-            raise
-
-    def table(self, sql: str) -> pa.Table:
-        st = self._dm.AdbcStatement(self._conn)
-        try:  # big batches: the driver infers each column's type from the first one
-            st.set_options(**{"adbc.sqlite.query.batch_rows": "65536"})
-            st.set_sql_query(sql)
-            stream, _ = st.execute_query()
-            return pa.RecordBatchReader._import_from_c(  # noqa: SLF001 - C stream import
-                stream.address).read_all()
-        finally:
-            st.close()
-
-    def close(self) -> None:
-        self._conn.close()
-        self._db.close()
-
-
 def _ints_of(col: pa.ChunkedArray) -> Ints | None:
     """An Arrow column as Ints, or None when it is not all int64/null."""
     if pa.types.is_null(col.type):
@@ -129,8 +99,8 @@ class NsysDb:
 
     def __init__(self, path: Path, use_adbc: bool | None = None):
         self.path = path
-        self.use_adbc = adbc_enabled() if use_adbc is None else use_adbc
-        self._arrow: _Arrow | None = None
+        self.use_adbc = switched_on("HIPSCOPE_NSYS_ADBC") if use_adbc is None else use_adbc
+        self._arrow: AdbcConnection | None = None
         self.adbc_fetches = self.adbc_fallbacks = 0
         try:
             self.conn = connect_ro(path)
@@ -173,7 +143,7 @@ class NsysDb:
         present, sql = self._select(table, cols)
         try:
             if self._arrow is None:
-                self._arrow = _Arrow(self.path)
+                self._arrow = AdbcConnection(ro_uri(self.path))
             got = self._arrow.table(sql)
         except Exception:  # noqa: BLE001 - type mismatch, bad text, no driver: sqlite3
             return None

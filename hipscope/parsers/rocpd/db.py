@@ -11,7 +11,6 @@ same columns. ``HIPSCOPE_ROCPD_ADBC=0`` turns the ADBC path off.
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -24,11 +23,14 @@ from ...model.table import from_numpy, string_array, to_numpy
 from .._common import group_key, group_rows
 from .._sqlite import (
     SQL_ERRORS,
+    AdbcConnection,
+    adbc_modules,
     connect_ro,
     error_text,
     is_sqlite,
     ro_uri,
     schema_names,
+    switched_on,
 )
 from ..base import TraceFormatError
 
@@ -69,53 +71,6 @@ def db_files(folder: Path) -> list[Path]:
     return out
 
 
-def _adbc_enabled() -> bool:
-    return os.environ.get("HIPSCOPE_ROCPD_ADBC", "1").strip().lower() not in ("0", "false",
-                                                                              "no", "off")
-
-
-def _adbc_dbapi():
-    """The ADBC driver modules, or None when they are not installed (imported lazily)."""
-    try:
-        import adbc_driver_manager
-        import adbc_driver_sqlite
-    except Exception:  # noqa: BLE001 - missing or broken install: use sqlite3
-        return None
-    return adbc_driver_manager, adbc_driver_sqlite
-
-
-class _Adbc:
-    """A read-only ADBC SQLite connection through the driver manager's low-level API
-    (its DB-API module imports pyarrow.dataset and pandas: ~1 s of every read)."""
-
-    def __init__(self, uri: str):
-        self._dm, sqlite_driver = _adbc_dbapi()
-        self._db = sqlite_driver.connect(uri)
-        try:
-            self._conn = self._dm.AdbcConnection(self._db)
-        except BaseException:
-            self._db.close()
-            raise
-
-    def table(self, sql: str) -> pa.Table:
-        st = self._dm.AdbcStatement(self._conn)
-        try:
-            st.set_options(**{"adbc.sqlite.query.batch_rows": str(_ADBC_BATCH_ROWS)})
-            st.set_sql_query(sql)
-            stream, _ = st.execute_query()
-            return pa.RecordBatchReader._import_from_c(  # noqa: SLF001 - pyarrow's C stream import
-                stream.address).read_all()
-        finally:
-            st.close()
-
-    def close(self) -> None:
-        self._conn.close()
-        self._db.close()
-
-
-_ADBC_BATCH_ROWS = 65536  # rows per Arrow batch (driver default 1024: slower)
-
-
 class Db:
     """A read-only connection with error translation and column-wise fetches.
 
@@ -126,7 +81,7 @@ class Db:
 
     def __init__(self, path: Path, use_adbc: bool | None = None):
         self.path = path
-        self.use_adbc = _adbc_enabled() if use_adbc is None else use_adbc
+        self.use_adbc = switched_on("HIPSCOPE_ROCPD_ADBC") if use_adbc is None else use_adbc
         self._aconn = None
         self.adbc_fetches = 0
         self.read_path = ""  # "physical" or "views", once read (for tests)
@@ -158,11 +113,11 @@ class Db:
 
     def _arrow_conn(self):
         if self._aconn is None and self.use_adbc:
-            if _adbc_dbapi() is None:
+            if adbc_modules() is None:
                 self.use_adbc = False
                 return None
             try:
-                self._aconn = _Adbc(ro_uri(self.path))
+                self._aconn = AdbcConnection(ro_uri(self.path))
             except Exception:  # noqa: BLE001 - the driver cannot open it: use sqlite3
                 self.use_adbc = False
         return self._aconn
@@ -176,7 +131,7 @@ class Db:
             return None
         try:
             if own_conn:  # connections are not shared between threads
-                conn = _Adbc(ro_uri(self.path))
+                conn = AdbcConnection(ro_uri(self.path))
             try:
                 table = conn.table(sql)
             finally:
