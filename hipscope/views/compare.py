@@ -15,7 +15,6 @@ from dataclasses import replace
 
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -27,7 +26,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
-    QTableView,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -41,6 +39,7 @@ from .compare_models import (
     InstanceModel,
     KernelDiffModel,
     ProvenanceModel,
+    result_table,
     run_names,
 )
 from ..qt.compare import CompareController
@@ -54,19 +53,6 @@ OP_HINT = "Pick a row of the Ops table and press “Align timelines here”"
 BANNER_STYLE = ("QLabel { background: #8a2d2d; color: white; padding: 6px 10px; "
                 "font-weight: bold; }")
 NOTE_STYLE = "QLabel { background: #6b5a1e; color: white; padding: 4px 10px; }"
-
-
-def _table(model, parent) -> QTableView:
-    t = QTableView(parent)
-    t.setModel(model)
-    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    t.verticalHeader().setVisible(False)
-    t.verticalHeader().setDefaultSectionSize(22)
-    t.setAlternatingRowColors(True)
-    t.setWordWrap(False)
-    t.setTextElideMode(Qt.TextElideMode.ElideRight)
-    return t
 
 
 class CompareView(QWidget):
@@ -185,7 +171,7 @@ class CompareView(QWidget):
     def _build_tables(self) -> QWidget:
         split = QSplitter(Qt.Orientation.Horizontal, self)
         self.headline_model = HeadlineModel(self)
-        self.headline_table = _table(self.headline_model, split)
+        self.headline_table = result_table(self.headline_model, split)
         hh = self.headline_table.horizontalHeader()
         hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for c in range(1, 5):
@@ -197,7 +183,7 @@ class CompareView(QWidget):
             lambda row, n: self.controller.align_at_op(row, n, self.state.b_index))
         self.tabs.addTab(self.ops_page, "Ops")
         self.provenance_model = ProvenanceModel(self)
-        self.provenance_table = _table(self.provenance_model, self.tabs)
+        self.provenance_table = result_table(self.provenance_model, self.tabs)
         ph = self.provenance_table.horizontalHeader()
         ph.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.tabs.addTab(self.provenance_table, "Provenance")
@@ -218,7 +204,7 @@ class CompareView(QWidget):
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self.state.set_kernel_filter)
         self.kernel_model = KernelDiffModel(self)
-        self.kernel_table = _table(self.kernel_model, left)
+        self.kernel_table = result_table(self.kernel_model, left)
         self.kernel_table.setSortingEnabled(False)
         kh = self.kernel_table.horizontalHeader()
         kh.setSectionsClickable(True)
@@ -236,7 +222,7 @@ class CompareView(QWidget):
         self.instance_title = QLabel("Select a kernel to compare its instances.", right)
         self.instance_title.setWordWrap(True)
         self.instance_model = InstanceModel(self)
-        self.instance_table = _table(self.instance_model, right)
+        self.instance_table = result_table(self.instance_model, right)
         self.instance_table.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents)
         self.instance_table.doubleClicked.connect(lambda ix: self.reveal_instance(ix.row()))

@@ -12,6 +12,7 @@ import math
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QTableView, QWidget
 
 from ..analysis import diff
 from ..analysis.lod import short_name
@@ -375,3 +376,19 @@ class ProvenanceModel(_Table):
         if role == _TIP and r["differs"] and col == 0:
             return "differs between the runs"
         return None
+
+
+def result_table(model, parent: QWidget | None,
+                 elide: Qt.TextElideMode = Qt.TextElideMode.ElideRight) -> QTableView:
+    """A comparison result table: whole rows selected one at a time, no row numbers,
+    alternating rows, one line per cell elided at ``elide``."""
+    t = QTableView(parent)
+    t.setModel(model)
+    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    t.verticalHeader().setVisible(False)
+    t.verticalHeader().setDefaultSectionSize(22)
+    t.setAlternatingRowColors(True)
+    t.setWordWrap(False)
+    t.setTextElideMode(elide)
+    return t

@@ -16,7 +16,6 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
@@ -28,7 +27,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .compare_models import NEUTRAL, SORT_ROLE, _Table, delta_colour, fmt_delta, fmt_ratio
+from .compare_models import (
+    NEUTRAL,
+    SORT_ROLE,
+    _Table,
+    delta_colour,
+    fmt_delta,
+    fmt_ratio,
+    result_table,
+)
 from .tables.format import fmt_duration
 
 VIEWS = {"by_name": "per op", "rows": "per module path and input shapes",
@@ -203,15 +210,7 @@ class OpsComparePage(QWidget):
 
 
 def _ops_table(model: OpsDiffModel, parent: QWidget) -> QTableView:
-    t = QTableView(parent)
-    t.setModel(model)
-    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    t.verticalHeader().setVisible(False)
-    t.verticalHeader().setDefaultSectionSize(22)
-    t.setAlternatingRowColors(True)
-    t.setWordWrap(False)
-    t.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    t = result_table(model, parent, Qt.TextElideMode.ElideMiddle)
     h = t.horizontalHeader()
     h.setSectionsClickable(True)
     h.setSortIndicatorShown(True)
