@@ -15,15 +15,20 @@ concurrency all read (none of them sorts or takes the columns again). Qt-free.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..model import Trace, intervals
 from ..model.progress import CancelledFn, check_cancel
+
+#: threads of :meth:`TraceAnalyses.prefetch` (two: what this kind of numpy work gains)
+WORKERS = min(2, os.cpu_count() or 1)
 
 # name -> (function(service, *params, cancelled) -> value, kept on disk, kept in memory)
 _RESULTS: dict[str, tuple[Callable[..., Any], bool, bool]] = {}
@@ -83,6 +88,23 @@ class TraceAnalyses:
             if persist and self.store is not None:
                 self.store.save(key, value)
             return value
+
+    def prefetch(self, names: Sequence[str], cancelled: CancelledFn | None = None) -> None:
+        """Compute the results ``names`` (none with parameters) on up to ``WORKERS``
+        threads: independent analyses overlap where numpy lets go of the GIL (sorts,
+        unions, reductions); shared intermediates are still computed once (their
+        locks). Values are the same as one by one; an error is raised as a call in
+        ``names`` order would raise it."""
+        todo = [n for n in names if (n,) not in self._values]
+        if WORKERS < 2 or len(todo) < 2:
+            for n in todo:
+                self.get(n, cancelled=cancelled)
+            return
+        with ThreadPoolExecutor(min(WORKERS, len(todo)),
+                                thread_name_prefix="hipscope-analysis") as pool:
+            futures = [pool.submit(self.get, n, cancelled=cancelled) for n in todo]
+        for f in futures:
+            f.result()
 
     def peek(self, name: str, *params: Hashable) -> Any:
         """The result when already in memory, else None (never computes: GUI thread)."""

@@ -227,11 +227,22 @@ class DiskStore:
             crc, size = zlib.crc32(piece, crc), size + len(piece)
         head = json.dumps({"key": self.key, "size": size, "crc32": crc}).encode()
         head += b" " * (-(len(MAGIC) + len(head) + 1) % ALIGN) + b"\n"  # arrays aligned
+        from ..parsers import cache_jobs
+
+        write = functools.partial(self._write, self._path(rkey), [MAGIC + head, *pieces],
+                                  rkey[0])
+        job = cache_jobs.job_of(self.key)     # the entry is still being stored: queued
+        if job is not None:
+            job.defer(write)
+            return not job.failed()
+        return write()
+
+    def _write(self, p: Path, pieces: list[Any], name: str) -> bool:
         try:
-            _write_atomic(self._path(rkey), [MAGIC + head, *pieces])
+            _write_atomic(p, pieces)
             return True
         except Exception as exc:  # noqa: BLE001 - a cache problem never fails an analysis
-            log.warning("analysis cache %s: cannot store %s (%s)", self.folder, rkey[0], exc)
+            log.warning("analysis cache %s: cannot store %s (%s)", self.folder, name, exc)
             return False
 
 

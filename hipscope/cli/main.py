@@ -37,9 +37,18 @@ def _report(argv: list[str]) -> int:
 
     report_ops.add_arguments(p)
     args = p.parse_args(report_ops.normalize_argv(argv))
+    from ..parsers import cache_jobs
+
+    # the cache entry of a first open is written while the analyses run
+    with cache_jobs.in_background():
+        return _report_of(args)
+
+
+def _report_of(args: argparse.Namespace) -> int:
     from ..analysis.report import build_report, format_text
     from ..parsers import Cancelled, TraceFormatError, open_trace
     from ..parsers.base import UnknownReader
+    from . import report_ops
 
     try:   # open_trace raises only these (its contract); each is one sentence
         trace = open_trace(args.paths, reader=args.reader, use_cache=not args.no_cache)

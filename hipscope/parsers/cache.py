@@ -34,8 +34,6 @@ import shutil
 import socket
 import stat
 import tempfile
-import time
-import uuid
 import zlib
 from collections.abc import Callable
 from hashlib import blake2b
@@ -47,16 +45,14 @@ import pyarrow.ipc as ipc
 from ..model import SPECS, TABLES, Trace
 from ..model.diagnostics import add_diagnostic
 from ..model.table import Table
+from . import cache_jobs
+from .cache_sweep import (ABANDONED_S, LAST_USED, MANIFEST, OWNER,  # noqa: F401 - public here
+                          TMP_PREFIX, discard, evict, sweep)
 from .crc import crc32
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 4
-MANIFEST = "manifest.json"
-LAST_USED = "last_used"      # its mtime is the entry's last use (LRU eviction)
-OWNER = "owner"              # "<host> <pid>" of the process writing a .tmp- folder
-TMP_PREFIX = ".tmp-"
-ABANDONED_S = 3600           # a .tmp- folder of an unknown owner untouched this long is swept
 DEFAULT_MAX_MB = 20480
 MAX_DEPTH = 8                # folder levels keyed below an opened folder
 SIDE_SUFFIXES = (b".csv", b".tsv", b".txt", b".log", b".json", b".gz", b".db", b".db-wal",
@@ -242,6 +238,7 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
     if recs is None:
         return read()
     key = key_of(recs)
+    cache_jobs.wait(key)              # this process is storing it: see the entry
     tr = load(key)
     if tr is not None:
         tr.meta["cache_key"] = key      # the analysis cache sits beside the entry
@@ -257,7 +254,12 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
                            f"{what} changed while the trace was read (still being "
                            "written?); the figures may not include its latest data", what)
         return tr
-    if store(key, tr):
+    cache_jobs.forget(key)
+    if cache_jobs.enabled() and _fits(tr):
+        meta = json.dumps(tr.meta, default=str).encode()      # as read, before the key
+        cache_jobs.start(key, lambda: store(key, tr, meta))
+        tr.meta["cache_key"] = key    # analyses saved before it lands wait (cache_jobs)
+    elif store(key, tr):
         tr.meta["cache_key"] = key
     return tr
 
@@ -302,7 +304,7 @@ def load(key: str) -> Trace | None:
     except Exception as exc:  # noqa: BLE001 - whatever is wrong with it, it is not served
         log.warning("trace cache: entry %s is damaged (%s); removed, reading the trace again",
                     d, exc)
-        _discard(d)
+        discard(d)
         return None
     try:
         os.utime(d / LAST_USED)
@@ -347,20 +349,28 @@ def _verified(p: Path, files: dict) -> pa.Buffer:
 
 # --------------------------------------------------------------------------- store
 
-def store(key: str, trace: Trace) -> bool:
-    """Keep ``trace`` under ``key``; False (and a logged warning) when the cache cannot
-    be written. Whatever happens, including Ctrl+C, its temp folder is removed."""
+def _fits(trace: Trace) -> bool:
+    """Whether the trace's tables fit under the cache's cap (else: logged, not cached)."""
+    cap = max_bytes()
+    size = sum(t.data.nbytes for t in trace.tables().values())
+    if size > cap:
+        log.info("trace cache: a trace of %d MiB is over the %d MiB cap; not cached",
+                 size >> 20, cap >> 20)
+    return size <= cap
+
+
+def store(key: str, trace: Trace, meta: bytes | None = None) -> bool:
+    """Keep ``trace`` under ``key`` (``meta``: its metadata as JSON, when taken
+    earlier); False (and a logged warning) when the cache cannot be written. Whatever
+    happens, including Ctrl+C, its temp folder is removed."""
     root = cache_dir()
     try:
         root.mkdir(parents=True, exist_ok=True)
         sweep(root)
         cap = max_bytes()
-        size = sum(t.data.nbytes for t in trace.tables().values())
-        if size > cap:
-            log.info("trace cache: a trace of %d MiB is over the %d MiB cap; not cached",
-                     size >> 20, cap >> 20)
+        if not _fits(trace):
             return False
-        _store_entry(root, key, trace)
+        _store_entry(root, key, trace, meta)
         evict(root, cap, keep=key)
         return True
     except Exception as exc:  # noqa: BLE001 - a cache problem never fails the trace
@@ -369,19 +379,19 @@ def store(key: str, trace: Trace) -> bool:
         return False
 
 
-def _store_entry(root: Path, key: str, trace: Trace) -> None:
+def _store_entry(root: Path, key: str, trace: Trace, meta: bytes | None) -> None:
     tmp: Path | None = None
     try:
         tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=root))
         (tmp / OWNER).write_text(f"{socket.gethostname()} {os.getpid()}\n")
-        _write_entry(tmp, key, trace)
+        _write_entry(tmp, key, trace, meta)
         dest = root / key
         try:
             os.replace(tmp, dest)
         except OSError:
             if (dest / MANIFEST).is_file():
                 return                # another process stored it first (C8): keep theirs
-            _discard(dest)            # a leftover without a manifest
+            discard(dest)            # a leftover without a manifest
             os.replace(tmp, dest)
         tmp = None
     finally:
@@ -389,7 +399,7 @@ def _store_entry(root: Path, key: str, trace: Trace) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _write_entry(d: Path, key: str, trace: Trace) -> None:
+def _write_entry(d: Path, key: str, trace: Trace, meta: bytes | None = None) -> None:
     files = {}
     for name, table in trace.tables().items():
         p = d / f"{name}.arrow"
@@ -398,103 +408,10 @@ def _write_entry(d: Path, key: str, trace: Trace) -> None:
                 writer.write_table(table.data)
         buf = pa.memory_map(str(p), "r").read_buffer()
         files[p.name] = {"size": buf.size, "crc32": crc32(buf)}
-    meta = json.dumps(trace.meta, default=str).encode()
+    meta = meta if meta is not None else json.dumps(trace.meta, default=str).encode()
     (d / "meta.json").write_bytes(meta)
     files["meta.json"] = {"size": len(meta), "crc32": zlib.crc32(meta)}
     man = {"version": SCHEMA_VERSION, "key": key,
            "format": json.loads(meta).get("format"), "files": files}
     (d / LAST_USED).touch()
     (d / MANIFEST).write_text(json.dumps(man))
-
-
-def _discard(d: Path) -> None:
-    """Remove an entry: renamed away first, so no reader sees it half-deleted."""
-    gone = d.with_name(f"{TMP_PREFIX}gone-{uuid.uuid4().hex}")
-    try:
-        os.rename(d, gone)
-    except OSError:
-        return
-    shutil.rmtree(gone, ignore_errors=True)
-
-
-# --------------------------------------------------------------------------- housekeeping
-
-def sweep(root: Path, now: float | None = None) -> int:
-    """Remove ``.tmp-*`` folders whose writer died (this host) or that nobody touched
-    for ``ABANDONED_S``: what a killed store left. Returns how many were removed."""
-    now = time.time() if now is None else now
-    host, n = socket.gethostname(), 0
-    with os.scandir(root) as it:
-        tmps = [e for e in it if e.name.startswith(TMP_PREFIX)]
-    for e in tmps:
-        try:
-            age = now - e.stat(follow_symlinks=False).st_mtime
-            owner = _owner(Path(e.path))
-        except OSError:
-            continue
-        dead = owner is not None and owner[0] == host and not _alive(owner[1])
-        if dead or age > ABANDONED_S:
-            shutil.rmtree(e.path, ignore_errors=True)
-            n += 1
-    return n
-
-
-def _owner(tmp: Path) -> tuple[str, int] | None:
-    try:
-        host, pid = (tmp / OWNER).read_text().split()
-        return host, int(pid)
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True                   # exists, owned by another user
-    return True
-
-
-def evict(root: Path, cap: int, keep: str | None = None) -> None:
-    """Remove the least recently used entries until the cache holds at most ``cap``
-    bytes (``keep``, the entry just stored, stays), and entries of an older layout
-    (no ``last_used``) untouched for ``ABANDONED_S``."""
-    entries, total = [], 0
-    old = time.time_ns() - ABANDONED_S * 10**9
-    with os.scandir(root) as it:
-        dirs = [e for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
-    for e in dirs:
-        used, size, ours = _usage(Path(e.path))
-        if not ours and used < old and e.name != keep:
-            _discard(Path(e.path))
-            continue
-        entries.append((used, e.name, size))
-        total += size
-    for _used, name, size in sorted(entries):
-        if total <= cap:
-            break
-        if name != keep:
-            _discard(root / name)
-            total -= size
-
-
-def _usage(d: Path) -> tuple[int, int, bool]:
-    """(last use in ns, bytes with its ``analyses/`` files, whether it has a
-    ``last_used`` file) of one entry (a 5M-kernel trace's timeline rows: ~470 MB)."""
-    size, used = 0, 0
-    try:
-        with os.scandir(d) as it:
-            for e in it:
-                st = e.stat(follow_symlinks=False)
-                size += st.st_size
-                if e.name == "analyses" and e.is_dir(follow_symlinks=False):
-                    size += sum(f.stat(follow_symlinks=False).st_size for f in os.scandir(e.path))
-                if e.name == LAST_USED:
-                    used = st.st_mtime_ns
-        if used:
-            return used, size, True
-        return d.stat().st_mtime_ns, size, False
-    except OSError:
-        return 0, size, bool(used)
