@@ -6,6 +6,9 @@ numpy columns are built per category, and ``args`` are decoded in one go (one JS
 array per category group) only for the events that need them: GPU kernels and
 copies, runtime/driver calls and cuda_sync.
 
+The C scanner ``_kinscan`` (``native.py``) reads most files straight from the JSON text
+to columns for the same table builder; it declines the rest, which msgspec reads.
+
 Time: ``ts``/``dur`` are µs with 3 decimals. New files (``baseTimeNanoseconds``):
 epoch ns = base + ts*1000 (ts relative); old files: ts is absolute epoch µs. The
 conversion is exact to the ns for the printed 3 decimals (whole µs and fraction are
@@ -21,6 +24,7 @@ from ...model import Trace
 from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_text, register
 from .decode import load
+from .native import Declined, load_native
 from .ranks import rank_files, read_folder
 from .tables import build
 
@@ -85,7 +89,11 @@ class KinetoReader:
                 raise TraceFormatError(path, None, "a readable PyTorch profiler (Kineto) trace",
                                        f"{type(exc).__name__}: {exc}") from exc
 
-    def _read(self, path: Path, progress, cancelled) -> Trace:
+    def _read(self, path: Path, progress, cancelled, native: bool = True) -> Trace:
+        if native:
+            trace = read_native(path, progress, cancelled)
+            if trace is not None:
+                return trace
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         top = load(path, warnings, dropped)
@@ -94,4 +102,19 @@ class KinetoReader:
         return build(path, top, warnings, dropped, progress, cancelled)
 
 
-__all__ = ["KinetoReader"]
+def read_native(path: Path, progress, cancelled) -> Trace | None:
+    """The trace from the C scanner's columns; None when it is not built or declines
+    the file (then the msgspec path reads it)."""
+    got = load_native(path)
+    if got is None:
+        return None
+    top, events = got
+    progress(0.55)
+    check_cancel(cancelled)
+    try:
+        return build(path, top, [], {}, progress, cancelled, events=events)
+    except Declined:
+        return None
+
+
+__all__ = ["KinetoReader", "read_native"]

@@ -1,0 +1,245 @@
+"""Kineto events as columns, from the C scanner ``_kinscan`` (the JSON text straight to
+columns, no per-event Python): the fast source of the table builder. ``load_native``
+returns None when the scanner is missing or declines the file (the msgspec path in
+``decode`` then reads it, with its recovery and warnings); a value the columns hold
+only as text and msgspec would not decode raises :class:`Declined` while building.
+
+Each field is a (kind, payload) pair per event; ``py_values`` gives the Python values
+msgspec would have decoded, so that any code that needs them per event (small groups,
+odd types) reads exactly what the msgspec path reads."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
+from .decode import _TOP_FIELDS, Top, _Args, _Ev, canonical_cat
+
+try:
+    from .. import _kinscan
+except ImportError:  # built optionally (setup.py): the msgspec path reads every file
+    _kinscan = None
+
+__all__ = ["ColEvents", "ColSub", "Declined", "load_native"]
+
+ABSENT, JNULL, INT, FLOAT, STR, TRUE, FALSE, RAW = range(8)
+# struct field -> scanner key, for _Args
+_ARG_KEYS = {f: (_Args.__struct_encode_fields__[i]) for i, f in enumerate(_Args.__struct_fields__)}
+_RAW_ONLY = ("input_dims", "input_type")
+_EV_DEFAULTS = {"ph": "", "cat": "", "name": "", "pid": -1, "tid": -1, "ts": None, "dur": None,
+                "id": None, "bp": None}
+
+
+class Declined(Exception):
+    """The columns hold a value that only the msgspec path reads exactly."""
+
+
+def _scan(buf, release: bool):
+    with memoryview(buf) as view:
+        return _kinscan.scan(view, release)
+
+
+def load_native(path: Path) -> tuple[Top, ColEvents] | None:
+    """(top-level keys, events) of a Kineto file read by the C scanner; None when it is
+    not built, declines the file, or the file cannot be opened (the msgspec path then
+    says why)."""
+    if _kinscan is None:
+        return None
+    try:
+        if is_gzip(path):
+            buf, gz_warn = read_bytes_tolerant(path)
+            return None if gz_warn else _from_scan(buf, _scan(buf, False))
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return _from_scan(mm, _scan(mm, True))
+    except (OSError, TraceFormatError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _from_scan(buf, res) -> tuple[Top, ColEvents] | None:
+    if res is None:
+        return None
+    n, open_, close, strings, raws, dense, sparse = res
+    # the top-level keys around traceEvents, read as the chunked msgspec decode does
+    # them (a key given before and after the list keeps its later value unless null)
+    head = msgspec.json.decode(bytes(buf[:open_ + 1]) + b"]}", type=Top)
+    tail = msgspec.json.decode(b'{"traceEvents":[' + bytes(buf[close:]), type=Top)
+    fields = {f: getattr(tail, f) if getattr(tail, f) is not None else getattr(head, f)
+              for f in _TOP_FIELDS}
+    return Top(traceEvents=[], **fields), ColEvents(n, strings, raws, dense, sparse)
+
+
+def _pair(kind: bytes, val: bytes) -> tuple[np.ndarray, np.ndarray]:
+    return np.frombuffer(kind, np.uint8), np.frombuffer(val, np.int64)
+
+
+class ColEvents:
+    """All events of a file as columns; ``select`` gives the rows of some categories."""
+
+    def __init__(self, n: int, strings: list[str], raws: list[bytes], dense: dict,
+                 sparse: dict):
+        self.n = n
+        self.strings = strings
+        self.raws = raws
+        self._raw_cache: dict[int, Any] = {}
+        self.ids = {f: self._defaulted(np.frombuffer(dense[f], np.int32)) for f in
+                    ("ph", "cat", "name")}
+        self.dense = {f: _pair(*dense[f]) for f in ("pid", "tid", "ts", "dur")}
+        for f in ("pid", "tid"):           # a missing pid/tid is -1 (_Ev's default)
+            k, v = self.dense[f]
+            if (k == ABSENT).any():
+                gone = k == ABSENT
+                self.dense[f] = (np.where(gone, INT, k).astype(np.uint8), np.where(gone, -1, v))
+        self.has_args = np.frombuffer(dense["args"], np.uint8)
+        self.sparse = {key: (np.frombuffer(i, np.int32), *_pair(k, v))
+                       for key, (i, k, v) in sparse.items()}
+        self._categories()
+
+    # ---------------------------------------------------------------- strings
+    def string_id(self, s: str) -> int:
+        """The id of ``s`` in the string table (added when absent)."""
+        try:
+            return self._index[s]
+        except AttributeError:
+            self._index = {t: i for i, t in enumerate(self.strings)}
+            return self.string_id(s)
+        except KeyError:
+            self.strings.append(s)
+            self._index[s] = len(self.strings) - 1
+            return self._index[s]
+
+    def _defaulted(self, ids: np.ndarray) -> np.ndarray:
+        return np.where(ids < 0, self.string_id(""), ids) if (ids < 0).any() else ids
+
+    def _categories(self) -> None:
+        """Categories coded in first-seen order, older spellings read as today's."""
+        cat = self.ids["cat"]
+        uniq, first = np.unique(cat, return_index=True)
+        order = uniq[np.argsort(first)]
+        names = [self.strings[i] for i in order.tolist()]
+        self.renamed = {c: canonical_cat(c) for c in names if canonical_cat(c) != c}
+        if self.renamed:
+            lut = np.arange(len(self.strings) + len(self.renamed), dtype=np.int32)
+            for old, new in self.renamed.items():
+                lut[self.string_id(old)] = self.string_id(new)
+            cat = self.ids["cat"] = lut[cat]
+            uniq, first = np.unique(cat, return_index=True)
+            order = uniq[np.argsort(first)]
+        self.cat_index = {self.strings[i]: code for code, i in enumerate(order.tolist())}
+        self._cat_of_code = order
+
+    def select(self, names: tuple[str, ...], phase: str | None = "X") -> ColSub:
+        want = [self.string_id(c) for c in names if c in self.cat_index]
+        if not want:
+            return ColSub(self, np.zeros(0, np.int64))
+        keep = np.isin(self.ids["cat"], want)
+        if phase is not None:
+            keep &= self.ids["ph"] == self.string_id(phase)
+        return ColSub(self, np.flatnonzero(keep))
+
+    # ---------------------------------------------------------------- values
+    def raw_value(self, rid: int) -> Any:
+        try:
+            return self._raw_cache[rid]
+        except KeyError:
+            try:
+                v = msgspec.json.decode(self.raws[rid])
+            except msgspec.DecodeError:
+                raise Declined(f"a value msgspec does not read: {self.raws[rid][:40]!r}") \
+                    from None
+            self._raw_cache[rid] = v
+            return v
+
+    def py_values(self, kind: np.ndarray, val: np.ndarray, default: Any = None,
+                  raw_text: bool = False) -> list:
+        """The Python values msgspec decodes for these (kind, payload) pairs."""
+        out = [default] * len(kind)
+        conv = {JNULL: lambda v: [None] * len(v), INT: lambda v: v.tolist(),
+                FLOAT: lambda v: v.view(np.float64).tolist(),
+                STR: lambda v: list(map(self.strings.__getitem__, v.tolist())),
+                TRUE: lambda v: [True] * len(v), FALSE: lambda v: [False] * len(v),
+                RAW: lambda v: list(map(self.raw_value, v.tolist()))}
+        if raw_text:
+            conv = {RAW: lambda v: [msgspec.Raw(self.raws[i]) for i in v.tolist()]}
+        for k in np.unique(kind).tolist():
+            if k in conv:
+                sel = np.flatnonzero(kind == k)
+                deque(map(out.__setitem__, sel.tolist(), conv[k](val[sel])), 0)
+        return out
+
+
+class ColSub:
+    """Some rows (``idx``, in file order) of a :class:`ColEvents`."""
+
+    def __init__(self, ev: ColEvents, idx: np.ndarray):
+        self.ev, self.idx = ev, idx
+        self._structs: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def __bool__(self) -> bool:
+        return len(self.idx) > 0
+
+    def ids(self, field: str) -> np.ndarray:
+        """String ids of ph, cat or name."""
+        return self.ev.ids[field][self.idx]
+
+    def field(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(kind, payload) of an event field or an args key (scanner spelling)."""
+        if key in self.ev.dense:
+            k, v = self.ev.dense[key]
+            return k[self.idx], v[self.idx]
+        at, kind, val = self.ev.sparse[key]
+        n = len(self.idx)
+        if not len(at) or not n:
+            return np.zeros(n, np.uint8), np.zeros(n, np.int64)
+        pos = np.minimum(np.searchsorted(at, self.idx), len(at) - 1)
+        has = at[pos] == self.idx
+        return np.where(has, kind[pos], ABSENT).astype(np.uint8), np.where(has, val[pos], 0)
+
+    def arg(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(kind, payload) of an ``_Args`` field."""
+        return self.field(_ARG_KEYS[name])
+
+    def values(self, key: str) -> list:
+        """Python values of an event field (an ``_Ev`` field but args)."""
+        if key in ("ph", "cat", "name"):
+            return list(map(self.ev.strings.__getitem__, self.ids(key).tolist()))
+        return self.ev.py_values(*self.field(key), default=_EV_DEFAULTS[key])
+
+    def arg_values(self, name: str) -> list:
+        """Python values of an ``_Args`` field (its default where absent)."""
+        if name in _RAW_ONLY:
+            return self.ev.py_values(*self.arg(name), default=msgspec.Raw(b""), raw_text=True)
+        return self.ev.py_values(*self.arg(name))
+
+    def structs(self) -> list:
+        """The rows as the msgspec path's ``_Ev`` structs (for small groups)."""
+        if self._structs is None:
+            cols = {f: self.values(f) for f in _EV_DEFAULTS}
+            args = {f: self.arg_values(f) for f in _Args.__struct_fields__}
+            has = self.ev.has_args[self.idx].tolist()
+            evs = []
+            for i, h in enumerate(has):
+                a = _Args(**{f: v[i] for f, v in args.items()}) if h else None
+                evs.append(_Ev(**{f: v[i] for f, v in cols.items()}, args=a))
+            self._structs = evs
+        return self._structs
+
+    def __iter__(self):
+        return iter(self.structs())
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return ColSub(self.ev, self.idx[item])
+        return self.structs()[item]
