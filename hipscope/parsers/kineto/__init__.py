@@ -89,11 +89,10 @@ class KinetoReader:
                 raise TraceFormatError(path, None, "a readable PyTorch profiler (Kineto) trace",
                                        f"{type(exc).__name__}: {exc}") from exc
 
-    def _read(self, path: Path, progress, cancelled, native: bool = True) -> Trace:
-        if native:
-            trace = read_native(path, progress, cancelled)
-            if trace is not None:
-                return trace
+    def _read(self, path: Path, progress, cancelled) -> Trace:
+        trace = read_native(path, progress, cancelled)
+        if trace is not None:
+            return trace
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         top = load(path, warnings, dropped)

@@ -91,6 +91,7 @@ class ColEvents:
         self.strings = strings
         self.raws = raws
         self._raw_cache: dict[int, Any] = {}
+        self._full: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.ids = {f: self._defaulted(np.frombuffer(dense[f], np.int32)) for f in
                     ("ph", "cat", "name")}
         self.dense = {f: _pair(*dense[f]) for f in ("pid", "tid", "ts", "dur")}
@@ -146,6 +147,16 @@ class ColEvents:
             keep &= self.ids["ph"] == self.string_id(phase)
         return ColSub(self, np.flatnonzero(keep))
 
+    def full(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(kind, payload) of a sparse key for every event (made once, on first use)."""
+        got = self._full.get(key)
+        if got is None:
+            at, kind, val = self.sparse[key]
+            k, v = np.zeros(self.n, np.uint8), np.zeros(self.n, np.int64)
+            k[at], v[at] = kind, val
+            got = self._full[key] = (k, v)
+        return got
+
     # ---------------------------------------------------------------- values
     def raw_value(self, rid: int) -> Any:
         try:
@@ -199,13 +210,8 @@ class ColSub:
         if key in self.ev.dense:
             k, v = self.ev.dense[key]
             return k[self.idx], v[self.idx]
-        at, kind, val = self.ev.sparse[key]
-        n = len(self.idx)
-        if not len(at) or not n:
-            return np.zeros(n, np.uint8), np.zeros(n, np.int64)
-        pos = np.minimum(np.searchsorted(at, self.idx), len(at) - 1)
-        has = at[pos] == self.idx
-        return np.where(has, kind[pos], ABSENT).astype(np.uint8), np.where(has, val[pos], 0)
+        k, v = self.ev.full(key)
+        return k[self.idx], v[self.idx]
 
     def arg(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(kind, payload) of an ``_Args`` field."""
