@@ -406,7 +406,9 @@ static int parse_number(S *s, int *kind, int64_t *payload)
     int e = e10 - frac;
     if (!big && m < (1ull << 53) && e >= -22 && e <= 22) {
         d = e < 0 ? (double)m / POW10[-e] : (double)m * POW10[e];
-    } else {
+        if (neg)
+            d = -d;
+    } else { /* the text has its sign */
         char tmp[64];
         size_t n = (size_t)(p - st);
         if (n >= sizeof tmp) { *kind = K_RAW; return 0; }
@@ -420,8 +422,6 @@ static int parse_number(S *s, int *kind, int64_t *payload)
             return 0;
         }
     }
-    if (neg)
-        d = -d;
     *kind = K_FLOAT;
     memcpy(payload, &d, 8);
     return 0;
