@@ -1,9 +1,11 @@
 /*
  * hipscope.parsers._kinscan: one pass over the text of a PyTorch profiler (Kineto)
  * Chrome trace, from the JSON straight to columns (hipscope/parsers/kineto/native.py
- * turns them into numpy arrays). The GIL is released while scanning.
+ * turns them into numpy arrays). The GIL is released while scanning; a long
+ * traceEvents list is read in two threads (the second from an event start half-way
+ * along, which the first half's own parse must reach exactly, else it reads on alone).
  *
- * scan(buffer, release) -> None (declined) or a tuple
+ * scan(buffer, release, split) -> None (declined) or a tuple
  *   (n_events, open, close, strings, raws, dense, sparse):
  *   - open/close: byte offsets of traceEvents' '[' and ']' (Python decodes the other
  *     top-level keys with msgspec);
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -175,6 +178,8 @@ typedef struct {
     int release;
     size_t released;
     locale_t cloc;
+    Py_ssize_t split; /* lists longer than this are read in two threads */
+    int rc;
 } S;
 
 #define FAIL (-1)
@@ -302,14 +307,17 @@ static int parse_string(S *s, const char **out, size_t *len, int *esc)
     const unsigned char *start = ++s->p;
     *esc = 0;
     for (;;) {
+        const unsigned char *run = s->p;
         s->p = plain_run(s->p, s->end);
+        if (*esc && buf_put(&s->scratch, run, (size_t)(s->p - run)) < 0)
+            return FAIL;
         if (s->p >= s->end || *s->p < 0x20)
             return FAIL;
         unsigned char c = *s->p;
         if (c == '"')
             break;
         if (c == '\\') {
-            if (!*esc) {
+            if (!*esc) {   /* from here on the text is built in scratch */
                 s->scratch.len = 0;
                 *esc = 1;
                 if (buf_put(&s->scratch, start, (size_t)(s->p - start)) < 0)
@@ -318,12 +326,6 @@ static int parse_string(S *s, const char **out, size_t *len, int *esc)
             s->p++;
             if (unescape_one(s) < 0)
                 return FAIL;
-            start = s->p;
-            /* the plain run after it is appended below, at its end */
-            const unsigned char *q = plain_run(s->p, s->end);
-            if (buf_put(&s->scratch, s->p, (size_t)(q - s->p)) < 0)
-                return FAIL;
-            s->p = q;
             continue;
         }
         int n = utf8_seq(s->p, s->end);
@@ -639,12 +641,13 @@ static void release_behind(S *s)
     }
 }
 
-static int events(S *s)
+/* events from s->p (an event's '{') to the list's ']'; 1: stopped where an event
+ * begins exactly at stop */
+static int event_run(S *s, const unsigned char *stop)
 {
-    s->p++;
-    WS(s);
-    if (s->p < s->end && *s->p == ']') { s->p++; return 0; }
     for (;;) {
+        if (s->p == stop)
+            return 1;
         if (s->p >= s->end || *s->p != '{' || s->n == INT32_MAX || new_event(s) < 0)
             return FAIL;
         if (members(s, EV_KEYS, N_EV, on_event_key) < 0)
@@ -660,6 +663,132 @@ static int events(S *s)
             return 0;
         return FAIL;
     }
+}
+
+/* a likely event start half-way along: '{' after "}," (checked by the first half's
+ * parse ending there exactly) */
+static const unsigned char *split_point(const S *s)
+{
+    const unsigned char *q = s->p + (s->end - s->p) / 2, *lim = q + (1 << 20);
+    if (lim > s->end)
+        lim = s->end;
+    while (q < lim && (q = memchr(q, '}', (size_t)(lim - q))) != NULL) {
+        const unsigned char *r = q + 1;
+        while (r < lim && (*r == ' ' || *r == '\n' || *r == '\r' || *r == '\t')) r++;
+        if (r < lim && *r == ',') {
+            r++;
+            while (r < lim && (*r == ' ' || *r == '\n' || *r == '\r' || *r == '\t')) r++;
+            if (r < lim && *r == '{')
+                return r;
+        }
+        q++;
+    }
+    return NULL;
+}
+
+static void *second_half(void *arg)
+{
+    S *t = (S *)arg;
+    t->rc = event_run(t, NULL);
+    return NULL;
+}
+
+static void free_state(S *s);
+
+static int remap(int32_t *map, Intern *to, Intern *from)
+{
+    const int64_t *offs = (const int64_t *)from->offs.p;
+    for (int32_t i = 0; i < from->n; i++)
+        if ((map[i] = intern(to, from->data.p + offs[i], (size_t)(offs[i + 1] - offs[i]))) < 0)
+            return FAIL;
+    return 0;
+}
+
+static void remap_pairs(Buf *kind, Buf *val, const int32_t *ls, const int32_t *lr)
+{
+    const uint8_t *k = (const uint8_t *)kind->p;
+    int64_t *v = (int64_t *)val->p;
+    for (size_t i = 0; i < kind->len; i++)
+        if (k[i] == K_STR) v[i] = ls[v[i]];
+        else if (k[i] == K_RAW) v[i] = lr[v[i]];
+}
+
+/* the second half's columns appended to the first's, its ids made the first's */
+static int merge(S *s, S *t)
+{
+    int32_t *ls = (int32_t *)malloc(((size_t)t->strs.n + 1) * 4);
+    int32_t *lr = (int32_t *)malloc(((size_t)t->raws.n + 1) * 4);
+    int rc = FAIL;
+    if (!ls || !lr || remap(ls, &s->strs, &t->strs) < 0 || remap(lr, &s->raws, &t->raws) < 0)
+        goto done;
+    for (int i = 0; i < N_STR; i++) {
+        int32_t *v = (int32_t *)t->str[i].p;
+        for (size_t j = 0; j < t->str[i].len / 4; j++)
+            if (v[j] >= 0) v[j] = ls[v[j]];
+        if (buf_put(&s->str[i], t->str[i].p, t->str[i].len) < 0)
+            goto done;
+    }
+    for (int i = 0; i < N_DENSE; i++) {
+        remap_pairs(&t->dkind[i], &t->dval[i], ls, lr);
+        if (buf_put(&s->dkind[i], t->dkind[i].p, t->dkind[i].len) < 0 ||
+            buf_put(&s->dval[i], t->dval[i].p, t->dval[i].len) < 0)
+            goto done;
+    }
+    if (buf_put(&s->has_args, t->has_args.p, t->has_args.len) < 0)
+        goto done;
+    for (int f = 0; f < N_SPARSE; f++) {
+        Sparse *a = &s->sp[f], *b = &t->sp[f];
+        int32_t *idx = (int32_t *)b->idx.p;
+        for (size_t j = 0; j < b->idx.len / 4; j++)
+            idx[j] += s->n;
+        remap_pairs(&b->kind, &b->val, ls, lr);
+        if (buf_put(&a->idx, b->idx.p, b->idx.len) < 0 ||
+            buf_put(&a->kind, b->kind.p, b->kind.len) < 0 ||
+            buf_put(&a->val, b->val.p, b->val.len) < 0)
+            goto done;
+    }
+    s->n += t->n;
+    rc = 0;
+done:
+    free(ls);
+    free(lr);
+    return rc;
+}
+
+/* the list from s->p ('['): the halves of a big one in two threads */
+static int events(S *s)
+{
+    s->p++;
+    WS(s);
+    if (s->p < s->end && *s->p == ']') { s->p++; return 0; }
+    const unsigned char *q = s->end - s->p > s->split ? split_point(s) : NULL;
+    S *t = q ? (S *)calloc(1, sizeof(S)) : NULL;
+    pthread_t th;
+    if (t) {
+        long page = sysconf(_SC_PAGESIZE);
+        t->base = s->base;
+        t->p = q;
+        t->end = s->end;
+        t->release = s->release;
+        t->released = ((size_t)(q - s->base) + (size_t)page) / (size_t)page * (size_t)page;
+        t->cloc = s->cloc;
+        if (pthread_create(&th, NULL, second_half, t) != 0) {
+            free(t);
+            t = NULL;
+        }
+    }
+    int rc = event_run(s, t ? q : NULL);
+    if (t) {
+        pthread_join(th, NULL);
+        if (rc == 1) {  /* q began an event: the second half is the rest of the list */
+            rc = t->rc < 0 ? FAIL : merge(s, t);
+            s->p = t->p;
+        }
+        t->cloc = (locale_t)0;   /* shared */
+        free_state(t);
+        free(t);
+    }
+    return rc;
 }
 
 /* the top object: traceEvents once, the other keys skipped */
@@ -793,7 +922,8 @@ static PyObject *scan(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     int release = 0;
-    if (!PyArg_ParseTuple(args, "y*|p", &view, &release))
+    Py_ssize_t split = 64 << 20;
+    if (!PyArg_ParseTuple(args, "y*|pn", &view, &release, &split))
         return NULL;
     S *s = (S *)calloc(1, sizeof(S));
     if (!s) {
@@ -805,6 +935,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
     long page = sysconf(_SC_PAGESIZE);
     s->release = release && page > 0 && ((uintptr_t)view.buf % (uintptr_t)page) == 0;
     s->cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    s->split = split;
     Py_ssize_t open = -1, close = -1;
     int rc = FAIL;
     if (s->cloc) {
@@ -827,8 +958,9 @@ static PyObject *scan(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buffer, release=False) -> None (declined) or (n, open, close, strings, raws, "
-     "dense, sparse); release: drop the pages of a memory map behind the cursor"},
+     "scan(buffer, release=False, split=64 MiB) -> None (declined) or (n, open, close, "
+     "strings, raws, dense, sparse); release: drop the pages of a memory map behind the "
+     "cursor; split: a traceEvents list longer than this is read in two threads"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kinscan",

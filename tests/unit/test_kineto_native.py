@@ -74,6 +74,9 @@ def test_every_kineto_file_reads_the_same_with_the_scanner(path, monkeypatch, tm
                       else path.read_bytes())
     for p in (path, plain):
         _assert_same(*_both(p, monkeypatch))
+        with monkeypatch.context() as m:   # the list cut in two halves, two threads
+            m.setattr(native, "SPLIT_BYTES", 256)
+            _assert_same(*_both(p, monkeypatch))
 
 
 @pytest.mark.parametrize("path", KINETO_SAMPLES + FIXTURES, ids=_id)
@@ -113,12 +116,15 @@ def test_escaped_and_unicode_names_are_read_natively(tmp_path, monkeypatch):
     evs = [{"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": 7, "ts": 10.5 + i,
             "dur": 1.25, "args": {"device": 0, "stream": 7, "correlation": i}}
            for i, n in enumerate(names)]
+    names.append('\x1f\x80 after "an escape", caf\u00e9 and more')
+    evs.append({**evs[0], "name": names[-1]})
     p = tmp_path / "esc.json"
-    p.write_text(json.dumps({"traceEvents": evs}, ensure_ascii=True))   # \u escapes
-    assert native.load_native(p) is not None
-    a, b = _both(p, monkeypatch)
-    _assert_same(a, b)
-    assert sorted(a.kernels.column("name").to_pylist()) == sorted(names)
+    for ascii_only in (True, False):   # \u escapes; UTF-8 between escapes
+        p.write_text(json.dumps({"traceEvents": evs}, ensure_ascii=ascii_only))
+        assert native.load_native(p) is not None
+        a, b = _both(p, monkeypatch)
+        _assert_same(a, b)
+        assert sorted(a.kernels.column("name").to_pylist()) == sorted(names)
 
 
 @pytest.mark.parametrize("text", [
@@ -195,12 +201,31 @@ _top = st.fixed_dictionaries({}, optional={
     "hip_runtime_version": st.integers(0, 10**8), "cuda_runtime_version": st.integers(0, 13000)})
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=70, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(events=st.lists(_event, max_size=25), top=_top, indent=st.sampled_from([None, 1]))
-def test_generated_events_read_the_same(events, top, indent, tmp_path, monkeypatch):
+@given(events=st.lists(_event, max_size=25), top=_top, indent=st.sampled_from([None, 1]),
+       split=st.sampled_from([1 << 40, 64]))
+def test_generated_events_read_the_same(events, top, indent, split, tmp_path, monkeypatch):
     p = _trace_file(tmp_path, events, top, indent)
-    _assert_same(*_both(p, monkeypatch))
+    with monkeypatch.context() as m:
+        m.setattr(native, "SPLIT_BYTES", split)
+        _assert_same(*_both(p, monkeypatch))
+
+
+def test_the_halves_of_a_split_list_join_up(tmp_path):
+    """Two threads read halves; the columns equal a one-thread scan's, by row."""
+    p = write_kineto_json(tmp_path / "gen.json", 2000, name_pad=50)
+    raw = p.read_bytes()
+    one, two = SCAN.scan(raw, False, 1 << 40), SCAN.scan(raw, False, 1024)
+    assert one[0] == two[0] == len(_json_events(p))
+    for f in ("ph", "cat", "name"):
+        s1, s2 = one[3], two[3]
+        ids1 = memoryview(one[5][f]).cast("i").tolist()
+        ids2 = memoryview(two[5][f]).cast("i").tolist()
+        assert [s1[i] for i in ids1] == [s2[i] for i in ids2]
+    for key in ("correlation", "grid", "External id"):
+        assert memoryview(one[6][key][0]).cast("i").tolist() == \
+            memoryview(two[6][key][0]).cast("i").tolist()
 
 
 def test_plain_generated_events_are_read_natively(tmp_path):
@@ -261,7 +286,7 @@ def test_damaged_bytes_never_crash_the_scanner(tmp_path):
     rng = random.Random(14)
     declined = read = 0
     for b in _mutations(raw, rng, 3000):
-        res = SCAN.scan(b)             # in-process: a crash fails the whole run
+        res = SCAN.scan(b, False, rng.choice([64, 1 << 40]))  # in-process: a crash fails all
         if res is None:
             declined += 1
         else:

@@ -15,7 +15,7 @@ from ...model import build_table, categorical
 from ...model.table import Table, from_numpy, string_array, to_numpy, valid_mask
 from .._intervals import INT64_MAX, INT64_MIN, LIMIT_NS, add_ns
 from .decode import ARG_FIELDS, EMPTY_ARGS
-from .native import ABSENT, FLOAT, INT, JNULL, RAW, ColSub
+from .native import ABSENT, FLOAT, INT, JNULL, RAW, ColSub, first_seen
 
 __all__ = [
     "NULL", "args_cols", "args_list", "args_of", "codes_of", "corr_from_flows",
@@ -117,17 +117,6 @@ def str_codes(strings: list) -> tuple[np.ndarray, list[str]]:
     m = {k: i for i, k in enumerate(uniq)}
     codes = np.fromiter(map(m.__getitem__, strings), np.int32, len(strings))
     return codes, cats
-
-
-def first_seen(ids: np.ndarray, strings: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Codes and categories of string ids, in first-seen order (as ``str_codes``)."""
-    if not len(ids):
-        return np.zeros(0, np.int32), []
-    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(uniq), np.int32)
-    rank[order] = np.arange(len(uniq), dtype=np.int32)
-    return rank[inv.reshape(-1)], [strings[i] for i in uniq[order].tolist()]
 
 
 def codes_of(sub: Any, field: str) -> tuple[np.ndarray, list[str]]:

@@ -27,7 +27,7 @@ try:
 except ImportError:  # built optionally (setup.py): the msgspec path reads every file
     _kinscan = None
 
-__all__ = ["ColEvents", "ColSub", "Declined", "load_native"]
+__all__ = ["ColEvents", "ColSub", "Declined", "first_seen", "load_native"]
 
 ABSENT, JNULL, INT, FLOAT, STR, TRUE, FALSE, RAW = range(8)
 # struct field -> scanner key, for _Args
@@ -41,9 +41,12 @@ class Declined(Exception):
     """The columns hold a value that only the msgspec path reads exactly."""
 
 
+SPLIT_BYTES = 64 << 20   # a longer traceEvents list is scanned in two threads
+
+
 def _scan(buf, release: bool):
     with memoryview(buf) as view:
-        return _kinscan.scan(view, release)
+        return _kinscan.scan(view, release, SPLIT_BYTES)
 
 
 def load_native(path: Path) -> tuple[Top, ColEvents] | None:
@@ -76,6 +79,20 @@ def _from_scan(buf, res) -> tuple[Top, ColEvents] | None:
     fields = {f: getattr(tail, f) if getattr(tail, f) is not None else getattr(head, f)
               for f in _TOP_FIELDS}
     return Top(traceEvents=[], **fields), ColEvents(n, strings, raws, dense, sparse)
+
+
+def first_seen(ids: np.ndarray, strings: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Codes and categories of string ids, in first-seen order (as ``str_codes``)."""
+    n = len(ids)
+    if not n:
+        return np.zeros(0, np.int32), []
+    first = np.full(len(strings), n, np.int64)
+    first[ids[::-1]] = np.arange(n - 1, -1, -1)     # the earliest row of each id wins
+    seen = np.flatnonzero(first < n)
+    order = seen[np.argsort(first[seen])]
+    rank = np.full(len(strings), -1, np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return rank[ids], [strings[i] for i in order.tolist()]
 
 
 def _pair(kind: bytes, val: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -123,26 +140,23 @@ class ColEvents:
 
     def _categories(self) -> None:
         """Categories coded in first-seen order, older spellings read as today's."""
-        cat = self.ids["cat"]
-        uniq, first = np.unique(cat, return_index=True)
-        order = uniq[np.argsort(first)]
-        names = [self.strings[i] for i in order.tolist()]
+        names = first_seen(self.ids["cat"], self.strings)[1]
         self.renamed = {c: canonical_cat(c) for c in names if canonical_cat(c) != c}
         if self.renamed:
             lut = np.arange(len(self.strings) + len(self.renamed), dtype=np.int32)
             for old, new in self.renamed.items():
                 lut[self.string_id(old)] = self.string_id(new)
-            cat = self.ids["cat"] = lut[cat]
-            uniq, first = np.unique(cat, return_index=True)
-            order = uniq[np.argsort(first)]
-        self.cat_index = {self.strings[i]: code for code, i in enumerate(order.tolist())}
-        self._cat_of_code = order
+            self.ids["cat"] = lut[self.ids["cat"]]
+            names = first_seen(self.ids["cat"], self.strings)[1]
+        self.cat_index = {c: code for code, c in enumerate(names)}
 
     def select(self, names: tuple[str, ...], phase: str | None = "X") -> ColSub:
         want = [self.string_id(c) for c in names if c in self.cat_index]
         if not want:
             return ColSub(self, np.zeros(0, np.int64))
-        keep = np.isin(self.ids["cat"], want)
+        lut = np.zeros(len(self.strings), bool)
+        lut[want] = True
+        keep = lut[self.ids["cat"]]
         if phase is not None:
             keep &= self.ids["ph"] == self.string_id(phase)
         return ColSub(self, np.flatnonzero(keep))

@@ -23,6 +23,7 @@ from .columns import (
     corr_from_flows,
     drop_api_rows,
     filtered_table,
+    first_seen,
     name_column,
     opt_array,
     pid_tid,
@@ -252,16 +253,23 @@ def _copy_direction(cat: Any, name: Any, kind: Any) -> str:
     return d if d in _COPY_KINDS else "other"
 
 
-def _directions(c: SimpleNamespace) -> list[str]:
-    if isinstance(c.sub, ColSub):
-        parts = (c.sub.values("cat"), c.sub.values("name"), c.sub.arg_values("kind"))
-    else:
-        parts = (map(_CAT, c.sub), map(_NAME, c.sub), (x.kind for x in c.args))
-    return list(map(_copy_direction, *parts))
+def _directions(c: SimpleNamespace) -> Any:
+    """The direction column of the copies (once per distinct category, name, kind)."""
+    if not isinstance(c.sub, ColSub):
+        return name_column(list(map(_copy_direction, map(_CAT, c.sub), map(_NAME, c.sub),
+                                    (x.kind for x in c.args))))
+    ev, (kk, kv) = c.sub.ev, c.sub.arg("kind")
+    key = np.stack([c.sub.ids("cat"), c.sub.ids("name"), kk, kv], axis=1).astype(np.int64)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    kinds = ev.py_values(uniq[:, 2].astype(np.uint8), uniq[:, 3])
+    texts = [_copy_direction(ev.strings[a], ev.strings[b], k)
+             for (a, b), k in zip(uniq[:, :2].tolist(), kinds)]
+    ids = np.array([ev.string_id(t) for t in texts], np.int32)
+    return categorical(*first_seen(ids[inv.reshape(-1)], ev.strings))
 
 
 def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, str]):
-    directions = _directions(c)
+
     cc = c.cols
     if a.n and len(c.sub):
         # AMD: the copy's bytes may only be on the runtime call (args.size)
@@ -276,7 +284,7 @@ def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, st
     else:
         c_bytes = cc["bytes"]
     c_cols: dict[str, Any] = {
-        "direction": name_column(directions),
+        "direction": _directions(c),
         "start": c.start,
         "end": c.end,
         "name": categorical(*codes_of(c.sub, "name")),
