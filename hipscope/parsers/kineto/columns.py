@@ -328,14 +328,18 @@ def corr_from_flows(flows: list, base: int, *groups) -> None:
     if not flows:
         return
     f_start, _e, f_ok = times_ns(flows, base)
+    if isinstance(flows, ColSub):   # the values only, not whole events
+        ids, pids, tids = flows.values("id"), flows.values("pid"), flows.values("tid")
+    else:
+        ids, pids, tids = ([getattr(e, f) for e in flows] for f in ("id", "pid", "tid"))
     by_key: dict[tuple[int, int, int], int] = {}
-    for e, t, ok in zip(flows, f_start.tolist(), f_ok.tolist()):
+    for i, p, d, t, ok in zip(ids, pids, tids, f_start.tolist(), f_ok.tolist()):
         if not ok:
             continue
-        fid = to_int(e.id)
+        fid = to_int(i)
         if fid == NULL:
             continue
-        by_key[(to_int(e.pid), to_int(e.tid), t)] = fid
+        by_key[(to_int(p), to_int(d), t)] = fid
     for sub, start, pid, tid, corr in groups:
         miss = np.flatnonzero(corr == NULL)
         for i in miss.tolist():

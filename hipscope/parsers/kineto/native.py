@@ -27,7 +27,8 @@ try:
 except ImportError:  # built optionally (setup.py): the msgspec path reads every file
     _kinscan = None
 
-__all__ = ["ColEvents", "ColSub", "Declined", "first_seen", "load_native"]
+__all__ = ["ColEvents", "ColSub", "Declined", "first_seen", "load_native", "use_scanner"]
+_BUILT = _kinscan
 
 ABSENT, JNULL, INT, FLOAT, STR, TRUE, FALSE, RAW = range(8)
 # struct field -> scanner key, for _Args
@@ -35,6 +36,14 @@ _ARG_KEYS = {f: (_Args.__struct_encode_fields__[i]) for i, f in enumerate(_Args.
 _RAW_ONLY = ("input_dims", "input_type")
 _EV_DEFAULTS = {"ph": "", "cat": "", "name": "", "pid": -1, "tid": -1, "ts": None, "dur": None,
                 "id": None, "bp": None}
+
+
+def use_scanner(on: bool) -> bool:
+    """Switch the C scanner on or off (benchmarks of the msgspec path); returns whether
+    it is on now (never when it is not built)."""
+    global _kinscan
+    _kinscan = _BUILT if on else None
+    return _kinscan is not None
 
 
 class Declined(Exception):
