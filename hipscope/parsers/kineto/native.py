@@ -14,6 +14,7 @@ import mmap
 import os
 from collections import deque
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ import numpy as np
 from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
 from .decode import _TOP_FIELDS, Top, _Args, _Ev, canonical_cat
 
+_kinscan: ModuleType | None
 try:
     from .. import _kinscan
 except ImportError:  # built optionally (setup.py): the msgspec path reads every file
@@ -53,31 +55,32 @@ class Declined(Exception):
 SPLIT_BYTES = 64 << 20   # a longer traceEvents list is scanned in two threads
 
 
-def _scan(buf, release: bool):
+def _scan(scanner: ModuleType, buf, release: bool):
     with memoryview(buf) as view:
-        return _kinscan.scan(view, release, SPLIT_BYTES)
+        return scanner.scan(view, release, SPLIT_BYTES)
 
 
-def load_native(path: Path) -> tuple[Top, ColEvents] | None:
+def load_native(path: Path) -> tuple[Any, ColEvents] | None:
     """(top-level keys, events) of a Kineto file read by the C scanner; None when it is
-    not built, declines the file, or the file cannot be opened (the msgspec path then
-    says why)."""
-    if _kinscan is None:
+    not built, switched off (``HIPSCOPE_KINSCAN=0``), declines the file, or the file
+    cannot be opened (the msgspec path then says why)."""
+    scanner = _kinscan
+    if scanner is None or os.environ.get("HIPSCOPE_KINSCAN", "1") == "0":
         return None
     try:
         if is_gzip(path):
             buf, gz_warn = read_bytes_tolerant(path)
-            return None if gz_warn else _from_scan(buf, _scan(buf, False))
+            return None if gz_warn else _from_scan(buf, _scan(scanner, buf, False))
         with open(path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size == 0:
                 return None
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return _from_scan(mm, _scan(mm, True))
+                return _from_scan(mm, _scan(scanner, mm, True))
     except (OSError, TraceFormatError, msgspec.DecodeError, msgspec.ValidationError):
         return None
 
 
-def _from_scan(buf, res) -> tuple[Top, ColEvents] | None:
+def _from_scan(buf, res) -> tuple[Any, ColEvents] | None:
     if res is None:
         return None
     n, open_, close, strings, raws, dense, sparse = res
@@ -117,6 +120,7 @@ class ColEvents:
         self.strings = strings
         self.raws = raws
         self._raw_cache: dict[int, Any] = {}
+        self._index: dict[str, int] | None = None
         self._full: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.ids = {f: self._defaulted(np.frombuffer(dense[f], np.int32)) for f in
                     ("ph", "cat", "name")}
@@ -134,15 +138,13 @@ class ColEvents:
     # ---------------------------------------------------------------- strings
     def string_id(self, s: str) -> int:
         """The id of ``s`` in the string table (added when absent)."""
-        try:
-            return self._index[s]
-        except AttributeError:
+        if self._index is None:
             self._index = {t: i for i, t in enumerate(self.strings)}
-            return self.string_id(s)
-        except KeyError:
+        got = self._index.get(s)
+        if got is None:
             self.strings.append(s)
-            self._index[s] = len(self.strings) - 1
-            return self._index[s]
+            got = self._index[s] = len(self.strings) - 1
+        return got
 
     def _defaulted(self, ids: np.ndarray) -> np.ndarray:
         return np.where(ids < 0, self.string_id(""), ids) if (ids < 0).any() else ids
@@ -154,7 +156,7 @@ class ColEvents:
         if self.renamed:
             lut = np.arange(len(self.strings) + len(self.renamed), dtype=np.int32)
             for old, new in self.renamed.items():
-                lut[self.string_id(old)] = self.string_id(new)
+                lut[self.string_id(old)] = self.string_id(str(new))
             self.ids["cat"] = lut[self.ids["cat"]]
             names = first_seen(self.ids["cat"], self.strings)[1]
         self.cat_index = {c: code for code, c in enumerate(names)}
