@@ -137,12 +137,27 @@ def test_escaped_and_unicode_names_are_read_natively(tmp_path, monkeypatch):
     b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a\xffb"}]}',
     b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1.5, "dur": 2}',  # cut short
     b'{"traceEvents": [{"ph": "X", "cat": "kernel", "args": {"grid": [1, 2, 3]}}]} x',
+    b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "args": {"size": 1e400}}]}',
+    b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "args": {"grid": [1, 1e400, 1]}}]}',
 ])
 def test_what_the_scanner_cannot_read_exactly_is_declined(text, tmp_path, monkeypatch):
     p = tmp_path / "odd.json"
     p.write_bytes(text)
     assert native.load_native(p) is None
     _assert_same(*_both(p, monkeypatch))
+
+
+def test_numbers_out_of_range_where_nothing_decodes_them_are_read(tmp_path, monkeypatch):
+    """msgspec skips them (an unknown key, the raw "Input Dims" text): so does the
+    scanner, and the figures are the msgspec path's."""
+    p = tmp_path / "range.json"
+    p.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": 1,'
+                  b' "dur": 2, "pid": 1, "tid": 1, "args": {"zzz": 1e400, "Input Dims":'
+                  b' [1e400], "size": 1e-400, "External id": 5}}]}')
+    assert native.load_native(p) is not None
+    a, b = _both(p, monkeypatch)
+    _assert_same(a, b)
+    assert len(a.markers) == 1
 
 
 def test_a_cut_short_file_keeps_the_msgspec_recovery_and_warning(tmp_path, monkeypatch):

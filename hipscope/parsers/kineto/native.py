@@ -36,6 +36,7 @@ ABSENT, JNULL, INT, FLOAT, STR, TRUE, FALSE, RAW = range(8)
 # struct field -> scanner key, for _Args
 _ARG_KEYS = {f: (_Args.__struct_encode_fields__[i]) for i, f in enumerate(_Args.__struct_fields__)}
 _RAW_ONLY = ("input_dims", "input_type")
+_RAW_KEYS = ("Input Dims", "Input type")
 _EV_DEFAULTS = {"ph": "", "cat": "", "name": "", "pid": -1, "tid": -1, "ts": None, "dur": None,
                 "id": None, "bp": None}
 
@@ -76,7 +77,8 @@ def load_native(path: Path) -> tuple[Any, ColEvents] | None:
                 return None
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 return _from_scan(mm, _scan(scanner, mm, True))
-    except (OSError, TraceFormatError, msgspec.DecodeError, msgspec.ValidationError):
+    except (OSError, TraceFormatError, msgspec.DecodeError, msgspec.ValidationError,
+            Declined):
         return None
 
 
@@ -134,6 +136,15 @@ class ColEvents:
         self.sparse = {key: (np.frombuffer(i, np.int32), *_pair(k, v))
                        for key, (i, k, v) in sparse.items()}
         self._categories()
+        self._check_raws()
+
+    def _check_raws(self) -> None:
+        """Every raw text a decoded field holds decodes (else msgspec would fail the
+        whole file, e.g. a number out of range: :class:`Declined`)."""
+        pairs = [(k, v) for key, (_i, k, v) in self.sparse.items() if key not in _RAW_KEYS]
+        for k, v in pairs + list(self.dense.values()):
+            for rid in np.unique(v[k == RAW]).tolist():
+                self.raw_value(rid)
 
     # ---------------------------------------------------------------- strings
     def string_id(self, s: str) -> int:
