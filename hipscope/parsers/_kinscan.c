@@ -45,10 +45,19 @@ static int put_sparse(S *s, int f, int kind, int64_t payload)
             buf_put(&sp->val, &payload, 8) < 0) ? FAIL : 0;
 }
 
+/* length and first byte of each key, one compare per key (set at import) */
+static uint32_t EV_CODES[N_EV], ARG_CODES[N_ARGS];
+
+static inline uint32_t key_code(const char *k, size_t kl)
+{
+    return kl > 0xFFFFFF ? 0 : (uint32_t)kl << 8 | (unsigned char)(kl ? k[0] : 0);
+}
+
 static int match(const char *const *keys, int n, const char *k, size_t kl)
 {
+    const uint32_t *codes = keys == EV_KEYS ? EV_CODES : ARG_CODES, code = key_code(k, kl);
     for (int i = 0; i < n; i++)
-        if (keys[i][0] == k[0] && strlen(keys[i]) == kl && memcmp(keys[i], k, kl) == 0)
+        if (codes[i] == code && memcmp(keys[i], k, kl) == 0)
             return i;
     return -1;
 }
@@ -479,4 +488,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kinscan",
                                     "Kineto JSON to columns (see hipscope/parsers/kineto)",
                                     -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__kinscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kinscan(void)
+{
+    for (int i = 0; i < N_EV; i++)
+        EV_CODES[i] = key_code(EV_KEYS[i], strlen(EV_KEYS[i]));
+    for (int i = 0; i < N_ARGS; i++)
+        ARG_CODES[i] = key_code(ARG_KEYS[i], strlen(ARG_KEYS[i]));
+    return PyModule_Create(&module);
+}
