@@ -1,8 +1,8 @@
 """Kineto events as columns, from the C scanner ``_kinscan`` (the JSON text straight to
 columns, no per-event Python): the fast source of the table builder. ``load_native``
 returns None when the scanner is missing or declines the file (the msgspec path in
-``decode`` then reads it, with its recovery and warnings); a value the columns hold
-only as text and msgspec would not decode raises :class:`Declined` while building.
+``decode`` then reads it, with its recovery and warnings), also when a value the
+columns hold as raw text is one msgspec would not decode (:class:`Declined`).
 
 Each field is a (kind, payload) pair per event; ``py_values`` gives the Python values
 msgspec would have decoded, so that any code that needs them per event (small groups,
@@ -34,7 +34,7 @@ _BUILT = _kinscan
 
 ABSENT, JNULL, INT, FLOAT, STR, TRUE, FALSE, RAW = range(8)
 # struct field -> scanner key, for _Args
-_ARG_KEYS = {f: (_Args.__struct_encode_fields__[i]) for i, f in enumerate(_Args.__struct_fields__)}
+_ARG_KEYS = dict(zip(_Args.__struct_fields__, _Args.__struct_encode_fields__))
 _RAW_ONLY = ("input_dims", "input_type")
 _RAW_KEYS = ("Input Dims", "Input type")
 _EV_DEFAULTS = {"ph": "", "cat": "", "name": "", "pid": -1, "tid": -1, "ts": None, "dur": None,
@@ -101,7 +101,7 @@ def first_seen(ids: np.ndarray, strings: list[str]) -> tuple[np.ndarray, list[st
     if not n:
         return np.zeros(0, np.int32), []
     first = np.full(len(strings), n, np.int64)
-    first[ids[::-1]] = np.arange(n - 1, -1, -1)     # the earliest row of each id wins
+    np.minimum.at(first, ids, np.arange(n))        # the earliest row of each id
     seen = np.flatnonzero(first < n)
     order = seen[np.argsort(first[seen])]
     rank = np.full(len(strings), -1, np.int32)
@@ -243,10 +243,7 @@ class ColSub:
 
     def field(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(kind, payload) of an event field or an args key (scanner spelling)."""
-        if key in self.ev.dense:
-            k, v = self.ev.dense[key]
-            return k[self.idx], v[self.idx]
-        k, v = self.ev.full(key)
+        k, v = self.ev.dense.get(key) or self.ev.full(key)
         return k[self.idx], v[self.idx]
 
     def arg(self, name: str) -> tuple[np.ndarray, np.ndarray]:

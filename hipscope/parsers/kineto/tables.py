@@ -269,7 +269,6 @@ def _directions(c: SimpleNamespace) -> Any:
 
 
 def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, str]):
-
     cc = c.cols
     if a.n and len(c.sub):
         # AMD: the copy's bytes may only be on the runtime call (args.size)
@@ -336,7 +335,7 @@ def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> N
         provenance["correlation_id"] = "args.correlation"
 
 
-def _diagnose(path: Path, ev: _Events, n_kernels: int, n_calls: int, props: list,
+def _diagnose(path: Path, ev: _Events | ColEvents, n_kernels: int, n_calls: int, props: list,
               proc_labels: dict[int, str], ctx: SimpleNamespace) -> None:
     """Say which category spellings were read, and warn when a trace with GPUs or
     runtime calls gave no kernel (a category spelling hipscope does not know?)."""
