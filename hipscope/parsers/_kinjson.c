@@ -10,19 +10,34 @@
 #endif
 
 /* ------------------------------------------------------------------ intern table */
+static inline uint64_t mix(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+/* every byte counts (names that differ only in the middle must not collide); long
+ * ones in four independent lanes, 32 bytes a step */
 static uint64_t hash_bytes(const char *p, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
-    if (n > 128) { /* long kernel names: their head and tail (equal ones are compared) */
-        uint64_t t = hash_bytes(p + n - 64, 64);
-        n = 64;
-        h ^= t;
+    if (n >= 64) {
+        uint64_t l[4] = {h, h ^ 0x1234567ull, h ^ 0x89abcdefull, h ^ 0x5555ull};
+        while (n >= 32) {
+            for (int i = 0; i < 4; i++) {
+                uint64_t w;
+                memcpy(&w, p + 8 * i, 8);
+                l[i] = mix(l[i], w);
+            }
+            p += 32;
+            n -= 32;
+        }
+        h = mix(mix(mix(l[0], l[1]), l[2]), l[3]);
     }
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+        h = mix(h, w);
         p += 8;
         n -= 8;
     }
