@@ -1,13 +1,14 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, AMD (roctracer) and NVIDIA (CUPTI).
 
-Reference: docs FORMATS.md section 10. Speed: the whole file is decoded once by msgspec
-into typed Structs (``args`` kept as raw JSON), with the garbage collector off; then
-numpy columns are built per category, and ``args`` are decoded in one go (one JSON
-array per category group) only for the events that need them: GPU kernels and
-copies, runtime/driver calls and cuda_sync.
-
-The C scanner ``_kinscan`` (``native.py``) reads most files straight from the JSON text
-to columns for the same table builder; it declines the rest, which msgspec reads.
+Reference: docs FORMATS.md section 10. Two sources feed one table builder
+(``tables.build``):
+- the C scanner ``_kinscan`` (``native.py``, GIL released, two threads on big files)
+  reads the JSON text straight into columns: ids of interned strings and raw texts, and
+  (kind, value) pairs, from which the tables are built with numpy;
+- what it declines (text that is not plain JSON or is cut short, NaN, invalid UTF-8,
+  gzip streams cut short, or when it is not built) msgspec decodes into typed Structs
+  (``decode.py``, garbage collector off), with the recovery of truncated text and its
+  warnings. Both give the same trace (tests/unit/test_kineto_native.py).
 
 Time: ``ts``/``dur`` are µs with 3 decimals. New files (``baseTimeNanoseconds``):
 epoch ns = base + ts*1000 (ts relative); old files: ts is absolute epoch µs. The

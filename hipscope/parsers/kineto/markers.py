@@ -15,7 +15,6 @@ from ...model.table import categorical
 from .._common import group_key, nesting_depth
 from .columns import (
     NULL,
-    args_list,
     filtered_table,
     first_seen,
     name_column,
@@ -229,26 +228,53 @@ def _group_text(a: Any) -> str | None:
     return None
 
 
-def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
+_COMM = ("coll_name", "pg_name", "pg_ranks", "seq")
+
+
+def _comm_one(coll: Any, pg_name: Any, pg_ranks: Any, seq: Any, host: bool) -> tuple:
+    """(collective, process group, seq) of one event's args; a host range without a
+    collective name has none of them."""
+    if host and coll is None:
+        return None, None, NULL
+    return (None if coll is None else str(coll),
+            _group_text(SimpleNamespace(pg_name=pg_name, pg_ranks=pg_ranks)),
+            NULL if seq is None else to_int(seq))
+
+
+def _comm_values(src: Any, host: bool) -> tuple[list, list, list]:
+    """``_comm_one`` per event of ``src`` (args, or the scanner's events: once per
+    distinct combination of the four values)."""
+    if isinstance(src, ColSub):
+        cols = [src.arg(f) for f in _COMM]
+        key = np.stack([c for k, v in cols for c in (k.astype(np.int64), v)], axis=1)
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        vals = [src.ev.py_values(uniq[:, 2 * i].astype(np.uint8), uniq[:, 2 * i + 1])
+                for i in range(len(_COMM))]
+        rows = [_comm_one(*v, host) for v in zip(*vals)]
+        per = [rows[i] for i in inv.reshape(-1).tolist()]
+    else:
+        per = [(None, None, NULL) if a is None else
+               _comm_one(a.coll_name, a.pg_name, a.pg_ranks, a.seq, host) for a in src]
+    if not per:
+        return [], [], []
+    names, groups, seq = (list(c) for c in zip(*per))
+    return names, groups, seq
+
+
+def comm_fields(host: Any, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
     """Collective columns of the host ranges (c10d ``record_param_comms`` args
     'Collective name', 'Process Group Name' (else 'Process Group Ranks'), 'Seq');
     none when no op has them."""
-    if isinstance(host, ColSub):
-        if _no_comm(host, ("coll_name",)):
-            return {}
-        host = host.structs()
-    args = [e.args for e in host]
-    has = [a is not None and a.coll_name is not None for a in args]
-    if not any(has):
+    if isinstance(host, ColSub) and _no_comm(host, ("coll_name",)):
         return {}
-    names = [str(a.coll_name) if h else None for a, h in zip(args, has)]
-    groups = [_group_text(a) if h else None for a, h in zip(args, has)]
+    names, groups, seq = _comm_values(
+        host if isinstance(host, ColSub) else [e.args for e in host], host=True)
+    if all(v is None for v in names):
+        return {}
     pad: list[str | None] = [None] * n_other
-    seq = np.array([to_int(a.seq) if h else NULL for a, h in zip(args, has)]
-                   + [NULL] * n_other, dtype=np.int64)
     out: dict[str, Any] = {"collective": _nullable_names(names + pad),
                            "process_group": _nullable_names(groups + pad)}
-    arr = opt_array(seq, -(1 << 62), _I62)
+    arr = opt_array(np.array(seq + [NULL] * n_other, dtype=np.int64), -(1 << 62), _I62)
     if arr is not None:
         out["collective_seq"] = arr
     provenance["markers.collective"] = ("Kineto record_param_comms args 'Collective name', "
@@ -257,25 +283,21 @@ def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[st
     return out
 
 
-def kernel_comm_fields(args: list, provenance: dict[str, str]) -> dict[str, Any]:
+def kernel_comm_fields(args: Any, provenance: dict[str, str]) -> dict[str, Any]:
     """Collective columns of the kernels: the args Kineto copies onto a GPU kernel from
     its launching ``record_param_comms`` op (``appendCollectiveArgs`` in pytorch/kineto
     ``libkineto/src/output_json.cpp`` @ 30a9be30ff25177b23755e62db8ebf966f763e4f:
     'Collective name' since 2023-12, 'Process Group Name'/'Ranks' since 2024-03, 'Seq'
     since 2026-03), each column where any kernel has it; none when no kernel has any."""
-    if isinstance(args, ColSub):
-        if _no_comm(args, ("coll_name", "pg_name", "pg_ranks", "seq")):
-            return {}
-        args = args_list(args)
-    names = [None if a.coll_name is None else str(a.coll_name) for a in args]
-    groups = [_group_text(a) for a in args]
-    seq = np.array([NULL if a.seq is None else to_int(a.seq) for a in args], dtype=np.int64)
+    if isinstance(args, ColSub) and _no_comm(args, _COMM):
+        return {}
+    names, groups, seq = _comm_values(args, host=False)
     out: dict[str, Any] = {}
     if any(v is not None for v in names):
         out["collective"] = _nullable_names(names)
     if any(v is not None for v in groups):
         out["process_group"] = _nullable_names(groups)
-    arr = opt_array(seq, -(1 << 62), _I62)
+    arr = opt_array(np.array(seq, dtype=np.int64), -(1 << 62), _I62)
     if arr is not None:
         out["collective_seq"] = arr
     if out:
