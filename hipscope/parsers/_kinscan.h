@@ -15,6 +15,8 @@ typedef struct { char *p; size_t len, cap; } Buf;
 
 static inline int buf_put(Buf *b, const void *src, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
