@@ -193,6 +193,23 @@ class ColEvents:
             got = self._full[key] = (k, v)
         return got
 
+    def column(self, key: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(kind, payload) of a key for the rows ``idx`` (ascending): a few rows are
+        looked up, more are taken from the key's column over every event."""
+        kv = self.dense.get(key) or self._full.get(key)
+        if kv is None and len(idx) * 64 < self.n:
+            return self._lookup(key, idx)
+        k, v = kv or self.full(key)
+        return k[idx], v[idx]
+
+    def _lookup(self, key: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at, kind, val = self.sparse[key]
+        if not len(at) or not len(idx):
+            return np.zeros(len(idx), np.uint8), np.zeros(len(idx), np.int64)
+        pos = np.minimum(np.searchsorted(at, idx), len(at) - 1)
+        has = at[pos] == idx
+        return np.where(has, kind[pos], ABSENT).astype(np.uint8), np.where(has, val[pos], 0)
+
     # ---------------------------------------------------------------- values
     def raw_value(self, rid: int) -> Any:
         try:
@@ -243,8 +260,7 @@ class ColSub:
 
     def field(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(kind, payload) of an event field or an args key (scanner spelling)."""
-        k, v = self.ev.dense.get(key) or self.ev.full(key)
-        return k[self.idx], v[self.idx]
+        return self.ev.column(key, self.idx)
 
     def arg(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(kind, payload) of an ``_Args`` field."""
