@@ -250,7 +250,7 @@ def _comm_values(src: Any, host: bool) -> tuple[list, list, list]:
         uniq, inv = np.unique(key, axis=0, return_inverse=True)
         vals = [src.ev.py_values(uniq[:, 2 * i].astype(np.uint8), uniq[:, 2 * i + 1])
                 for i in range(len(_COMM))]
-        rows = [_comm_one(*v, host) for v in zip(*vals)]
+        rows = [_comm_one(c, n, r, s, host) for c, n, r, s in zip(*vals)]
         per = [rows[i] for i in inv.reshape(-1).tolist()]
     else:
         per = [(None, None, NULL) if a is None else
