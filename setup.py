@@ -17,6 +17,12 @@ PFT_LINK = [] if sys.platform == "win32" else ["-pthread"]  # the decode-ahead t
 setup(ext_modules=[
     Extension("hipscope.parsers._csvscan", ["hipscope/parsers/_csvscan.c"],
               extra_compile_args=ARGS, optional=True),
+    Extension("hipscope.parsers._kinscan",  # Kineto JSON to columns (parsers/kineto/native.py)
+              ["hipscope/parsers/_kinscan.c", "hipscope/parsers/_kinjson.c"],
+              depends=["hipscope/parsers/_kinscan.h"],
+              extra_compile_args=[a.replace("c99", "gnu11") for a in ARGS]
+              + (["-pthread"] if ARGS else []), extra_link_args=["-pthread"] if ARGS else [],
+              optional=True),
     Extension("hipscope.parsers._pftscan",
               ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c",
                "hipscope/parsers/_pftcols.c"],

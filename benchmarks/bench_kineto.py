@@ -1,10 +1,12 @@
 """Time the kineto reader on one file: ``python -m benchmarks.bench_kineto [FILE] [RUNS]
-[--json]``.
+[--json] [--msgspec]``.
 
 Without FILE, the issue-14 reference file is generated once (1M events, ~573 MB:
 ``gen_kineto.write_kineto_json(..., name_pad=1400)``) under /tmp. Prints the median wall
 and CPU seconds of full reads (file -> Trace), the table sizes and this process's peak
-RSS; ``--json``: ``{"s", "cpu_s", "peak_rss_mb", "events", "load_avg"}``. Targets
+RSS; ``--json``: ``{"s", "cpu_s", "peak_rss_mb", "events", "path", "load_avg"}``; ``path``:
+"native" when the C scanner (parsers/_kinscan.c) read the file, else "msgspec".
+``--msgspec``: the scanner switched off (the path of the files it declines). Targets
 (issue 14): <= 2.0 s, <= 1.0 GB. CPU time is the steadier figure on a shared machine:
 state the load average beside the figures.
 """
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from hipscope.parsers import get_reader
+from hipscope.parsers.kineto import native
 
 _REFERENCE = Path("/tmp/hipscope-bench-kineto/kineto_1m.json")
 
@@ -31,8 +34,17 @@ def _reference() -> Path:
     return _REFERENCE
 
 
+OFF = "--msgspec" in sys.argv
+
+
+def _path(path: Path) -> str:
+    """Which reader path reads ``path`` (the scanner declines what it cannot read)."""
+    return "native" if native.use_scanner(not OFF) and native.load_native(path) else "msgspec"
+
+
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--json"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    native.use_scanner(not OFF)
     path = Path(args[0]) if args else _reference()
     runs = int(args[1]) if len(args) > 1 else 1
     reader = get_reader("kineto")
@@ -53,7 +65,7 @@ def main() -> None:
     if "--json" in sys.argv:
         print(json.dumps({"s": round(wall[len(wall) // 2], 2),
                           "cpu_s": round(cpu[len(cpu) // 2], 2), "peak_rss_mb": round(peak),
-                          "events": events,
+                          "events": events, "path": _path(path),
                           "load_avg": [round(x, 2) for x in os.getloadavg()]}))
         return
     print(f"{path} ({path.stat().st_size / 1e6:.0f} MB, {events} events): "

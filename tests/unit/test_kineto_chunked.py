@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.gen_kineto import write_kineto_json
 from hipscope.parsers import get_reader
-from hipscope.parsers.kineto import decode
+from hipscope.parsers.kineto import decode, native
 from tests.conftest import DATA, SAMPLES
 
 READER = get_reader("kineto")
@@ -28,7 +28,8 @@ def _read(path: Path):
 
 
 def _both(path: Path, monkeypatch, chunk: int = 2048):
-    """(trace read in pieces of ``chunk`` bytes, trace decoded whole)."""
+    """(trace read in pieces of ``chunk`` bytes, trace decoded whole), by msgspec."""
+    monkeypatch.setattr(native, "_kinscan", None)   # the C scanner would read them first
     monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
     calls = []
     real = decode.decode_chunked

@@ -1,10 +1,14 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON, AMD (roctracer) and NVIDIA (CUPTI).
 
-Reference: docs FORMATS.md section 10. Speed: the whole file is decoded once by msgspec
-into typed Structs (``args`` kept as raw JSON), with the garbage collector off; then
-numpy columns are built per category, and ``args`` are decoded in one go (one JSON
-array per category group) only for the events that need them: GPU kernels and
-copies, runtime/driver calls and cuda_sync.
+Reference: docs FORMATS.md section 10. Two sources feed one table builder
+(``tables.build``):
+- the C scanner ``_kinscan`` (``native.py``, GIL released, two threads on big files)
+  reads the JSON text straight into columns: ids of interned strings and raw texts, and
+  (kind, value) pairs, from which the tables are built with numpy;
+- what it declines (text that is not plain JSON or is cut short, NaN, invalid UTF-8,
+  gzip streams cut short, or when it is not built) msgspec decodes into typed Structs
+  (``decode.py``, garbage collector off), with the recovery of truncated text and its
+  warnings. Both give the same trace (tests/unit/test_kineto_native.py).
 
 Time: ``ts``/``dur`` are µs with 3 decimals. New files (``baseTimeNanoseconds``):
 epoch ns = base + ts*1000 (ts relative); old files: ts is absolute epoch µs. The
@@ -21,6 +25,7 @@ from ...model import Trace
 from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_text, register
 from .decode import load
+from .native import Declined, load_native
 from .ranks import rank_files, read_folder
 from .tables import build
 
@@ -86,6 +91,9 @@ class KinetoReader:
                                        f"{type(exc).__name__}: {exc}") from exc
 
     def _read(self, path: Path, progress, cancelled) -> Trace:
+        trace = read_native(path, progress, cancelled)
+        if trace is not None:
+            return trace
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         top = load(path, warnings, dropped)
@@ -94,4 +102,19 @@ class KinetoReader:
         return build(path, top, warnings, dropped, progress, cancelled)
 
 
-__all__ = ["KinetoReader"]
+def read_native(path: Path, progress, cancelled) -> Trace | None:
+    """The trace from the C scanner's columns; None when it is not built or declines
+    the file (then the msgspec path reads it)."""
+    got = load_native(path)
+    if got is None:
+        return None
+    top, events = got
+    progress(0.55)
+    check_cancel(cancelled)
+    try:
+        return build(path, top, [], {}, progress, cancelled, events=events)
+    except Declined:
+        return None
+
+
+__all__ = ["KinetoReader", "read_native"]

@@ -15,11 +15,12 @@ from ...model import build_table, categorical
 from ...model.table import Table, from_numpy, string_array, to_numpy, valid_mask
 from .._intervals import INT64_MAX, INT64_MIN, LIMIT_NS, add_ns
 from .decode import ARG_FIELDS, EMPTY_ARGS
+from .native import ABSENT, FLOAT, INT, JNULL, RAW, ColSub, first_seen
 
 __all__ = [
-    "NULL", "args_cols", "args_of", "corr_from_flows", "drop_api_rows", "filtered_table",
-    "list_table", "name_column", "opt_array", "pid_tid", "str_codes", "times_ns", "to_int",
-    "xyz_fast"
+    "NULL", "args_cols", "args_list", "args_of", "codes_of", "corr_from_flows",
+    "drop_api_rows", "filtered_table", "first_seen", "list_table", "name_column",
+    "opt_array", "pid_tid", "str_codes", "times_ns", "to_int", "xyz_fast"
 ]
 
 NULL = -(1 << 62)
@@ -118,6 +119,13 @@ def str_codes(strings: list) -> tuple[np.ndarray, list[str]]:
     return codes, cats
 
 
+def codes_of(sub: Any, field: str) -> tuple[np.ndarray, list[str]]:
+    """``str_codes`` of the events' ``cat`` or ``name``."""
+    if isinstance(sub, ColSub):
+        return first_seen(sub.ids(field), sub.ev.strings)
+    return str_codes(list(map(attrgetter(field), sub)))
+
+
 def name_column(strings: list) -> Any:
     codes, cats = str_codes(strings)
     return categorical(codes, cats)
@@ -135,17 +143,49 @@ def opt_array(values: np.ndarray, lo: int, hi: int) -> Any:
 # --------------------------------------------------------------------------- building
 
 
-def args_of(sub: list) -> list:
-    return [e.args or EMPTY_ARGS for e in sub]
+def args_of(sub: Any) -> Any:
+    """The events' args (the columns themselves for the scanner's events)."""
+    return sub if isinstance(sub, ColSub) else [e.args or EMPTY_ARGS for e in sub]
 
 
-def args_cols(args: list, fields: tuple[str, ...] = ARG_FIELDS) -> dict[str, np.ndarray]:
+def args_list(args: Any) -> list:
+    """``args_of``'s result as ``_Args`` structs (materialised for the scanner's)."""
+    return [e.args or EMPTY_ARGS for e in args] if isinstance(args, ColSub) else args
+
+
+def _col_int(kv: tuple[np.ndarray, np.ndarray], values) -> np.ndarray:
+    """``_int_col`` of columns: vectorised for ints (and nulls), else of the values."""
+    k, v = kv
+    is_int = k == INT
+    if is_int.all():
+        return v.copy()
+    none = (k == ABSENT) | (k == JNULL)
+    if (is_int | none).all():   # _int_col goes through float64: |v| > 9e15 is null
+        return np.where(none | (np.abs(v.astype(np.float64)) > 9e15), NULL, v)
+    return _int_col(values())
+
+
+def _col_float(kv: tuple[np.ndarray, np.ndarray], values) -> np.ndarray:
+    """``_float_col`` of columns: vectorised for numbers and nulls."""
+    k, v = kv
+    num = (k == INT) | (k == FLOAT)
+    none = (k == ABSENT) | (k == JNULL)
+    if not (num | none).all():
+        return _float_col(values())
+    out = np.where(k == FLOAT, v.view(np.float64), v.astype(np.float64))
+    out[none] = np.nan
+    return out
+
+
+def args_cols(args: Any, fields: tuple[str, ...] = ARG_FIELDS) -> dict[str, np.ndarray]:
     out = {}
     for f in ARG_FIELDS:
-        if f in fields:
-            out[f] = _int_col(list(map(attrgetter(f), args)))
-        else:
+        if f not in fields:
             out[f] = np.full(len(args), NULL, dtype=np.int64)
+        elif isinstance(args, ColSub):
+            out[f] = _col_int(args.arg(f), lambda f=f: args.arg_values(f))
+        else:
+            out[f] = _int_col(list(map(attrgetter(f), args)))
     return out
 
 
@@ -161,7 +201,35 @@ def _xyz(args: list, field: str) -> np.ndarray:
     return out
 
 
-def xyz_fast(args: list, field: str) -> np.ndarray:
+def _xyz_cols(args: ColSub, field: str) -> np.ndarray | None:
+    """``xyz_fast`` of columns where every value is a list of three ints or null (a
+    table of the distinct texts); None otherwise."""
+    k, v = args.arg(field)
+    raw = k == RAW
+    if not raw.any() or not (raw | (k == ABSENT) | (k == JNULL)).all():
+        return None
+    ids, inv = np.unique(v[raw], return_inverse=True)
+    rows = []
+    for rid in ids.tolist():
+        x = args.ev.raw_value(rid)
+        if not (isinstance(x, list) and len(x) == 3 and all(type(e) is int for e in x)
+                and all(-(1 << 63) <= e < 1 << 63 for e in x)):
+            return None
+        rows.append(x)
+    out = np.full((len(k), 3), NULL, dtype=np.int64)
+    out[raw] = np.array(rows, np.int64).reshape(-1, 3)[inv.reshape(-1)]
+    return out
+
+
+def xyz_fast(args: Any, field: str) -> np.ndarray:
+    if isinstance(args, ColSub):
+        fast = _xyz_cols(args, field)
+        if fast is not None:
+            return fast
+        k = args.arg(field)[0]
+        if ((k == ABSENT) | (k == JNULL)).all():
+            return np.full((len(k), 3), NULL, dtype=np.int64)
+        args = args_list(args)
     vals = list(map(attrgetter(field), args))
     if not any(vals):
         return np.full((len(vals), 3), NULL, dtype=np.int64)
@@ -173,14 +241,21 @@ def xyz_fast(args: list, field: str) -> np.ndarray:
     return _xyz(args, field)
 
 
-def pid_tid(sub: list) -> tuple[np.ndarray, np.ndarray]:
+def pid_tid(sub: Any) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(sub, ColSub):
+        return (_col_int(sub.field("pid"), lambda: sub.values("pid")),
+                _col_int(sub.field("tid"), lambda: sub.values("tid")))
     return _int_col(list(map(_PID, sub))), _int_col(list(map(_TID, sub)))
 
 
-def times_ns(sub: list, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def times_ns(sub: Any, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """start, end (int64 ns) and a mask of rows with a valid ts."""
-    ts = _float_col(list(map(_TS, sub)))
-    dur = _float_col(list(map(_DUR, sub)))
+    if isinstance(sub, ColSub):
+        ts = _col_float(sub.field("ts"), lambda: sub.values("ts"))
+        dur = _col_float(sub.field("dur"), lambda: sub.values("dur"))
+    else:
+        ts = _float_col(list(map(_TS, sub)))
+        dur = _float_col(list(map(_DUR, sub)))
     ok = np.isfinite(ts)
     # raw times pass through (a negative dur too): the interval rule judges them
     dur = np.where(np.isnan(dur), 0.0, dur)
@@ -253,14 +328,18 @@ def corr_from_flows(flows: list, base: int, *groups) -> None:
     if not flows:
         return
     f_start, _e, f_ok = times_ns(flows, base)
+    if isinstance(flows, ColSub):   # the values only, not whole events
+        ids, pids, tids = flows.values("id"), flows.values("pid"), flows.values("tid")
+    else:
+        ids, pids, tids = ([getattr(e, f) for e in flows] for f in ("id", "pid", "tid"))
     by_key: dict[tuple[int, int, int], int] = {}
-    for e, t, ok in zip(flows, f_start.tolist(), f_ok.tolist()):
+    for i, p, d, t, ok in zip(ids, pids, tids, f_start.tolist(), f_ok.tolist()):
         if not ok:
             continue
-        fid = to_int(e.id)
+        fid = to_int(i)
         if fid == NULL:
             continue
-        by_key[(to_int(e.pid), to_int(e.tid), t)] = fid
+        by_key[(to_int(p), to_int(d), t)] = fid
     for sub, start, pid, tid, corr in groups:
         miss = np.flatnonzero(corr == NULL)
         for i in miss.tolist():

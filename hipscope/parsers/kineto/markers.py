@@ -16,6 +16,7 @@ from .._common import group_key, nesting_depth
 from .columns import (
     NULL,
     filtered_table,
+    first_seen,
     name_column,
     opt_array,
     pid_tid,
@@ -23,6 +24,7 @@ from .columns import (
     times_ns,
     to_int,
 )
+from .native import ABSENT, INT, JNULL, RAW, ColSub
 
 __all__ = ["comm_fields", "gpu_annotation_side", "kernel_comm_fields", "marker_table",
            "op_fields"]
@@ -46,7 +48,7 @@ def gpu_annotation_side(sub: list, base: int, gpu_groups: list[SimpleNamespace]
         has = g.cols["device"] != NULL
         if not has.any():
             continue
-        codes, cats = str_codes(list(map(attrgetter("pid"), g.sub)))
+        codes, cats = _pid_codes(g.sub)
         uniq, first = np.unique(codes[has], return_index=True)
         for c, d in zip(uniq.tolist(), g.cols["device"][has][first].tolist()):
             row_dev.setdefault(cats[c], d)
@@ -54,6 +56,29 @@ def gpu_annotation_side(sub: list, base: int, gpu_groups: list[SimpleNamespace]
     ga.dev_raw = np.array([d if d != NULL else row_dev.get(str(e.pid), int(p))
                            for d, e, p in zip(dev, sub, ga.pid.tolist())], dtype=np.int64)
     return ga
+
+
+def _pid_codes(sub: Any) -> tuple[np.ndarray, list[str]]:
+    """Codes of the events' pids and their text (``str_codes`` of the pids)."""
+    if isinstance(sub, ColSub):
+        k, v = sub.field("pid")
+        if (k == INT).all():
+            uniq, inv = np.unique(v, return_inverse=True)
+            return inv.reshape(-1), [str(x) for x in uniq.tolist()]
+    return str_codes(list(map(attrgetter("pid"), sub)))
+
+
+def _text_column(parts: list, field: str, extra: tuple[str, int] | None = None) -> Any:
+    """``name_column`` of the ``field`` of several event groups in turn (``extra``: a
+    constant text for that many more rows)."""
+    if all(isinstance(p, ColSub) for p in parts):
+        ev = parts[0].ev
+        ids = [p.ids(field) for p in parts]
+        if extra:
+            ids.append(np.full(extra[1], ev.string_id(extra[0]), np.int32))
+        return categorical(*first_seen(np.concatenate(ids), ev.strings))
+    texts = [getattr(e, field) for p in parts for e in p]
+    return name_column(texts + ([extra[0]] * extra[1] if extra else []))
 
 
 def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespace,
@@ -78,10 +103,8 @@ def marker_table(host: list, base: int, ga: SimpleNamespace, sync: SimpleNamespa
     null = np.full(ng + ns, NULL, np.int64)
     corr = np.concatenate([np.full(nh + ng, NULL, np.int64), sync.corr])
     cols: dict[str, Any] = {
-        "name": name_column([e.name for e in host] + [e.name for e in ga.sub]
-                       + [e.name for e in sync.sub]),
-        "domain": name_column([e.cat for e in host] + [e.cat for e in ga.sub]
-                         + ["cuda_sync"] * ns),
+        "name": _text_column([host, ga.sub, sync.sub], "name"),
+        "domain": _text_column([host, ga.sub], "cat", ("cuda_sync", ns)),
         "start": start,
         "end": end,
         "depth": depth,
@@ -128,6 +151,8 @@ def _json_column(raws: list[bytes], n_other: int) -> Any:
 def op_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
     """PyTorch op columns of the host ranges (input shapes and types as compact JSON
     text, External id, Sequence number, Fwd thread id); none when no op has them."""
+    if isinstance(host, ColSub):
+        return _op_fields_cols(host, n_other, provenance)
     args = [e.args for e in host]
     dims = [bytes(a.input_dims) if a is not None else b"" for a in args]
     if not any(dims):
@@ -149,6 +174,52 @@ def op_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str,
     return out
 
 
+def _json_ids(host: ColSub, field: str, n_other: int) -> Any:
+    """``_json_column`` of the raw texts of a field of the scanner's events."""
+    k, v = host.arg(field)
+    ids = np.where(k == RAW, v, -1)
+    uniq, first = np.unique(ids, return_index=True)
+    cats: dict[str, int] = {}
+    lut = np.full(len(uniq), -1, np.int32)
+    for j in np.argsort(first, kind="stable").tolist():
+        rid = int(uniq[j])
+        text = None if rid < 0 else _compact(host.ev.raws[rid])
+        lut[j] = -1 if text is None else cats.setdefault(text, len(cats))
+    codes = lut[np.searchsorted(uniq, ids)] if len(ids) else np.zeros(0, np.int32)
+    return categorical(np.concatenate([codes, np.full(n_other, -1, np.int32)]), list(cats))
+
+
+def _op_fields_cols(host: ColSub, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
+    """``op_fields`` of the scanner's events."""
+    if not (host.arg("input_dims")[0] == RAW).any():
+        return {}
+    out: dict[str, Any] = {"input_dims": _json_ids(host, "input_dims", n_other),
+                           "input_types": _json_ids(host, "input_type", n_other)}
+    for col in ("external_id", "sequence_number", "fwd_thread_id"):
+        k, v = host.arg(col)
+        if ((k == INT) | (k == ABSENT) | (k == JNULL)).all():
+            vals = np.where(k == INT, v, NULL)
+        else:
+            vals = np.array([x if type(x) is int else NULL if x is None else to_int(x)
+                             for x in host.arg_values(col)], dtype=np.int64)
+        arr = opt_array(np.concatenate([vals, np.full(n_other, NULL, np.int64)]),
+                        -(1 << 62), _I62)
+        if arr is not None:
+            out[col] = arr
+    provenance["markers.input_dims"] = ("Kineto cpu_op args 'Input Dims' (and 'Input type'), "
+                                        "as compact JSON text")
+    return out
+
+
+def _no_comm(args: ColSub, fields: tuple[str, ...]) -> bool:
+    """Whether none of the events has any of these args."""
+    for f in fields:
+        k = args.arg(f)[0]
+        if not ((k == ABSENT) | (k == JNULL)).all():
+            return False
+    return True
+
+
 def _group_text(a: Any) -> str | None:
     """The process group of a record_param_comms op: its name, else its ranks."""
     for v in (a.pg_name, a.pg_ranks):
@@ -157,22 +228,53 @@ def _group_text(a: Any) -> str | None:
     return None
 
 
-def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
+_COMM = ("coll_name", "pg_name", "pg_ranks", "seq")
+
+
+def _comm_one(coll: Any, pg_name: Any, pg_ranks: Any, seq: Any, host: bool) -> tuple:
+    """(collective, process group, seq) of one event's args; a host range without a
+    collective name has none of them."""
+    if host and coll is None:
+        return None, None, NULL
+    return (None if coll is None else str(coll),
+            _group_text(SimpleNamespace(pg_name=pg_name, pg_ranks=pg_ranks)),
+            NULL if seq is None else to_int(seq))
+
+
+def _comm_values(src: Any, host: bool) -> tuple[list, list, list]:
+    """``_comm_one`` per event of ``src`` (args, or the scanner's events: once per
+    distinct combination of the four values)."""
+    if isinstance(src, ColSub):
+        cols = [src.arg(f) for f in _COMM]
+        key = np.stack([c for k, v in cols for c in (k.astype(np.int64), v)], axis=1)
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        vals = [src.ev.py_values(uniq[:, 2 * i].astype(np.uint8), uniq[:, 2 * i + 1])
+                for i in range(len(_COMM))]
+        rows = [_comm_one(c, n, r, s, host) for c, n, r, s in zip(*vals)]
+        per = [rows[i] for i in inv.reshape(-1).tolist()]
+    else:
+        per = [(None, None, NULL) if a is None else
+               _comm_one(a.coll_name, a.pg_name, a.pg_ranks, a.seq, host) for a in src]
+    if not per:
+        return [], [], []
+    names, groups, seq = (list(c) for c in zip(*per))
+    return names, groups, seq
+
+
+def comm_fields(host: Any, n_other: int, provenance: dict[str, str]) -> dict[str, Any]:
     """Collective columns of the host ranges (c10d ``record_param_comms`` args
     'Collective name', 'Process Group Name' (else 'Process Group Ranks'), 'Seq');
     none when no op has them."""
-    args = [e.args for e in host]
-    has = [a is not None and a.coll_name is not None for a in args]
-    if not any(has):
+    if isinstance(host, ColSub) and _no_comm(host, ("coll_name",)):
         return {}
-    names = [str(a.coll_name) if h else None for a, h in zip(args, has)]
-    groups = [_group_text(a) if h else None for a, h in zip(args, has)]
+    names, groups, seq = _comm_values(
+        host if isinstance(host, ColSub) else [e.args for e in host], host=True)
+    if all(v is None for v in names):
+        return {}
     pad: list[str | None] = [None] * n_other
-    seq = np.array([to_int(a.seq) if h else NULL for a, h in zip(args, has)]
-                   + [NULL] * n_other, dtype=np.int64)
     out: dict[str, Any] = {"collective": _nullable_names(names + pad),
                            "process_group": _nullable_names(groups + pad)}
-    arr = opt_array(seq, -(1 << 62), _I62)
+    arr = opt_array(np.array(seq + [NULL] * n_other, dtype=np.int64), -(1 << 62), _I62)
     if arr is not None:
         out["collective_seq"] = arr
     provenance["markers.collective"] = ("Kineto record_param_comms args 'Collective name', "
@@ -181,21 +283,21 @@ def comm_fields(host: list, n_other: int, provenance: dict[str, str]) -> dict[st
     return out
 
 
-def kernel_comm_fields(args: list, provenance: dict[str, str]) -> dict[str, Any]:
+def kernel_comm_fields(args: Any, provenance: dict[str, str]) -> dict[str, Any]:
     """Collective columns of the kernels: the args Kineto copies onto a GPU kernel from
     its launching ``record_param_comms`` op (``appendCollectiveArgs`` in pytorch/kineto
     ``libkineto/src/output_json.cpp`` @ 30a9be30ff25177b23755e62db8ebf966f763e4f:
     'Collective name' since 2023-12, 'Process Group Name'/'Ranks' since 2024-03, 'Seq'
     since 2026-03), each column where any kernel has it; none when no kernel has any."""
-    names = [None if a.coll_name is None else str(a.coll_name) for a in args]
-    groups = [_group_text(a) for a in args]
-    seq = np.array([NULL if a.seq is None else to_int(a.seq) for a in args], dtype=np.int64)
+    if isinstance(args, ColSub) and _no_comm(args, _COMM):
+        return {}
+    names, groups, seq = _comm_values(args, host=False)
     out: dict[str, Any] = {}
     if any(v is not None for v in names):
         out["collective"] = _nullable_names(names)
     if any(v is not None for v in groups):
         out["process_group"] = _nullable_names(groups)
-    arr = opt_array(seq, -(1 << 62), _I62)
+    arr = opt_array(np.array(seq, dtype=np.int64), -(1 << 62), _I62)
     if arr is not None:
         out["collective_seq"] = arr
     if out:

@@ -19,9 +19,11 @@ from .columns import (
     NULL,
     args_cols,
     args_of,
+    codes_of,
     corr_from_flows,
     drop_api_rows,
     filtered_table,
+    first_seen,
     name_column,
     opt_array,
     pid_tid,
@@ -33,6 +35,7 @@ from .columns import (
 from .decode import GPU_MARKER_CATS, HOST_MARKER_CATS, Top, canonical_cat
 from .devices import device_table, stream_table, trace_meta, vendor_of
 from .markers import gpu_annotation_side, kernel_comm_fields, marker_table
+from .native import ColEvents, ColSub
 
 __all__ = ["build"]
 
@@ -48,6 +51,7 @@ class _Events:
 
     def __init__(self, top: Top):
         self.evs = top.traceEvents
+        self.n = len(self.evs)
         cats = list(map(_CAT, self.evs))
         self.cat_codes, cat_names = str_codes(cats)
         del cats
@@ -102,8 +106,8 @@ def _api_side(sub: list, base: int, vendor: str | None) -> SimpleNamespace:
     a.pid, a.tid = pid_tid(a.sub)
     a.cols = args_cols(a.args, ("correlation", "stream", "device", "shared", "size", "bytes")
                         if vendor == "AMD" else ("correlation", "stream", "device"))
-    a.dom_codes, a.dom = str_codes(list(map(_CAT, a.sub)))
-    a.name_codes, a.name_cats = str_codes(list(map(_NAME, a.sub)))
+    a.dom_codes, a.dom = codes_of(a.sub, "cat")
+    a.name_codes, a.name_cats = codes_of(a.sub, "name")
     a.corr = a.cols["correlation"]
     a.stream = np.where(a.cols["stream"] == 0xFFFFFFFF, NULL, a.cols["stream"])
     return a
@@ -200,7 +204,7 @@ def _kernel_table(path: Path, k: SimpleNamespace, a: SimpleNamespace, vendor: st
     gx, block = _grid(k, a, vendor, provenance)
     kc = k.cols
     k_cols: dict[str, Any] = {
-        "name": name_column(list(map(_NAME, k.sub))),
+        "name": categorical(*codes_of(k.sub, "name")),
         "device": k.dev,
         "start": k.start,
         "end": k.end,
@@ -240,17 +244,31 @@ def _kernel_table(path: Path, k: SimpleNamespace, a: SimpleNamespace, vendor: st
     return filtered_table("kernels", k_cols, keep, len(k.sub))
 
 
-def _copy_direction(e, a) -> str:
-    if e.cat == "gpu_memset":
+def _copy_direction(cat: Any, name: Any, kind: Any) -> str:
+    if cat == "gpu_memset":
         return "memset"
-    d = copy_direction(e.name, None)
-    if d is None and isinstance(a.kind, str) and a.kind in _COPY_KINDS:
-        d = a.kind
+    d = copy_direction(name, None)
+    if d is None and isinstance(kind, str) and kind in _COPY_KINDS:
+        d = kind
     return d if d in _COPY_KINDS else "other"
 
 
+def _directions(c: SimpleNamespace) -> Any:
+    """The direction column of the copies (once per distinct category, name, kind)."""
+    if not isinstance(c.sub, ColSub):
+        return name_column(list(map(_copy_direction, map(_CAT, c.sub), map(_NAME, c.sub),
+                                    (x.kind for x in c.args))))
+    ev, (kk, kv) = c.sub.ev, c.sub.arg("kind")
+    key = np.stack([c.sub.ids("cat"), c.sub.ids("name"), kk, kv], axis=1).astype(np.int64)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    kinds = ev.py_values(uniq[:, 2].astype(np.uint8), uniq[:, 3])
+    texts = [_copy_direction(ev.strings[a], ev.strings[b], k)
+             for (a, b), k in zip(uniq[:, :2].tolist(), kinds)]
+    ids = np.array([ev.string_id(t) for t in texts], np.int32)
+    return categorical(*first_seen(ids[inv.reshape(-1)], ev.strings))
+
+
 def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, str]):
-    directions = [_copy_direction(e, x) for e, x in zip(c.sub, c.args)]
     cc = c.cols
     if a.n and len(c.sub):
         # AMD: the copy's bytes may only be on the runtime call (args.size)
@@ -265,10 +283,10 @@ def _copy_table(c: SimpleNamespace, a: SimpleNamespace, provenance: dict[str, st
     else:
         c_bytes = cc["bytes"]
     c_cols: dict[str, Any] = {
-        "direction": name_column(directions),
+        "direction": _directions(c),
         "start": c.start,
         "end": c.end,
-        "name": name_column(list(map(_NAME, c.sub))),
+        "name": categorical(*codes_of(c.sub, "name")),
         "bytes": opt_array(c_bytes, 0, _I62),
         "device": opt_array(c.dev, 0, 32767),
         "stream": opt_array(c.stream, -(1 << 31), _I31),
@@ -317,7 +335,7 @@ def _correlate(ev: _Events, base: int, k, c, a, provenance: dict[str, str]) -> N
         provenance["correlation_id"] = "args.correlation"
 
 
-def _diagnose(path: Path, ev: _Events, n_kernels: int, n_calls: int, props: list,
+def _diagnose(path: Path, ev: _Events | ColEvents, n_kernels: int, n_calls: int, props: list,
               proc_labels: dict[int, str], ctx: SimpleNamespace) -> None:
     """Say which category spellings were read, and warn when a trace with GPUs or
     runtime calls gave no kernel (a category spelling hipscope does not know?)."""
@@ -339,6 +357,11 @@ def _diagnose(path: Path, ev: _Events, n_kernels: int, n_calls: int, props: list
 def _names_by_device(k: SimpleNamespace) -> dict[int, set[str]]:
     """Distinct kernel names per Kineto GPU id."""
     out: dict[int, set[str]] = {}
+    if isinstance(k.sub, ColSub):
+        pairs = np.unique(np.stack([k.dev_raw, k.sub.ids("name")]), axis=1)
+        for d, i in pairs.T.tolist():
+            out.setdefault(d, set()).add(k.sub.ev.strings[i])
+        return out
     for e, d in zip(k.sub, k.dev_raw.tolist()):
         if isinstance(e.name, str):
             out.setdefault(d, set()).add(e.name)
@@ -364,11 +387,12 @@ def _base_ns(path: Path, top: Top, warnings: list[str]) -> int:
 
 
 def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
-          progress, cancelled) -> Trace:
-    """The trace of a decoded Kineto file."""
+          progress, cancelled, events: ColEvents | None = None) -> Trace:
+    """The trace of a decoded Kineto file (its events from ``top``, or the scanner's
+    ``events``)."""
     base = _base_ns(path, top, warnings)
     ctx = SimpleNamespace(provenance={}, warnings=warnings, dropped=dropped)
-    ev = _Events(top)
+    ev = _Events(top) if events is None else events
     proc_labels, thread_names = _process_names(ev)
     check_cancel(cancelled)
     props = top.deviceProperties if isinstance(top.deviceProperties, list) else []
@@ -418,7 +442,7 @@ def build(path: Path, top: Top, warnings: list[str], dropped: dict[str, int],
                        np.concatenate([k.dev_raw, c.dev_raw]), thread_names)
     _diagnose(path, ev, len(k.sub), a.n, props, proc_labels, ctx)
     meta = trace_meta(path, top, base, vendor, a.pid, proc_labels, warnings, dropped,
-                 ctx.provenance, len(ev.evs))
+                 ctx.provenance, ev.n)
     if idle:
         meta["devices_without_events"] = idle
     progress(1.0)
