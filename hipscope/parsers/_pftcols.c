@@ -5,6 +5,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 
 /* ann_ints(dicts, keys, defaults) -> (columns, exact): columns[j][i] = dicts[i].get(
    keys[j], defaults[j]); exact[j] is False where a value is neither an exact int nor
@@ -48,6 +49,69 @@ fail:
     Py_XDECREF(cols);
     Py_XDECREF(exact);
     return NULL;
+}
+
+/* place_ints(idx, kind, val, slot, v, ok, given) -> (placed, flags): proto.ann_as_int
+   of one annotation name's entries (idx: slice, kind, raw value) written at v/ok/given
+   [slot[idx]] where slot >= 0, in one pass (pftrace/colann.py). flags: 1 string values
+   (Python converts those), 2 an unsigned value beyond int64, 4 a finite double beyond
+   int64 -- 2 and 4 over every entry, placed or not (the column tables decline) */
+PyObject *pft_place_ints(PyObject *self, PyObject *args)
+{
+    Py_buffer b[7];
+    memset(b, 0, sizeof(b));
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                          &b[6]))
+        return NULL;
+    Py_ssize_t n = b[0].len / 4, nslot = b[3].len / 8, nout = b[4].len / 8;
+    PyObject *out = NULL;
+    if (b[1].len != n || b[2].len != n * 8 || b[5].len != nout || b[6].len != nout) {
+        PyErr_SetString(PyExc_ValueError, "place_ints: buffer sizes differ");
+        goto done;
+    }
+    const uint32_t *idx = b[0].buf;
+    const uint8_t *kind = b[1].buf;
+    const uint64_t *val = b[2].buf;
+    const int64_t *slot = b[3].buf;
+    int64_t *v = b[4].buf;
+    uint8_t *ok = b[5].buf, *given = b[6].buf;
+    Py_ssize_t placed = 0;
+    int flags = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t k = kind[i];
+        int64_t x = 0;
+        uint8_t good = 0;
+        switch (k) {
+        case 1: case 3: x = (int64_t)val[i]; good = 1; break; /* bool (0/1), int */
+        case 2: case 6: /* uint, pointer */
+            if (val[i] >> 63) flags |= 2;
+            x = (int64_t)val[i]; good = 1; break;
+        case 4: {
+            double d;
+            memcpy(&d, &val[i], 8);
+            if (isfinite(d)) {
+                if (fabs(d) >= 9223372036854775808.0) flags |= 4;
+                else { x = (int64_t)nearbyint(d); good = 1; }
+            }
+            break;
+        }
+        case 5: flags |= 1; break;
+        default: break;
+        }
+        if ((size_t)idx[i] >= (size_t)nslot) {
+            PyErr_SetString(PyExc_IndexError, "place_ints: slice index beyond slot");
+            goto done;
+        }
+        int64_t s = slot[idx[i]];
+        if (s < 0) continue;
+        if (s >= nout) { PyErr_SetString(PyExc_IndexError, "place_ints: slot beyond out"); goto done; }
+        v[s] = x; ok[s] = good; given[s] = 1;
+        placed++;
+    }
+    out = Py_BuildValue("(ni)", placed, flags);
+done:
+    for (int j = 0; j < 7; j++) if (b[j].obj) PyBuffer_Release(&b[j]);
+    return out;
 }
 
 /* ------------------------------------------------------------------ the column walk

@@ -497,10 +497,13 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
 
 /* _pftcols.c: integer annotation columns of many dicts, for pftrace/tables.py */
 PyObject *pft_ann_ints(PyObject *self, PyObject *args);
+PyObject *pft_place_ints(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"ann_ints", pft_ann_ints, METH_VARARGS,
      "ann_ints(dicts, keys, defaults) -> (columns, exact)"},
+    {"place_ints", pft_place_ints, METH_VARARGS,
+     "place_ints(idx, kind, val, slot, v, ok, given) -> (placed, flags)"},
     {"walk", py_walk, METH_VARARGS,
      "walk(data, data_oneof_bitmap, primary_clock, tick, columns=False) -> the walk's "
      "results (records, or columns), or None"},

@@ -1,5 +1,6 @@
 """Annotation columns of the column walk: one debug-annotation name over many slices as
-numpy (kind, value), and ``ann_as_int`` of it done on arrays, with a validity mask."""
+numpy (kind, value), and ``ann_as_int`` of it placed on a table's slices by the C extension
+(``_pftscan.place_ints``), with a validity mask."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_PTR, V_STR, V_UINT, Declined
+from .fast import _pftscan
 from .proto import ann_as_int
 
 
@@ -41,12 +43,10 @@ class AnnCols:
     def __init__(self, c: Any) -> None:
         self.c = c
         self._slots: dict = {}
-        self._conv: dict[str, IntCol] = {}
 
     def clear(self) -> None:
         """Forget the kept maps and conversions (memory for what follows)."""
         self._slots.clear()
-        self._conv.clear()
 
     def _slot_of(self, pos: np.ndarray) -> np.ndarray:
         """Slice index -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
@@ -104,21 +104,37 @@ class AnnCols:
         return out
 
     def _ints(self, pos: np.ndarray, name: str) -> tuple[IntCol, np.ndarray | None]:
-        """``ann_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere);
-        converted once per name, over all its entries."""
+        """``ann_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere),
+        in one pass of the C extension over the name's entries."""
         col = self._col(name)
-        if col is None or not len(pos):
-            z = np.zeros(len(pos), dtype=bool)
-            return IntCol(np.zeros(len(pos), dtype=np.int64), z), z
-        conv = self._conv.get(name)
-        if conv is None:
-            conv = self._conv[name] = as_int(self.c, col[1], col[2])
-        if self._plan(pos, col[0])[2]:
-            v, ok = self._place(pos, col[0], conv.v, conv.ok)
-            return IntCol(v, ok), None
-        v, ok, given = self._place(pos, col[0], conv.v, conv.ok,
-                                   np.ones(len(col[0]), dtype=bool))
-        return IntCol(v, ok), given
+        n = len(pos)
+        if col is None or not n:
+            z = np.zeros(n, dtype=bool)
+            return IntCol(np.zeros(n, dtype=np.int64), z), z
+        idx, kind, val = col[0], col[1], col[2]
+        v, ok, given = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool)
+        placed, flags = _pftscan.place_ints(idx, kind, val, self._slot_of(pos), v, ok, given)
+        if flags & 2:
+            raise Declined("an unsigned annotation beyond int64")
+        if flags & 4:
+            raise Declined("a double annotation beyond int64")
+        if flags & 1:
+            self._strings_at(self._slot_of(pos), idx, kind, val, v, ok)
+        return IntCol(v, ok), None if placed == n else given
+
+    def _strings_at(self, slot, idx, kind, val, v, ok) -> None:
+        """``ann_as_int`` of the string entries of a name (each distinct text once, every
+        entry checked), written where ``slot`` places them."""
+        st = np.flatnonzero(kind == V_STR)
+        u, inv = np.unique(val[st], return_inverse=True)
+        got = [ann_as_int(self.c.strings[int(x)]) for x in u.tolist()]
+        if any(g is not None and not -_I64 <= g < _I64 for g in got):
+            raise Declined("a string annotation beyond int64")
+        s = slot[idx[st]]
+        at = s >= 0
+        gv = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]
+        gok = np.array([g is not None for g in got], dtype=bool)[inv]
+        v[s[at]], ok[s[at]] = gv[at], gok[at]
 
     def ints(self, pos: np.ndarray, name: str) -> IntCol:
         """``ann_as_int`` of ``name`` (null where absent or not an integer)."""
@@ -181,38 +197,6 @@ def key_of(*cols: np.ndarray) -> np.ndarray:
         key = key * n + codes
         span *= n
     return key
-
-
-_INTS = np.zeros(256, dtype=bool)
-_INTS[[V_BOOL, V_INT, V_UINT, V_PTR]] = True
-
-
-def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
-    """``proto.ann_as_int`` of annotation values, vectorised; Declined beyond int64."""
-    if len(kind) and np.bincount(kind, minlength=8)[V_INT] == len(kind):
-        return IntCol(val.view(np.int64), np.ones(len(kind), dtype=bool))  # all ints
-    v = val.view(np.int64).copy()
-    ok = _INTS[kind]
-    if np.any(((kind == V_UINT) | (kind == V_PTR)) & (val >= np.uint64(_I64))):
-        raise Declined("an unsigned annotation beyond int64")
-    dbl = kind == V_DOUBLE
-    if dbl.any():
-        d = val[dbl].view(np.float64)
-        fin = np.isfinite(d)
-        if np.any(np.abs(d[fin]) >= 2.0 ** 63):
-            raise Declined("a double annotation beyond int64")
-        v[dbl] = np.where(fin, np.rint(np.where(fin, d, 0)), 0).astype(np.int64)
-        ok[dbl] = fin
-    st = kind == V_STR
-    if st.any():
-        u, inv = np.unique(val[st], return_inverse=True)
-        got = [ann_as_int(c.strings[int(x)]) for x in u.tolist()]
-        if any(g is not None and not -_I64 <= g < _I64 for g in got):
-            raise Declined("a string annotation beyond int64")
-        v[st] = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]
-        ok[st] = np.array([g is not None for g in got], dtype=bool)[inv]
-    v[~ok] = 0
-    return IntCol(v, ok)
 
 
 def track_cols(b, tracks: np.ndarray) -> dict[str, IntCol]:
