@@ -44,8 +44,38 @@ from .colread import read_columns
 from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
+from .wire import SNIFF_FIELDS, packet_fields
 
 __all__ = ["PftraceReader", "scan_packets"]
+
+
+def _wire_good(head: bytes, ranges: list) -> int | None:
+    """How many of the packets ``ranges`` carry a field of a Perfetto trace (read as wire
+    format, no protobuf import); None where one is not plain wire format."""
+    good = 0
+    for a, b in ranges:
+        got = packet_fields(head, a, b)
+        if got is None:
+            return None
+        good += not got.isdisjoint(SNIFF_FIELDS)
+    return good
+
+
+def _protobuf_good(head: bytes, ranges: list) -> int | None:
+    """:func:`_wire_good` with the protobuf classes (None: a packet does not decode)."""
+    pb2 = perfetto_pb2()
+    good = 0
+    for a, b in ranges:
+        try:
+            pkt = pb2.TracePacket.FromString(head[a:b])
+        except Exception:  # noqa: BLE001 - any decode failure means "not mine"
+            return None
+        if (pkt.HasField("track_event") or pkt.HasField("track_descriptor")
+                or pkt.HasField("interned_data") or pkt.HasField("clock_snapshot")
+                or pkt.HasField("trace_config") or pkt.HasField("trace_packet_defaults")
+                or pkt.HasField("process_tree") or pkt.HasField("trace_stats")):
+            good += 1
+    return good
 
 
 @register
@@ -79,19 +109,12 @@ class PftraceReader:
         if p + length > len(head):
             # first packet bigger than the head: framing fits, content unchecked
             return 0.6 if ext else 0.2
-        pb2 = perfetto_pb2()
         ranges, _, _ = scan_packets(head)
-        good = 0
-        for a, b in ranges[:64]:
-            try:
-                pkt = pb2.TracePacket.FromString(head[a:b])
-            except Exception:  # noqa: BLE001 - any decode failure means "not mine"
-                return 0.0
-            if (pkt.HasField("track_event") or pkt.HasField("track_descriptor")
-                    or pkt.HasField("interned_data") or pkt.HasField("clock_snapshot")
-                    or pkt.HasField("trace_config") or pkt.HasField("trace_packet_defaults")
-                    or pkt.HasField("process_tree") or pkt.HasField("trace_stats")):
-                good += 1
+        good = _wire_good(head, ranges[:64])
+        if good is None:
+            good = _protobuf_good(head, ranges[:64])
+        if good is None:
+            return 0.0
         if not good:
             return 0.3 if ext else 0.0
         return 0.95 if ext else 0.8

@@ -15,9 +15,8 @@ from collections import defaultdict
 import numpy as np
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
-from .fast import PROBLEMS, _pftscan, available, data_oneof
-from .proto import perfetto_pb2
-from .walk import Walk, track_descriptor_of
+from .fast import PROBLEMS, _pftscan, available, data_oneof, read_tracks
+from .walk import Walk
 
 # mirrors SliceRec / AnnRec in _pftscan.h
 SLICE = np.dtype([("track", "<u8"), ("t0", "<i8"), ("t1", "<i8"), ("name", "<u4"),
@@ -138,11 +137,7 @@ def walk_columns(data: bytes, progress: ProgressFn = no_progress,
         return None
     n, used, problem, bad = got[:4]
     cols = Columns(got[4:])
-    track_desc = perfetto_pb2().TrackDescriptor
-    try:
-        for a, ln in cols.descs:
-            track_descriptor_of(track_desc.FromString(data[a:a + ln]), cols.tracks)
-    except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
+    if not read_tracks(data, cols.descs, cols.tracks):
         return None
     text = PROBLEMS.get(problem) if problem != 2 else \
         f"tag byte 0x{bad:02x} (field {bad >> 3}, wire type {bad & 7})"
