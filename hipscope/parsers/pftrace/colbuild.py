@@ -326,8 +326,8 @@ class ColBuilder(Builder):
         for name, vals in cols.items():
             col = SPECS[spec].by_name[name]
             if isinstance(vals, IntCol):
-                vals = fit_int(from_numpy(vals.v.astype(np.int64, copy=False), ~vals.ok),
-                               col.type.to_pandas_dtype(), f"{spec}.{name}", self.warnings)
+                vals = _int_array(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
+                                  self.warnings)
             elif pa.types.is_integer(col.type) and name not in ("start", "end"):
                 vals = int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
                                    self.warnings)
@@ -376,6 +376,16 @@ class ColBuilder(Builder):
 
 
 _NONE = np.iinfo(np.int64).min  # stands for null in the correlation arrays
+
+
+def _int_array(c: IntCol, dtype, what: str, warnings: list[str]) -> Any:
+    """An IntCol as a pyarrow array of ``dtype``: a numpy cast where every value fits
+    (null slots too), else :func:`.proto.fit_int` (nulls out what does not, counted)."""
+    v = c.v.astype(np.int64, copy=False)
+    info = np.iinfo(dtype)
+    if not len(v) or (int(v.min()) >= info.min and int(v.max()) <= info.max):
+        return from_numpy(v.astype(dtype, copy=False), ~c.ok)
+    return fit_int(from_numpy(v, ~c.ok), dtype, what, warnings)
 
 
 def _icol(vals) -> IntCol:

@@ -106,7 +106,7 @@ class Columns:
             for c, o in conv.items():
                 off[c] = o
             start, end = (_shift(t, off[sl[c][keep]]) for t, c in ((start, "c0"), (end, "c1")))
-        order = np.lexsort((keep, start))
+        order = np.argsort(start, kind="stable")  # ties: by begin order (keep ascends)
         self.rows = keep[order]
         self.start, self.end = start[order], end[order]
         return clock_name
