@@ -53,19 +53,24 @@ fail:
 
 /* place_ints(idx, kind, val, slot, v, ok, given) -> (placed, flags): proto.ann_as_int
    of one annotation name's entries (idx: slice, kind, raw value) written at v/ok/given
-   [slot[idx]] where slot >= 0, in one pass (pftrace/colann.py). flags: 1 string values
+   [slot[idx]] where slot >= 0, in one pass without the GIL (pftrace/colann.py; given
+   may be None). flags: 1 string values
    (Python converts those), 2 an unsigned value beyond int64, 4 a finite double beyond
    int64 -- 2 and 4 over every entry, placed or not (the column tables decline) */
 PyObject *pft_place_ints(PyObject *self, PyObject *args)
 {
     Py_buffer b[7];
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                          &b[6]))
+    PyObject *given_obj;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*O", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                          &given_obj))
         return NULL;
     Py_ssize_t n = b[0].len / 4, nslot = b[3].len / 8, nout = b[4].len / 8;
     PyObject *out = NULL;
-    if (b[1].len != n || b[2].len != n * 8 || b[5].len != nout || b[6].len != nout) {
+    if (given_obj != Py_None && PyObject_GetBuffer(given_obj, &b[6], PyBUF_WRITABLE) < 0)
+        goto done;
+    if (b[1].len != n || b[2].len != n * 8 || b[5].len != nout ||
+        (given_obj != Py_None && b[6].len != nout)) {
         PyErr_SetString(PyExc_ValueError, "place_ints: buffer sizes differ");
         goto done;
     }
@@ -74,9 +79,11 @@ PyObject *pft_place_ints(PyObject *self, PyObject *args)
     const uint64_t *val = b[2].buf;
     const int64_t *slot = b[3].buf;
     int64_t *v = b[4].buf;
-    uint8_t *ok = b[5].buf, *given = b[6].buf;
+    uint8_t *ok = b[5].buf, *given = given_obj != Py_None ? b[6].buf : NULL;
     Py_ssize_t placed = 0;
-    int flags = 0;
+    int flags = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS /* numpy buffers of the caller's: the tables' other columns
+                              are built meanwhile */
     for (Py_ssize_t i = 0; i < n; i++) {
         uint8_t k = kind[i];
         int64_t x = 0;
@@ -98,15 +105,18 @@ PyObject *pft_place_ints(PyObject *self, PyObject *args)
         case 5: flags |= 1; break;
         default: break;
         }
-        if ((size_t)idx[i] >= (size_t)nslot) {
-            PyErr_SetString(PyExc_IndexError, "place_ints: slice index beyond slot");
-            goto done;
-        }
+        if ((size_t)idx[i] >= (size_t)nslot) { bad = 1; break; }
         int64_t s = slot[idx[i]];
         if (s < 0) continue;
-        if (s >= nout) { PyErr_SetString(PyExc_IndexError, "place_ints: slot beyond out"); goto done; }
-        v[s] = x; ok[s] = good; given[s] = 1;
+        if (s >= nout) { bad = 1; break; }
+        v[s] = x; ok[s] = good;
+        if (given) given[s] = 1;
         placed++;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "place_ints: a slice or slot out of range");
+        goto done;
     }
     out = Py_BuildValue("(ni)", placed, flags);
 done:

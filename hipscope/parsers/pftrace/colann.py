@@ -103,16 +103,18 @@ class AnnCols:
             out.append(cm)
         return out
 
-    def _ints(self, pos: np.ndarray, name: str) -> tuple[IntCol, np.ndarray | None]:
-        """``ann_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere),
-        in one pass of the C extension over the name's entries."""
+    def _ints(self, pos: np.ndarray, name: str, where: bool = False
+              ) -> tuple[IntCol, np.ndarray | None]:
+        """``ann_as_int`` of ``name`` at ``pos`` and (``where``) where it is given (None:
+        everywhere), in one pass of the C extension over the name's entries."""
         col = self._col(name)
         n = len(pos)
         if col is None or not n:
             z = np.zeros(n, dtype=bool)
             return IntCol(np.zeros(n, dtype=np.int64), z), z
         idx, kind, val = col[0], col[1], col[2]
-        v, ok, given = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool)
+        v, ok = np.zeros(n, np.int64), np.zeros(n, bool)
+        given = np.zeros(n, bool) if where else None
         placed, flags = _pftscan.place_ints(idx, kind, val, self._slot_of(pos), v, ok, given)
         if flags & 2:
             raise Declined("an unsigned annotation beyond int64")
@@ -149,7 +151,7 @@ class AnnCols:
 
     def pid(self, pos: np.ndarray, track: IntCol) -> IntCol:
         """The pid annotation where given (even a null one), else the track's."""
-        a, given = self._ints(pos, "pid")
+        a, given = self._ints(pos, "pid", True)
         if given is None:
             return a
         return IntCol(np.where(given, a.v, track.v), np.where(given, a.ok, track.ok))

@@ -444,14 +444,37 @@ class DevList:
         return len(self.inv)
 
 
+def both(first, second) -> None:
+    """``first()`` on a thread while ``second()`` runs here: the two tables' columns are
+    numpy and C passes that release the GIL (two cores where there are). What either
+    raises (Declined) is raised here, once both are done."""
+    import threading
+
+    err: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            first()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            err.append(exc)
+
+    t = threading.Thread(target=run, name="pftrace-columns", daemon=True)
+    t.start()
+    try:
+        second()
+    finally:
+        t.join()
+    if err:
+        raise err[0]
+
+
 def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: list[str],
                   dropped: dict, n_packets: int, progress) -> Trace:
     """The Trace :func:`.tables.build` makes, from the column walk."""
     b = ColBuilder(name, path, cols, warnings, dropped)
     progress(0.9)
     b.devices()
-    b.api_cols()
-    b.kernel_cols()
+    both(b.api_cols, b.kernel_cols)
     b.ac.clear()
     k_api, k_by_flow = b.link(b.kern)
     b.copy_cols()
