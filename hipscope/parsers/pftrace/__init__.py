@@ -26,6 +26,8 @@ the protobuf classes shipped in the ``perfetto`` package
 
 from __future__ import annotations
 
+import mmap
+import os
 from pathlib import Path
 
 from ...model import Trace
@@ -41,12 +43,27 @@ from ..base import (
 )
 from .proto import EXTENSIONS, perfetto_pb2, read_varint, scan_packets
 from .colread import read_columns
+from .fast import available
 from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
 from .wire import SNIFF_FIELDS, packet_fields
 
 __all__ = ["PftraceReader", "scan_packets"]
+
+
+def _mapped(path: Path) -> mmap.mmap | None:
+    """A read-only memory map of a plain (not gzip), non-empty file where the C walk is
+    there to read it in place (no copy of the whole file into the heap); else None."""
+    if not available() or is_gzip(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return None
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None  # read_input says what is wrong with the file
 
 
 def _wire_good(head: bytes, ranges: list) -> int | None:
@@ -136,7 +153,9 @@ class PftraceReader:
         """The column walk and numpy tables, else the record walk (C, else protobuf)."""
         warnings: list[str] = []
         dropped: dict[str, int] = {}
-        data = read_input(path, warnings)
+        data = _mapped(path)
+        if data is None:
+            data = read_input(path, warnings)
         if not data:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
