@@ -244,6 +244,16 @@ static NameCol *name_col(Cols *cl, uint32_t name)
     return cl->nc[name];
 }
 
+/* room for one more entry in each of a name's four arrays (always the same length) */
+static int nc_grow(NameCol *nc)
+{
+    size_t n = nc->idx_n;
+    return grow((void **)&nc->idx, &nc->idx_cap, n, 4) &&
+           grow((void **)&nc->val, &nc->val_cap, n, 8) &&
+           grow((void **)&nc->kind, &nc->kind_cap, n, 1) &&
+           grow((void **)&nc->pos, &nc->pos_cap, n, 2);
+}
+
 static int col_anns(Cols *cl, Ctx *c, Seq *s, const Pkt *k, int64_t empty, uint32_t idx)
 {
     uint32_t j = 0;
@@ -267,13 +277,12 @@ static int col_anns(Cols *cl, Ctx *c, Seq *s, const Pkt *k, int64_t empty, uint3
         else if (kind < V_BOOL || kind > V_PTR) { kind = V_NULL; val = 0; }
         NameCol *nc = name_col(cl, (uint32_t)name);
         if (!nc || j > 0xFFFF) return -1;
-        if (nc->idx_n && nc->idx[nc->idx_n - 1] == idx) nc->dup = 1;
-        uint32_t *pi = PUSH(nc, idx);
-        uint64_t *pv = PUSH(nc, val);
-        uint8_t *pk = PUSH(nc, kind);
-        uint16_t *pp = PUSH(nc, pos);
-        if (!pi || !pv || !pk || !pp) return -1;
-        *pi = idx; *pv = val; *pk = kind; *pp = (uint16_t)j++;
+        size_t n = nc->idx_n;
+        if (n && nc->last == idx) nc->dup = 1;
+        if (n == nc->idx_cap && !nc_grow(nc)) return -1; /* the four grow in step */
+        nc->idx[n] = idx; nc->val[n] = val; nc->kind[n] = kind; nc->pos[n] = (uint16_t)j++;
+        nc->idx_n = nc->val_n = nc->kind_n = nc->pos_n = n + 1;
+        nc->last = idx;
     }
     return j;
 }

@@ -104,6 +104,7 @@ typedef struct {
 /* the annotations of one name over the slices, in slice order */
 typedef struct {
     VEC(uint32_t, idx) VEC(uint64_t, val) VEC(uint8_t, kind) VEC(uint16_t, pos)
+    uint32_t last; /* idx of the last entry */
     uint8_t dup; /* the name twice on one slice */
 } NameCol;
 typedef struct { Span s; uint32_t hash; uint8_t mode; } Str;
