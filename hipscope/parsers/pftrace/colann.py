@@ -162,19 +162,16 @@ _I64 = 1 << 63
 
 def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, first): equal values get equal codes, numbered in the order they first
-    appear; ``first[c]`` is where code c first appears. Hashed (pyarrow), no sort."""
-    import pyarrow.compute as pc
-
-    from ...model.table import from_numpy, to_numpy
-
+    appear; ``first[c]`` is where code c first appears. Hashed in C, no sort."""
     if not len(a):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # from_numpy / to_numpy: pyarrow's own conversions import pandas (~1 s)
-    codes = to_numpy(pc.dictionary_encode(from_numpy(a)).indices).astype(np.int64)
-    new = np.empty(len(codes), dtype=bool)
-    new[0] = True
-    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
-    return codes, np.flatnonzero(new)
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"factorize of {a.dtype}")
+    a = a.view(np.int64) if a.dtype.itemsize == 8 else a.astype(np.int64)
+    codes, first = np.empty(len(a), np.int64), np.empty(len(a), np.int64)
+    k = _pftscan.factorize(a, codes, first)
+    return codes, first[:k].copy()
 
 
 def key_of(*cols: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from ...model.table import from_numpy, string_array
 from .._common import devices_table
 from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
+from .fast import _pftscan
 from .proto import (
     API_CATEGORIES,
     IGNORED_CATEGORIES,
@@ -203,12 +204,12 @@ class ColBuilder(Builder):
 
     def _flows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The flow ids of slices ``rows`` flattened, and the position of each's slice."""
-        sl = self.cols.sl
-        n = sl["flow_n"][rows].astype(np.int64)
-        owner = np.repeat(np.arange(len(rows)), n)
-        idx = np.repeat(sl["flow_lo"][rows].astype(np.int64) - np.cumsum(n) + n, n) + \
-            np.arange(int(n.sum()))
-        return self.cols.flows[idx], owner
+        c = self.cols
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        total = int(c.sl["flow_n"][rows].sum(dtype=np.int64))
+        fv, owner = np.empty(total, np.uint64), np.empty(total, np.int64)
+        _pftscan.flows(c.sl, rows, c.flows, fv, owner)
+        return fv, owner
 
     def link(self, rows) -> tuple[Any, int]:
         if isinstance(rows, list):  # copies: their records
