@@ -176,9 +176,7 @@ class ColBuilder(Builder):
         a_cols["correlation_id"] = self.ac.ints(pos, "corr_id")
         a_cols["stream"] = self.ac.ints(pos, "stream_ID")
         a_cols["device"] = self._dev_index(self.a_dev)
-        fv, fo = self._flows(rows)
-        self.api_fv, first = np.unique(fv, return_index=True)
-        self.api_fj = fo[first]
+        self.api_fv, self.api_fo = self._flows(rows)  # in API order: owners ascend
         self.a_cols = a_cols
 
     def _domains(self, sl: dict[str, np.ndarray]) -> Any:
@@ -220,12 +218,14 @@ class ColBuilder(Builder):
             fv, fo = self._flows(self.cols.rows[rows])
             n = len(rows)
         out = np.full(n, -1, dtype=np.int64)
-        if len(fv) and len(self.api_fv):
-            i = np.minimum(np.searchsorted(self.api_fv, fv), len(self.api_fv) - 1)
-            hit = self.api_fv[i] == fv
+        na = len(self.api_fv)
+        if len(fv) and na:  # where each flow id first appears among the API calls'
+            codes, first = factorize(np.concatenate([self.api_fv, fv]))
+            at = first[codes[na:]]
+            hit = at < na
             fh = fo[hit]  # owners ascending: the first hit of each owner
-            first = np.flatnonzero(np.r_[True, fh[1:] != fh[:-1]]) if len(fh) else fh
-            out[fh[first]] = self.api_fj[i[hit][first]]
+            once = np.flatnonzero(np.r_[True, fh[1:] != fh[:-1]]) if len(fh) else fh
+            out[fh[once]] = self.api_fo[at[hit][once]]
         return out, int((out >= 0).sum())
 
     def link_by_corr(self, k_api, c_api) -> int:
@@ -373,7 +373,8 @@ class ColBuilder(Builder):
         got = [_icol(t["pid"]) for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
                if "pid" in t]
         col = _cat(got) if got else IntCol(np.zeros(0, np.int64), np.zeros(0, bool))
-        return np.unique(col.v[col.ok]).tolist()
+        vals = col.v[col.ok]
+        return sorted(vals[factorize(vals)[1]].tolist())
 
 
 _NONE = np.iinfo(np.int64).min  # stands for null in the correlation arrays
