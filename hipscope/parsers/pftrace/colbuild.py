@@ -12,9 +12,19 @@ from typing import Any
 import numpy as np
 
 from ...model import Trace, build_table
-from ...model.table import from_numpy, string_array
 from .._common import devices_table
 from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
+from .colutil import (
+    NULL_INT,
+    DevList,
+    both,
+    cat_cols,
+    dict_array,
+    filled,
+    first_seen,
+    icol,
+    int_array,
+)
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
 from .fast import _pftscan
 from .proto import (
@@ -22,7 +32,6 @@ from .proto import (
     IGNORED_CATEGORIES,
     KERNEL_KNOWN,
     api_domain,
-    fit_int,
     int_column,
 )
 from .tables import KERNEL_ANNS, PRODUCT_ANNS, Builder
@@ -231,19 +240,19 @@ class ColBuilder(Builder):
     def link_by_corr(self, k_api, c_api) -> int:
         from ...model import link_by_correlation
 
-        api_corr = _filled(self.a_cols["correlation_id"])
-        api_pid = _filled(self.a_cols["pid"])
+        api_corr = filled(self.a_cols["correlation_id"])
+        api_pid = filled(self.a_cols["pid"])
         by_corr = 0
         for cols, links in ((self.k_cols, k_api), (self.c_cols, c_api)):
             if not len(links) or not len(api_corr):
                 continue
-            corr, pid = _filled(cols["correlation_id"]), _filled(cols["pid"])
-            need = np.flatnonzero((links < 0) & (corr != _NONE))
+            corr, pid = filled(cols["correlation_id"]), filled(cols["pid"])
+            need = np.flatnonzero((links < 0) & (corr != NULL_INT))
             if not len(need) or not len(api_corr):
                 continue
-            hit = link_by_correlation(corr[need], np.where(pid[need] == _NONE, -1, pid[need]),
-                                      np.where(api_corr == _NONE, -2, api_corr),
-                                      np.where(api_pid == _NONE, -1, api_pid))
+            hit = link_by_correlation(corr[need], np.where(pid[need] == NULL_INT, -1, pid[need]),
+                                      np.where(api_corr == NULL_INT, -2, api_corr),
+                                      np.where(api_pid == NULL_INT, -1, api_pid))
             ok = hit >= 0
             links[need[ok]] = hit[ok]
             by_corr += int(ok.sum())
@@ -327,7 +336,7 @@ class ColBuilder(Builder):
         for name, vals in cols.items():
             col = SPECS[spec].by_name[name]
             if isinstance(vals, IntCol):
-                vals = _int_array(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
+                vals = int_array(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
                                   self.warnings)
             elif pa.types.is_integer(col.type) and name not in ("start", "end"):
                 vals = int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
@@ -339,11 +348,11 @@ class ColBuilder(Builder):
         from ...model.schema import SPECS
 
         k = self.k_cols
-        d, q = _icol(k["device"]), _icol(k["queue"])
+        d, q = icol(k["device"]), icol(k["queue"])
         both = np.flatnonzero(d.ok & q.ok)
-        pairs = _first_seen(np.stack([d.v[both], q.v[both]], axis=1))
+        pairs = first_seen(np.stack([d.v[both], q.v[both]], axis=1))
         parts = [k] + ([self.c_cols] if len(self.copies) else [])
-        st, dv, qv, pv = (_cat([_icol(p[n]) for p in parts])
+        st, dv, qv, pv = (cat_cols([icol(p[n]) for p in parts])
                           for n in ("stream", "device", "queue", "pid"))
         has = np.flatnonzero(st.ok)
         inv, first = factorize(st.v[has])
@@ -370,104 +379,11 @@ class ColBuilder(Builder):
         }
 
     def pids(self) -> list:
-        got = [_icol(t["pid"]) for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
+        got = [icol(t["pid"]) for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
                if "pid" in t]
-        col = _cat(got) if got else IntCol(np.zeros(0, np.int64), np.zeros(0, bool))
+        col = cat_cols(got) if got else IntCol(np.zeros(0, np.int64), np.zeros(0, bool))
         vals = col.v[col.ok]
         return sorted(vals[factorize(vals)[1]].tolist())
-
-
-_NONE = np.iinfo(np.int64).min  # stands for null in the correlation arrays
-
-
-def _int_array(c: IntCol, dtype, what: str, warnings: list[str]) -> Any:
-    """An IntCol as a pyarrow array of ``dtype``: a numpy cast where every value fits
-    (null slots too), else :func:`.proto.fit_int` (nulls out what does not, counted)."""
-    v = c.v.astype(np.int64, copy=False)
-    info = np.iinfo(dtype)
-    if not len(v) or (int(v.min()) >= info.min and int(v.max()) <= info.max):
-        return from_numpy(v.astype(dtype, copy=False), ~c.ok)
-    return fit_int(from_numpy(v, ~c.ok), dtype, what, warnings)
-
-
-def _icol(vals) -> IntCol:
-    if isinstance(vals, IntCol):
-        return vals
-    return IntCol(np.array([0 if v is None else v for v in vals], dtype=np.int64),
-                  np.array([v is not None for v in vals], dtype=bool))
-
-
-def _cat(cols: list[IntCol]) -> IntCol:
-    return IntCol(np.concatenate([c.v for c in cols]), np.concatenate([c.ok for c in cols]))
-
-
-def _filled(vals) -> np.ndarray:
-    c = _icol(vals)
-    return np.where(c.ok, c.v, _NONE)
-
-
-def _first_seen(rows: np.ndarray) -> np.ndarray:
-    """The distinct rows of a 2-D array in the order they first appear."""
-    if not len(rows):
-        return rows.reshape(0, 2)
-    return rows[factorize(key_of(*rows.T))[1]]
-
-
-def dict_array(codes: np.ndarray, values: list) -> Any:
-    """``values[codes]`` (distinct strings) as the dictionary array that
-    ``dictionary_encode`` makes of them (the dictionary in first-seen order)."""
-    import pyarrow as pa
-
-    if not len(codes):
-        return [values[i] for i in codes.tolist()]
-    idx, first = factorize(codes)
-    return pa.DictionaryArray.from_arrays(from_numpy(idx.astype(np.int32)),
-                                          _strings([values[i] for i in codes[first].tolist()]))
-
-
-def _strings(vals: list) -> Any:
-    """A string array of ``vals`` (pandas-free where they are all str)."""
-    import pyarrow as pa
-
-    arr = string_array(vals)
-    return arr if arr is not None else pa.array(vals, type=pa.string())
-
-
-class DevList:
-    """Device keys of many slices: ``got[inv[i]]``, once per distinct key."""
-
-    def __init__(self, got: list, inv: np.ndarray):
-        self.got, self.inv = got, inv
-
-    def __getitem__(self, i: int):
-        return self.got[self.inv[i]]
-
-    def __len__(self) -> int:
-        return len(self.inv)
-
-
-def both(first, second) -> None:
-    """``first()`` on a thread while ``second()`` runs here: the two tables' columns are
-    numpy and C passes that release the GIL (two cores where there are). What either
-    raises (Declined) is raised here, once both are done."""
-    import threading
-
-    err: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            first()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-            err.append(exc)
-
-    t = threading.Thread(target=run, name="pftrace-columns", daemon=True)
-    t.start()
-    try:
-        second()
-    finally:
-        t.join()
-    if err:
-        raise err[0]
 
 
 def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: list[str],

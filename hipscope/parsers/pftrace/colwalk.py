@@ -71,7 +71,7 @@ class Columns:
 
     def names_of(self, ids: np.ndarray):
         """The strings ``ids`` as a dictionary array (as ``build_table`` encodes them)."""
-        from .colbuild import dict_array
+        from .colutil import dict_array
 
         return dict_array(ids.astype(np.int64), self.strings)
 
