@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb2
 
 from hipscope.export import write_pftrace
-from hipscope.parsers.pftrace import PftraceReader, fast, wire
+from hipscope.parsers.pftrace import PftraceReader, _protobuf_good, _wire_good, fast, wire
 from hipscope.parsers.pftrace.proto import scan_packets
 from hipscope.parsers.pftrace.walk import track_descriptor_of
 
@@ -194,7 +194,5 @@ def test_sniff_reads_the_wire_format_as_protobuf_does(tmp_path):
     for path in paths:
         head = path.read_bytes()[:1 << 16]
         ranges, _, _ = scan_packets(head)
-        from hipscope.parsers.pftrace import _protobuf_good, _wire_good
-
         assert _wire_good(head, ranges[:64]) == _protobuf_good(head, ranges[:64]), path
         assert r.sniff(path) >= 0.9
