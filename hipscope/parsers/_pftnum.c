@@ -103,3 +103,28 @@ PyObject *pft_flows(PyObject *self, PyObject *args)
     }
     Py_RETURN_NONE;
 }
+
+/* ended(slices, keep int64 out, t0 int64 out, t1 int64 out) -> n: the slices that ended
+   whole ((fg & 7) == 4, colwalk.Columns.finish), their index and times, in order */
+PyObject *pft_ended(PyObject *self, PyObject *args)
+{
+    Py_buffer b[4];
+    memset(b, 0, sizeof(b));
+    if (!PyArg_ParseTuple(args, "y*w*w*w*", &b[0], &b[1], &b[2], &b[3])) return NULL;
+    const SliceRec *sl = b[0].buf;
+    size_t ns = (size_t)b[0].len / sizeof(SliceRec), n = 0;
+    int64_t *keep = b[1].buf, *t0 = b[2].buf, *t1 = b[3].buf;
+    int bad = (size_t)b[1].len / 8 < ns || b[2].len != b[1].len || b[3].len != b[1].len;
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        for (size_t i = 0; i < ns; i++)
+            if ((sl[i].fg & 7) == 4) { keep[n] = (int64_t)i; t0[n] = sl[i].t0; t1[n++] = sl[i].t1; }
+        Py_END_ALLOW_THREADS
+    }
+    for (int j = 0; j < 4; j++) PyBuffer_Release(&b[j]);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "ended: outputs shorter than the slices");
+        return NULL;
+    }
+    return PyLong_FromSize_t(n);
+}

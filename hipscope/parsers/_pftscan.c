@@ -500,6 +500,7 @@ PyObject *pft_ann_ints(PyObject *self, PyObject *args);
 PyObject *pft_place_ints(PyObject *self, PyObject *args);
 PyObject *pft_factorize(PyObject *self, PyObject *args); /* _pftnum.c */
 PyObject *pft_flows(PyObject *self, PyObject *args);
+PyObject *pft_ended(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"ann_ints", pft_ann_ints, METH_VARARGS,
@@ -508,6 +509,7 @@ static PyMethodDef methods[] = {
      "place_ints(idx, kind, val, slot, v, ok, given) -> (placed, flags)"},
     {"factorize", pft_factorize, METH_VARARGS, "factorize(values, codes, first) -> codes"},
     {"flows", pft_flows, METH_VARARGS, "flows(slices, rows, flows, fv, owner) -> None"},
+    {"ended", pft_ended, METH_VARARGS, "ended(slices, keep, t0, t1) -> count"},
     {"walk", py_walk, METH_VARARGS,
      "walk(data, data_oneof_bitmap, primary_clock, tick, columns=False) -> the walk's "
      "results (records, or columns), or None"},

@@ -96,9 +96,10 @@ class Columns:
         w.slices = []
         _, clock_name = w.finish(warnings, dropped)
         sl = self.sl
-        keep = np.flatnonzero((sl["fg"] & 7) == 4)
+        keep, start, end = (np.empty(len(sl), np.int64) for _ in range(3))
+        n = _pftscan.ended(sl, keep, start, end)  # one pass over the records, in C
+        keep, start, end = keep[:n], start[:n], end[:n]
         conv = w.clock_offsets([]) if len(keep) else {}  # finish gave its warnings
-        start, end = sl["t0"][keep], sl["t1"][keep]
         if any(o for o in conv.values()):
             if any(not -(1 << 62) <= o < (1 << 62) for o in conv.values()):
                 raise Declined("clock offset beyond int64")
