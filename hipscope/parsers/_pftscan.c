@@ -20,7 +20,7 @@
  * members of a oneof walk reads, two data members in one packet, nested / dict / array /
  * proto annotation values, invalid UTF-8, timestamp_delta_us, clock ids over 127 or
  * timestamps that overflow int64 after conversion. Track descriptors come back as byte
- * ranges that Python decodes with the protobuf class (there are few).
+ * ranges that Python decodes (pftrace/wire.py, else the protobuf class; there are few).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

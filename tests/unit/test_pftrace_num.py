@@ -66,6 +66,16 @@ def test_flows_flatten_the_rows_flow_ids_in_order():
         C.flows(sl, rows, flows[:4], fv, owner)  # flow ranges beyond the flows given
 
 
+def test_ended_keeps_the_whole_slices_in_order():
+    sl = np.zeros(5, dtype=SLICE)
+    sl["fg"] = [4, 1, 5, 4 | 8, 6]  # ended; open; ended without a start time; ...
+    sl["t0"], sl["t1"] = [10, 20, 30, 40, 50], [11, 21, 31, 41, 51]
+    keep, t0, t1 = (np.empty(5, np.int64) for _ in range(3))
+    n = C.ended(sl, keep, t0, t1)
+    assert (keep[:n].tolist(), t0[:n].tolist(), t1[:n].tolist()) == ([0, 3], [10, 40],
+                                                                      [11, 41])
+
+
 _BIG = 1 << 63
 
 

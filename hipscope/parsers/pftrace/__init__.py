@@ -20,7 +20,9 @@ per annotation name, the tables built with numpy in :mod:`.colbuild`), else
 (:mod:`.fast`); else (``HIPSCOPE_PFTRACE_C=0``, or anything the C walk declines) with
 the protobuf classes shipped in the ``perfetto`` package
 (``perfetto.protos.perfetto.trace.perfetto_trace_pb2``). The record walks fill the same
-:class:`~.walk.Walk` and share the table code; all three give the same Trace.
+:class:`~.walk.Walk` and share the table code; all three give the same Trace. A plain
+file is read by the C walk through a memory map. The sniff and the track descriptors are
+read as plain wire format (:mod:`.wire`), so the C paths import no protobuf.
 """
 
 
