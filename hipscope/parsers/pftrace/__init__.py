@@ -155,9 +155,9 @@ class PftraceReader:
         """The column walk and numpy tables, else the record walk (C, else protobuf)."""
         warnings: list[str] = []
         dropped: dict[str, int] = {}
-        data = _mapped(path)
-        if data is None:
-            data = read_input(path, warnings)
+        mapped = _mapped(path)
+        data: bytes | mmap.mmap = mapped if mapped is not None else read_input(path, warnings)
+        del mapped
         if not data:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")

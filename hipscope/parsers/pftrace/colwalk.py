@@ -16,6 +16,7 @@ import numpy as np
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
 from .fast import PROBLEMS, _pftscan, available, data_oneof, read_tracks
+from .proto import Buffer
 from .walk import Walk
 
 # mirrors SliceRec / AnnRec in _pftscan.h
@@ -122,7 +123,7 @@ def _shift(t: np.ndarray, o: np.ndarray) -> np.ndarray:
     return r
 
 
-def walk_columns(data: bytes, progress: ProgressFn = no_progress,
+def walk_columns(data: Buffer, progress: ProgressFn = no_progress,
                  cancelled: CancelledFn | None = None
                  ) -> tuple[Columns, int, int, str | None] | None:
     """(columns, whole packets, bytes used, framing problem) or None (declined)."""

@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
-from .proto import perfetto_pb2
+from .proto import Buffer, perfetto_pb2
 from .walk import Walk, track_descriptor_of
 from .wire import oneof_bitmap, read_descriptors
 
@@ -46,7 +46,7 @@ def data_oneof() -> bytes:
     return _ONEOF
 
 
-def read_tracks(data: bytes, descs: list, tracks: dict) -> bool:
+def read_tracks(data: Buffer, descs: list, tracks: dict) -> bool:
     """The track descriptors ``(start, length)`` of ``data`` into ``tracks``: as plain
     wire format, else with the protobuf classes; False where protobuf cannot decode one."""
     if read_descriptors(data, descs, tracks):
@@ -60,7 +60,7 @@ def read_tracks(data: bytes, descs: list, tracks: dict) -> bool:
     return True
 
 
-def walk(data: bytes, progress: ProgressFn = no_progress,
+def walk(data: Buffer, progress: ProgressFn = no_progress,
          cancelled: CancelledFn | None = None) -> tuple[Walk, int, int, str | None] | None:
     """(walk, whole packets, bytes used, framing problem) or None (declined); between
     chunks of packets it reports ``progress`` (0..0.8) and raises Cancelled."""

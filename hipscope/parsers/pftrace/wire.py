@@ -10,6 +10,7 @@ perfetto_trace.proto (the tests check them against the protobuf descriptors).
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 
 # TracePacket's ``data`` oneof (a bitmap for the C walk: which fields replace the event)
@@ -31,11 +32,14 @@ _TD_NAMES = (2, 10, 13)
 _TD_UNREAD = frozenset({6, 7, 18})
 
 
+Buffer = bytes | mmap.mmap  # a whole file: its bytes, or a memory map of it
+
+
 class Bad(Exception):
     """Not wire format this module reads (the caller takes the protobuf classes)."""
 
 
-def varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     """(value, next position); Bad when cut short or beyond 64 bits."""
     result = shift = 0
     while pos < end:
@@ -50,7 +54,7 @@ def varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     raise Bad("varint cut short")
 
 
-def fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+def fields(buf: Buffer, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
     """(field, wire type, value or start, end) of each field of one message; for wire
     type 2 the value is where the bytes start. Bad on anything malformed or a group."""
     while pos < end:
@@ -77,7 +81,7 @@ def fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]
             raise Bad(f"wire type {wt}")
 
 
-def _text(buf: bytes, a: int, b: int) -> str:
+def _text(buf: Buffer, a: int, b: int) -> str:
     try:
         return bytes(buf[a:b]).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -89,7 +93,7 @@ def _signed(v: int, bits: int) -> int:
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
-def _sub(buf: bytes, a: int, b: int, out: dict, spec: dict) -> None:
+def _sub(buf: Buffer, a: int, b: int, out: dict, spec: dict) -> None:
     """Merge a ProcessDescriptor / ThreadDescriptor into ``out`` (the last value wins)."""
     for f, wt, v, e in fields(buf, a, b):
         got = spec.get(f)
@@ -106,7 +110,7 @@ _PROCESS = {1: ("pid", "i32"), 6: ("process_name", "str")}
 _THREAD = {1: ("pid", "i32"), 2: ("tid", "i64"), 5: ("thread_name", "str")}
 
 
-def track_descriptor(buf: bytes, a: int, b: int) -> dict | None:
+def track_descriptor(buf: Buffer, a: int, b: int) -> dict | None:
     """The fields of the TrackDescriptor at ``buf[a:b]`` that the tables read, as
     ``{"uuid", "parent"?, "name"?, "description"?, "process"?, "thread"?, "counter"?}``
     (present keys = set fields), or None (the caller decodes it with protobuf)."""
@@ -158,7 +162,7 @@ def add_track(td: dict, tracks: dict) -> None:
         t["counter"] = True
 
 
-def read_descriptors(data: bytes, descs: list, tracks: dict) -> bool:
+def read_descriptors(data: Buffer, descs: list, tracks: dict) -> bool:
     """Add every descriptor ``(start, length)`` of ``data`` to ``tracks``; False (and
     ``tracks`` untouched) where one is not plain wire format this module reads."""
     got = []
