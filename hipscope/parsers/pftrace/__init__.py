@@ -69,15 +69,18 @@ def _mapped(path: Path) -> mmap.mmap | None:
 
 
 def _wire_good(head: bytes, ranges: list) -> int | None:
-    """How many of the packets ``ranges`` carry a field of a Perfetto trace (read as wire
-    format, no protobuf import); None where one is not plain wire format."""
-    good = 0
-    for a, b in ranges:
+    """How many of the first 64 packets ``ranges`` carry a field of a Perfetto trace, read
+    as wire format (no protobuf import); None (undecided: the protobuf classes look) where one
+    is not plain wire format or none carries what only a Perfetto trace has (any
+    protobuf is wire format: an XPlane ``.pb`` has fields 2 and 6 too)."""
+    good, sure = 0, False
+    for i, (a, b) in enumerate(ranges):  # the first 64 counted, every one looked at
         got = packet_fields(head, a, b)
         if got is None:
             return None
-        good += not got.isdisjoint(SNIFF_FIELDS)
-    return good
+        good += i < 64 and not got[0].isdisjoint(SNIFF_FIELDS)
+        sure |= got[1]
+    return good if sure else None
 
 
 def _protobuf_good(head: bytes, ranges: list) -> int | None:
@@ -129,7 +132,7 @@ class PftraceReader:
             # first packet bigger than the head: framing fits, content unchecked
             return 0.6 if ext else 0.2
         ranges, _, _ = scan_packets(head)
-        good = _wire_good(head, ranges[:64])
+        good = _wire_good(head, ranges)
         if good is None:
             good = _protobuf_good(head, ranges[:64])
         if good is None:

@@ -176,10 +176,29 @@ def read_descriptors(data: Buffer, descs: list, tracks: dict) -> bool:
     return True
 
 
-def packet_fields(head: bytes, a: int, b: int) -> set[int] | None:
-    """The length-delimited fields of the packet ``head[a:b]`` (None: malformed)."""
+# what only a Perfetto trace has: track_event, track_descriptor, interned_data
+PERFETTO_ONLY = frozenset({11, 60, 12})
+# TracePacket varints: timestamp, trusted_packet_sequence_id, sequence_flags,
+# timestamp_clock_id
+_PACKET_VARINTS = frozenset({8, 10, 13, 58})
+
+
+def packet_fields(head: Buffer, a: int, b: int) -> tuple[set[int], bool] | None:
+    """The length-delimited fields of the packet ``head[a:b]`` and whether one of them is
+    a :data:`PERFETTO_ONLY` message whose bytes parse as fields (None: malformed)."""
     try:
-        return {f for f, wt, _, _ in fields(head, a, b) if wt == 2}
+        got, sure = set(), False
+        for f, wt, v, e in fields(head, a, b):
+            if f in _PACKET_VARINTS and wt != 0:
+                return None  # protobuf would not decode it as a TracePacket either
+            if wt != 2:
+                continue
+            got.add(f)
+            if f in PERFETTO_ONLY:
+                for _ in fields(head, v, e):
+                    pass
+                sure = True
+        return got, sure
     except Bad:
         return None
 
