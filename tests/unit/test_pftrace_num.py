@@ -102,3 +102,17 @@ def test_place_ints_is_ann_as_int_at_the_slots():
                            np.array([-1], np.int64), np.zeros(1, np.int64),
                            np.zeros(1, bool), None)
         assert got == (0, flag)  # beyond int64 even where not placed: the tables decline
+
+
+def test_an_extension_built_from_older_sources_reads_through_the_records(monkeypatch):
+    """A stale _pftscan without the column passes: the record walk reads the file (the
+    same trace), no error."""
+    from hipscope.parsers.pftrace import PftraceReader, colread
+
+    from .test_pftrace_c import FIXTURES, assert_same
+
+    r = PftraceReader()
+    want = r.read(FIXTURES[0], lambda f: None, lambda: False)
+    monkeypatch.delattr(C, "ended")
+    assert not colread.enabled()
+    assert_same(r.read(FIXTURES[0], lambda f: None, lambda: False), want)
