@@ -25,7 +25,7 @@ setup(ext_modules=[
               optional=True),
     Extension("hipscope.parsers._pftscan",
               ["hipscope/parsers/_pftscan.c", "hipscope/parsers/_pftdecode.c",
-               "hipscope/parsers/_pftcols.c"],
+               "hipscope/parsers/_pftcols.c", "hipscope/parsers/_pftnum.c"],
               depends=["hipscope/parsers/_pftscan.h"], extra_compile_args=PFT_ARGS,
               extra_link_args=PFT_LINK, optional=True),
 ])

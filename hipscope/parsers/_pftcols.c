@@ -5,6 +5,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 
 /* ann_ints(dicts, keys, defaults) -> (columns, exact): columns[j][i] = dicts[i].get(
    keys[j], defaults[j]); exact[j] is False where a value is neither an exact int nor
@@ -48,6 +49,79 @@ fail:
     Py_XDECREF(cols);
     Py_XDECREF(exact);
     return NULL;
+}
+
+/* place_ints(idx, kind, val, slot, v, ok, given) -> (placed, flags): proto.ann_as_int
+   of one annotation name's entries (idx: slice, kind, raw value) written at v/ok/given
+   [slot[idx]] where slot >= 0, in one pass without the GIL (pftrace/colann.py; given
+   may be None). flags: 1 string values
+   (Python converts those), 2 an unsigned value beyond int64, 4 a finite double beyond
+   int64 -- 2 and 4 over every entry, placed or not (the column tables decline) */
+PyObject *pft_place_ints(PyObject *self, PyObject *args)
+{
+    Py_buffer b[7];
+    memset(b, 0, sizeof(b));
+    PyObject *given_obj;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*O", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                          &given_obj))
+        return NULL;
+    Py_ssize_t n = b[0].len / 4, nslot = b[3].len / 8, nout = b[4].len / 8;
+    PyObject *out = NULL;
+    if (given_obj != Py_None && PyObject_GetBuffer(given_obj, &b[6], PyBUF_WRITABLE) < 0)
+        goto done;
+    if (b[1].len != n || b[2].len != n * 8 || b[5].len != nout ||
+        (given_obj != Py_None && b[6].len != nout)) {
+        PyErr_SetString(PyExc_ValueError, "place_ints: buffer sizes differ");
+        goto done;
+    }
+    const uint32_t *idx = b[0].buf;
+    const uint8_t *kind = b[1].buf;
+    const uint64_t *val = b[2].buf;
+    const int64_t *slot = b[3].buf;
+    int64_t *v = b[4].buf;
+    uint8_t *ok = b[5].buf, *given = given_obj != Py_None ? b[6].buf : NULL;
+    Py_ssize_t placed = 0;
+    int flags = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS /* numpy buffers of the caller's: the tables' other columns
+                              are built meanwhile */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t k = kind[i];
+        int64_t x = 0;
+        uint8_t good = 0;
+        switch (k) {
+        case 1: case 3: x = (int64_t)val[i]; good = 1; break; /* bool (0/1), int */
+        case 2: case 6: /* uint, pointer */
+            if (val[i] >> 63) flags |= 2;
+            x = (int64_t)val[i]; good = 1; break;
+        case 4: {
+            double d;
+            memcpy(&d, &val[i], 8);
+            if (isfinite(d)) {
+                if (fabs(d) >= 9223372036854775808.0) flags |= 4;
+                else { x = (int64_t)nearbyint(d); good = 1; }
+            }
+            break;
+        }
+        case 5: flags |= 1; break;
+        default: break;
+        }
+        if ((size_t)idx[i] >= (size_t)nslot) { bad = 1; break; }
+        int64_t s = slot[idx[i]];
+        if (s < 0) continue;
+        if (s >= nout) { bad = 1; break; }
+        v[s] = x; ok[s] = good;
+        if (given) given[s] = 1;
+        placed++;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "place_ints: a slice or slot out of range");
+        goto done;
+    }
+    out = Py_BuildValue("(ni)", placed, flags);
+done:
+    for (int j = 0; j < 7; j++) if (b[j].obj) PyBuffer_Release(&b[j]);
+    return out;
 }
 
 /* ------------------------------------------------------------------ the column walk
@@ -170,6 +244,16 @@ static NameCol *name_col(Cols *cl, uint32_t name)
     return cl->nc[name];
 }
 
+/* room for one more entry in each of a name's four arrays (always the same length) */
+static int nc_grow(NameCol *nc)
+{
+    size_t n = nc->idx_n;
+    return grow((void **)&nc->idx, &nc->idx_cap, n, 4) &&
+           grow((void **)&nc->val, &nc->val_cap, n, 8) &&
+           grow((void **)&nc->kind, &nc->kind_cap, n, 1) &&
+           grow((void **)&nc->pos, &nc->pos_cap, n, 2);
+}
+
 static int col_anns(Cols *cl, Ctx *c, Seq *s, const Pkt *k, int64_t empty, uint32_t idx)
 {
     uint32_t j = 0;
@@ -193,13 +277,12 @@ static int col_anns(Cols *cl, Ctx *c, Seq *s, const Pkt *k, int64_t empty, uint3
         else if (kind < V_BOOL || kind > V_PTR) { kind = V_NULL; val = 0; }
         NameCol *nc = name_col(cl, (uint32_t)name);
         if (!nc || j > 0xFFFF) return -1;
-        if (nc->idx_n && nc->idx[nc->idx_n - 1] == idx) nc->dup = 1;
-        uint32_t *pi = PUSH(nc, idx);
-        uint64_t *pv = PUSH(nc, val);
-        uint8_t *pk = PUSH(nc, kind);
-        uint16_t *pp = PUSH(nc, pos);
-        if (!pi || !pv || !pk || !pp) return -1;
-        *pi = idx; *pv = val; *pk = kind; *pp = (uint16_t)j++;
+        size_t n = nc->idx_n;
+        if (n && nc->last == idx) nc->dup = 1;
+        if (n == nc->idx_cap && !nc_grow(nc)) return -1; /* the four grow in step */
+        nc->idx[n] = idx; nc->val[n] = val; nc->kind[n] = kind; nc->pos[n] = (uint16_t)j++;
+        nc->idx_n = nc->val_n = nc->kind_n = nc->pos_n = n + 1;
+        nc->last = idx;
     }
     return j;
 }

@@ -20,7 +20,7 @@
  * members of a oneof walk reads, two data members in one packet, nested / dict / array /
  * proto annotation values, invalid UTF-8, timestamp_delta_us, clock ids over 127 or
  * timestamps that overflow int64 after conversion. Track descriptors come back as byte
- * ranges that Python decodes with the protobuf class (there are few).
+ * ranges that Python decodes (pftrace/wire.py, else the protobuf class; there are few).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -497,10 +497,19 @@ static PyObject *py_walk(PyObject *self, PyObject *args)
 
 /* _pftcols.c: integer annotation columns of many dicts, for pftrace/tables.py */
 PyObject *pft_ann_ints(PyObject *self, PyObject *args);
+PyObject *pft_place_ints(PyObject *self, PyObject *args);
+PyObject *pft_factorize(PyObject *self, PyObject *args); /* _pftnum.c */
+PyObject *pft_flows(PyObject *self, PyObject *args);
+PyObject *pft_ended(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"ann_ints", pft_ann_ints, METH_VARARGS,
      "ann_ints(dicts, keys, defaults) -> (columns, exact)"},
+    {"place_ints", pft_place_ints, METH_VARARGS,
+     "place_ints(idx, kind, val, slot, v, ok, given) -> (placed, flags)"},
+    {"factorize", pft_factorize, METH_VARARGS, "factorize(values, codes, first) -> codes"},
+    {"flows", pft_flows, METH_VARARGS, "flows(slices, rows, flows, fv, owner) -> None"},
+    {"ended", pft_ended, METH_VARARGS, "ended(slices, keep, t0, t1) -> count"},
     {"walk", py_walk, METH_VARARGS,
      "walk(data, data_oneof_bitmap, primary_clock, tick, columns=False) -> the walk's "
      "results (records, or columns), or None"},

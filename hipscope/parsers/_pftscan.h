@@ -42,12 +42,33 @@ typedef struct {
     const uint8_t *data_oneof; /* bitmap of TracePacket data-oneof field numbers */
 } Ctx;
 
+#if defined(__linux__) && defined(__GLIBC__)
+#include <malloc.h>
+#include <sys/mman.h>
+#endif
+/* a big block in transparent huge pages where the kernel gives them on request (THP
+   "madvise"): a fault per 2 MiB, not per 4 KiB (the column walk of 1M kernels fills
+   ~0.5 GB). The whole block's pages are advised, so that its mapping is not split and
+   the next realloc can still move it without copying. */
+static inline void pft_huge(void *q, size_t n)
+{
+#if defined(MADV_HUGEPAGE) && defined(__GLIBC__)
+    if (n < ((size_t)2 << 20)) return;
+    uintptr_t a = (uintptr_t)q & ~(uintptr_t)4095;
+    uintptr_t e = ((uintptr_t)q + malloc_usable_size(q) + 4095) & ~(uintptr_t)4095;
+    (void)madvise((void *)a, e - a, MADV_HUGEPAGE); /* advice only: errors do not matter */
+#else
+    (void)q; (void)n;
+#endif
+}
+
 static inline int grow(void **p, size_t *cap, size_t n, size_t sz)
 {
     if (n < *cap) return 1;
     size_t nc = *cap ? *cap * 2 : 1024;
     void *q = realloc(*p, nc * sz);
     if (!q) return 0;
+    pft_huge(q, nc * sz);
     *p = q; *cap = nc;
     return 1;
 }
@@ -104,6 +125,7 @@ typedef struct {
 /* the annotations of one name over the slices, in slice order */
 typedef struct {
     VEC(uint32_t, idx) VEC(uint64_t, val) VEC(uint8_t, kind) VEC(uint16_t, pos)
+    uint32_t last; /* idx of the last entry */
     uint8_t dup; /* the name twice on one slice */
 } NameCol;
 typedef struct { Span s; uint32_t hash; uint8_t mode; } Str;

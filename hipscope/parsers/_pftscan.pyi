@@ -1,5 +1,5 @@
 # Type stub of the optional C extension _pftscan (built from _pftscan.c,
-# _pftdecode.c and _pftcols.c; see setup.py).
+# _pftdecode.c, _pftcols.c and _pftnum.c; see setup.py).
 from typing import Any
 
 def __getattr__(name: str) -> Any: ...

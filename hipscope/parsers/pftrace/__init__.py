@@ -20,12 +20,16 @@ per annotation name, the tables built with numpy in :mod:`.colbuild`), else
 (:mod:`.fast`); else (``HIPSCOPE_PFTRACE_C=0``, or anything the C walk declines) with
 the protobuf classes shipped in the ``perfetto`` package
 (``perfetto.protos.perfetto.trace.perfetto_trace_pb2``). The record walks fill the same
-:class:`~.walk.Walk` and share the table code; all three give the same Trace.
+:class:`~.walk.Walk` and share the table code; all three give the same Trace. A plain
+file is read by the C walk through a memory map. The sniff and the track descriptors are
+read as plain wire format (:mod:`.wire`), so the C paths import no protobuf.
 """
 
 
 from __future__ import annotations
 
+import mmap
+import os
 from pathlib import Path
 
 from ...model import Trace
@@ -41,11 +45,59 @@ from ..base import (
 )
 from .proto import EXTENSIONS, perfetto_pb2, read_varint, scan_packets
 from .colread import read_columns
+from .fast import available
 from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
+from .wire import SNIFF_FIELDS, packet_fields
 
 __all__ = ["PftraceReader", "scan_packets"]
+
+
+def _mapped(path: Path) -> mmap.mmap | None:
+    """A read-only memory map of a plain (not gzip), non-empty file where the C walk is
+    there to read it in place (no copy of the whole file into the heap); else None."""
+    if not available() or is_gzip(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return None
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None  # read_input says what is wrong with the file
+
+
+def _wire_good(head: bytes, ranges: list) -> int | None:
+    """How many of the first 64 packets ``ranges`` carry a field of a Perfetto trace, read
+    as wire format (no protobuf import); None (undecided: the protobuf classes look) where one
+    is not plain wire format or none carries what only a Perfetto trace has (any
+    protobuf is wire format: an XPlane ``.pb`` has fields 2 and 6 too)."""
+    good, sure = 0, False
+    for i, (a, b) in enumerate(ranges):  # the first 64 counted, every one looked at
+        got = packet_fields(head, a, b)
+        if got is None:
+            return None
+        good += i < 64 and not got[0].isdisjoint(SNIFF_FIELDS)
+        sure |= got[1]
+    return good if sure else None
+
+
+def _protobuf_good(head: bytes, ranges: list) -> int | None:
+    """:func:`_wire_good` with the protobuf classes (None: a packet does not decode)."""
+    pb2 = perfetto_pb2()
+    good = 0
+    for a, b in ranges:
+        try:
+            pkt = pb2.TracePacket.FromString(head[a:b])
+        except Exception:  # noqa: BLE001 - any decode failure means "not mine"
+            return None
+        if (pkt.HasField("track_event") or pkt.HasField("track_descriptor")
+                or pkt.HasField("interned_data") or pkt.HasField("clock_snapshot")
+                or pkt.HasField("trace_config") or pkt.HasField("trace_packet_defaults")
+                or pkt.HasField("process_tree") or pkt.HasField("trace_stats")):
+            good += 1
+    return good
 
 
 @register
@@ -79,19 +131,12 @@ class PftraceReader:
         if p + length > len(head):
             # first packet bigger than the head: framing fits, content unchecked
             return 0.6 if ext else 0.2
-        pb2 = perfetto_pb2()
         ranges, _, _ = scan_packets(head)
-        good = 0
-        for a, b in ranges[:64]:
-            try:
-                pkt = pb2.TracePacket.FromString(head[a:b])
-            except Exception:  # noqa: BLE001 - any decode failure means "not mine"
-                return 0.0
-            if (pkt.HasField("track_event") or pkt.HasField("track_descriptor")
-                    or pkt.HasField("interned_data") or pkt.HasField("clock_snapshot")
-                    or pkt.HasField("trace_config") or pkt.HasField("trace_packet_defaults")
-                    or pkt.HasField("process_tree") or pkt.HasField("trace_stats")):
-                good += 1
+        good = _wire_good(head, ranges)
+        if good is None:
+            good = _protobuf_good(head, ranges[:64])
+        if good is None:
+            return 0.0
         if not good:
             return 0.3 if ext else 0.0
         return 0.95 if ext else 0.8
@@ -113,7 +158,9 @@ class PftraceReader:
         """The column walk and numpy tables, else the record walk (C, else protobuf)."""
         warnings: list[str] = []
         dropped: dict[str, int] = {}
-        data = read_input(path, warnings)
+        mapped = _mapped(path)
+        data: bytes | mmap.mmap = mapped if mapped is not None else read_input(path, warnings)
+        del mapped
         if not data:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")

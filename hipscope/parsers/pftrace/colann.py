@@ -1,5 +1,6 @@
 """Annotation columns of the column walk: one debug-annotation name over many slices as
-numpy (kind, value), and ``ann_as_int`` of it done on arrays, with a validity mask."""
+numpy (kind, value), and ``ann_as_int`` of it placed on a table's slices by the C extension
+(``_pftscan.place_ints``), with a validity mask."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .colwalk import V_BOOL, V_DOUBLE, V_INT, V_PTR, V_STR, V_UINT, Declined
+from .fast import _pftscan
 from .proto import ann_as_int
 
 
@@ -41,12 +43,10 @@ class AnnCols:
     def __init__(self, c: Any) -> None:
         self.c = c
         self._slots: dict = {}
-        self._conv: dict[str, IntCol] = {}
 
     def clear(self) -> None:
         """Forget the kept maps and conversions (memory for what follows)."""
         self._slots.clear()
-        self._conv.clear()
 
     def _slot_of(self, pos: np.ndarray) -> np.ndarray:
         """Slice index -> index in ``pos`` (-1: not in it), once per ``pos`` array."""
@@ -103,22 +103,40 @@ class AnnCols:
             out.append(cm)
         return out
 
-    def _ints(self, pos: np.ndarray, name: str) -> tuple[IntCol, np.ndarray | None]:
-        """``ann_as_int`` of ``name`` at ``pos`` and where it is given (None: everywhere);
-        converted once per name, over all its entries."""
+    def _ints(self, pos: np.ndarray, name: str, where: bool = False
+              ) -> tuple[IntCol, np.ndarray | None]:
+        """``ann_as_int`` of ``name`` at ``pos`` and (``where``) where it is given (None:
+        everywhere), in one pass of the C extension over the name's entries."""
         col = self._col(name)
-        if col is None or not len(pos):
-            z = np.zeros(len(pos), dtype=bool)
-            return IntCol(np.zeros(len(pos), dtype=np.int64), z), z
-        conv = self._conv.get(name)
-        if conv is None:
-            conv = self._conv[name] = as_int(self.c, col[1], col[2])
-        if self._plan(pos, col[0])[2]:
-            v, ok = self._place(pos, col[0], conv.v, conv.ok)
-            return IntCol(v, ok), None
-        v, ok, given = self._place(pos, col[0], conv.v, conv.ok,
-                                   np.ones(len(col[0]), dtype=bool))
-        return IntCol(v, ok), given
+        n = len(pos)
+        if col is None or not n:
+            z = np.zeros(n, dtype=bool)
+            return IntCol(np.zeros(n, dtype=np.int64), z), z
+        idx, kind, val = col[0], col[1], col[2]
+        v, ok = np.zeros(n, np.int64), np.zeros(n, bool)
+        given = np.zeros(n, bool) if where else None
+        placed, flags = _pftscan.place_ints(idx, kind, val, self._slot_of(pos), v, ok, given)
+        if flags & 2:
+            raise Declined("an unsigned annotation beyond int64")
+        if flags & 4:
+            raise Declined("a double annotation beyond int64")
+        if flags & 1:
+            self._strings_at(self._slot_of(pos), idx, kind, val, v, ok)
+        return IntCol(v, ok), None if placed == n else given
+
+    def _strings_at(self, slot, idx, kind, val, v, ok) -> None:
+        """``ann_as_int`` of the string entries of a name (each distinct text once, every
+        entry checked), written where ``slot`` places them."""
+        st = np.flatnonzero(kind == V_STR)
+        u, inv = np.unique(val[st], return_inverse=True)
+        got = [ann_as_int(self.c.strings[int(x)]) for x in u.tolist()]
+        if any(g is not None and not -_I64 <= g < _I64 for g in got):
+            raise Declined("a string annotation beyond int64")
+        s = slot[idx[st]]
+        at = s >= 0
+        gv = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]
+        gok = np.array([g is not None for g in got], dtype=bool)[inv]
+        v[s[at]], ok[s[at]] = gv[at], gok[at]
 
     def ints(self, pos: np.ndarray, name: str) -> IntCol:
         """``ann_as_int`` of ``name`` (null where absent or not an integer)."""
@@ -133,7 +151,7 @@ class AnnCols:
 
     def pid(self, pos: np.ndarray, track: IntCol) -> IntCol:
         """The pid annotation where given (even a null one), else the track's."""
-        a, given = self._ints(pos, "pid")
+        a, given = self._ints(pos, "pid", True)
         if given is None:
             return a
         return IntCol(np.where(given, a.v, track.v), np.where(given, a.ok, track.ok))
@@ -144,19 +162,16 @@ _I64 = 1 << 63
 
 def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(codes, first): equal values get equal codes, numbered in the order they first
-    appear; ``first[c]`` is where code c first appears. Hashed (pyarrow), no sort."""
-    import pyarrow.compute as pc
-
-    from ...model.table import from_numpy, to_numpy
-
+    appear; ``first[c]`` is where code c first appears. Hashed in C, no sort."""
     if not len(a):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # from_numpy / to_numpy: pyarrow's own conversions import pandas (~1 s)
-    codes = to_numpy(pc.dictionary_encode(from_numpy(a)).indices).astype(np.int64)
-    new = np.empty(len(codes), dtype=bool)
-    new[0] = True
-    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
-    return codes, np.flatnonzero(new)
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"factorize of {a.dtype}")
+    a = a.view(np.int64) if a.dtype.itemsize == 8 else a.astype(np.int64)
+    codes, first = np.empty(len(a), np.int64), np.empty(len(a), np.int64)
+    k = _pftscan.factorize(a, codes, first)
+    return codes, first[:k].copy()
 
 
 def key_of(*cols: np.ndarray) -> np.ndarray:
@@ -181,38 +196,6 @@ def key_of(*cols: np.ndarray) -> np.ndarray:
         key = key * n + codes
         span *= n
     return key
-
-
-_INTS = np.zeros(256, dtype=bool)
-_INTS[[V_BOOL, V_INT, V_UINT, V_PTR]] = True
-
-
-def as_int(c, kind: np.ndarray, val: np.ndarray) -> IntCol:
-    """``proto.ann_as_int`` of annotation values, vectorised; Declined beyond int64."""
-    if len(kind) and np.bincount(kind, minlength=8)[V_INT] == len(kind):
-        return IntCol(val.view(np.int64), np.ones(len(kind), dtype=bool))  # all ints
-    v = val.view(np.int64).copy()
-    ok = _INTS[kind]
-    if np.any(((kind == V_UINT) | (kind == V_PTR)) & (val >= np.uint64(_I64))):
-        raise Declined("an unsigned annotation beyond int64")
-    dbl = kind == V_DOUBLE
-    if dbl.any():
-        d = val[dbl].view(np.float64)
-        fin = np.isfinite(d)
-        if np.any(np.abs(d[fin]) >= 2.0 ** 63):
-            raise Declined("a double annotation beyond int64")
-        v[dbl] = np.where(fin, np.rint(np.where(fin, d, 0)), 0).astype(np.int64)
-        ok[dbl] = fin
-    st = kind == V_STR
-    if st.any():
-        u, inv = np.unique(val[st], return_inverse=True)
-        got = [ann_as_int(c.strings[int(x)]) for x in u.tolist()]
-        if any(g is not None and not -_I64 <= g < _I64 for g in got):
-            raise Declined("a string annotation beyond int64")
-        v[st] = np.array([0 if g is None else g for g in got], dtype=np.int64)[inv]
-        ok[st] = np.array([g is not None for g in got], dtype=bool)[inv]
-    v[~ok] = 0
-    return IntCol(v, ok)
 
 
 def track_cols(b, tracks: np.ndarray) -> dict[str, IntCol]:

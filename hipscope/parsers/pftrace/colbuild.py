@@ -12,16 +12,26 @@ from typing import Any
 import numpy as np
 
 from ...model import Trace, build_table
-from ...model.table import from_numpy, string_array
 from .._common import devices_table
 from .colann import AnnCols, IntCol, ann_value, factorize, key_of, track_cols
+from .colutil import (
+    NULL_INT,
+    DevList,
+    both,
+    cat_cols,
+    dict_array,
+    filled,
+    first_seen,
+    icol,
+    int_array,
+)
 from .colwalk import V_DOUBLE, V_INT, V_PTR, V_UINT, Columns, Declined
+from .fast import _pftscan
 from .proto import (
     API_CATEGORIES,
     IGNORED_CATEGORIES,
     KERNEL_KNOWN,
     api_domain,
-    fit_int,
     int_column,
 )
 from .tables import KERNEL_ANNS, PRODUCT_ANNS, Builder
@@ -175,9 +185,7 @@ class ColBuilder(Builder):
         a_cols["correlation_id"] = self.ac.ints(pos, "corr_id")
         a_cols["stream"] = self.ac.ints(pos, "stream_ID")
         a_cols["device"] = self._dev_index(self.a_dev)
-        fv, fo = self._flows(rows)
-        self.api_fv, first = np.unique(fv, return_index=True)
-        self.api_fj = fo[first]
+        self.api_fv, self.api_fo = self._flows(rows)  # in API order: owners ascend
         self.a_cols = a_cols
 
     def _domains(self, sl: dict[str, np.ndarray]) -> Any:
@@ -203,12 +211,12 @@ class ColBuilder(Builder):
 
     def _flows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The flow ids of slices ``rows`` flattened, and the position of each's slice."""
-        sl = self.cols.sl
-        n = sl["flow_n"][rows].astype(np.int64)
-        owner = np.repeat(np.arange(len(rows)), n)
-        idx = np.repeat(sl["flow_lo"][rows].astype(np.int64) - np.cumsum(n) + n, n) + \
-            np.arange(int(n.sum()))
-        return self.cols.flows[idx], owner
+        c = self.cols
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        total = int(c.sl["flow_n"][rows].sum(dtype=np.int64))
+        fv, owner = np.empty(total, np.uint64), np.empty(total, np.int64)
+        _pftscan.flows(c.sl, rows, c.flows, fv, owner)
+        return fv, owner
 
     def link(self, rows) -> tuple[Any, int]:
         if isinstance(rows, list):  # copies: their records
@@ -219,30 +227,32 @@ class ColBuilder(Builder):
             fv, fo = self._flows(self.cols.rows[rows])
             n = len(rows)
         out = np.full(n, -1, dtype=np.int64)
-        if len(fv) and len(self.api_fv):
-            i = np.minimum(np.searchsorted(self.api_fv, fv), len(self.api_fv) - 1)
-            hit = self.api_fv[i] == fv
+        na = len(self.api_fv)
+        if len(fv) and na:  # where each flow id first appears among the API calls'
+            codes, first = factorize(np.concatenate([self.api_fv, fv]))
+            at = first[codes[na:]]
+            hit = at < na
             fh = fo[hit]  # owners ascending: the first hit of each owner
-            first = np.flatnonzero(np.r_[True, fh[1:] != fh[:-1]]) if len(fh) else fh
-            out[fh[first]] = self.api_fj[i[hit][first]]
+            once = np.flatnonzero(np.r_[True, fh[1:] != fh[:-1]]) if len(fh) else fh
+            out[fh[once]] = self.api_fo[at[hit][once]]
         return out, int((out >= 0).sum())
 
     def link_by_corr(self, k_api, c_api) -> int:
         from ...model import link_by_correlation
 
-        api_corr = _filled(self.a_cols["correlation_id"])
-        api_pid = _filled(self.a_cols["pid"])
+        api_corr = filled(self.a_cols["correlation_id"])
+        api_pid = filled(self.a_cols["pid"])
         by_corr = 0
         for cols, links in ((self.k_cols, k_api), (self.c_cols, c_api)):
             if not len(links) or not len(api_corr):
                 continue
-            corr, pid = _filled(cols["correlation_id"]), _filled(cols["pid"])
-            need = np.flatnonzero((links < 0) & (corr != _NONE))
+            corr, pid = filled(cols["correlation_id"]), filled(cols["pid"])
+            need = np.flatnonzero((links < 0) & (corr != NULL_INT))
             if not len(need) or not len(api_corr):
                 continue
-            hit = link_by_correlation(corr[need], np.where(pid[need] == _NONE, -1, pid[need]),
-                                      np.where(api_corr == _NONE, -2, api_corr),
-                                      np.where(api_pid == _NONE, -1, api_pid))
+            hit = link_by_correlation(corr[need], np.where(pid[need] == NULL_INT, -1, pid[need]),
+                                      np.where(api_corr == NULL_INT, -2, api_corr),
+                                      np.where(api_pid == NULL_INT, -1, api_pid))
             ok = hit >= 0
             links[need[ok]] = hit[ok]
             by_corr += int(ok.sum())
@@ -326,8 +336,8 @@ class ColBuilder(Builder):
         for name, vals in cols.items():
             col = SPECS[spec].by_name[name]
             if isinstance(vals, IntCol):
-                vals = fit_int(from_numpy(vals.v.astype(np.int64, copy=False), ~vals.ok),
-                               col.type.to_pandas_dtype(), f"{spec}.{name}", self.warnings)
+                vals = int_array(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
+                                  self.warnings)
             elif pa.types.is_integer(col.type) and name not in ("start", "end"):
                 vals = int_column(vals, col.type.to_pandas_dtype(), f"{spec}.{name}",
                                    self.warnings)
@@ -338,11 +348,11 @@ class ColBuilder(Builder):
         from ...model.schema import SPECS
 
         k = self.k_cols
-        d, q = _icol(k["device"]), _icol(k["queue"])
+        d, q = icol(k["device"]), icol(k["queue"])
         both = np.flatnonzero(d.ok & q.ok)
-        pairs = _first_seen(np.stack([d.v[both], q.v[both]], axis=1))
+        pairs = first_seen(np.stack([d.v[both], q.v[both]], axis=1))
         parts = [k] + ([self.c_cols] if len(self.copies) else [])
-        st, dv, qv, pv = (_cat([_icol(p[n]) for p in parts])
+        st, dv, qv, pv = (cat_cols([icol(p[n]) for p in parts])
                           for n in ("stream", "device", "queue", "pid"))
         has = np.flatnonzero(st.ok)
         inv, first = factorize(st.v[has])
@@ -369,69 +379,11 @@ class ColBuilder(Builder):
         }
 
     def pids(self) -> list:
-        got = [_icol(t["pid"]) for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
+        got = [icol(t["pid"]) for t in (self.k_cols, self.a_cols, self.c_cols, self.m_cols)
                if "pid" in t]
-        col = _cat(got) if got else IntCol(np.zeros(0, np.int64), np.zeros(0, bool))
-        return np.unique(col.v[col.ok]).tolist()
-
-
-_NONE = np.iinfo(np.int64).min  # stands for null in the correlation arrays
-
-
-def _icol(vals) -> IntCol:
-    if isinstance(vals, IntCol):
-        return vals
-    return IntCol(np.array([0 if v is None else v for v in vals], dtype=np.int64),
-                  np.array([v is not None for v in vals], dtype=bool))
-
-
-def _cat(cols: list[IntCol]) -> IntCol:
-    return IntCol(np.concatenate([c.v for c in cols]), np.concatenate([c.ok for c in cols]))
-
-
-def _filled(vals) -> np.ndarray:
-    c = _icol(vals)
-    return np.where(c.ok, c.v, _NONE)
-
-
-def _first_seen(rows: np.ndarray) -> np.ndarray:
-    """The distinct rows of a 2-D array in the order they first appear."""
-    if not len(rows):
-        return rows.reshape(0, 2)
-    return rows[factorize(key_of(*rows.T))[1]]
-
-
-def dict_array(codes: np.ndarray, values: list) -> Any:
-    """``values[codes]`` (distinct strings) as the dictionary array that
-    ``dictionary_encode`` makes of them (the dictionary in first-seen order)."""
-    import pyarrow as pa
-
-    if not len(codes):
-        return [values[i] for i in codes.tolist()]
-    idx, first = factorize(codes)
-    return pa.DictionaryArray.from_arrays(from_numpy(idx.astype(np.int32)),
-                                          _strings([values[i] for i in codes[first].tolist()]))
-
-
-def _strings(vals: list) -> Any:
-    """A string array of ``vals`` (pandas-free where they are all str)."""
-    import pyarrow as pa
-
-    arr = string_array(vals)
-    return arr if arr is not None else pa.array(vals, type=pa.string())
-
-
-class DevList:
-    """Device keys of many slices: ``got[inv[i]]``, once per distinct key."""
-
-    def __init__(self, got: list, inv: np.ndarray):
-        self.got, self.inv = got, inv
-
-    def __getitem__(self, i: int):
-        return self.got[self.inv[i]]
-
-    def __len__(self) -> int:
-        return len(self.inv)
+        col = cat_cols(got) if got else IntCol(np.zeros(0, np.int64), np.zeros(0, bool))
+        vals = col.v[col.ok]
+        return sorted(vals[factorize(vals)[1]].tolist())
 
 
 def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: list[str],
@@ -440,8 +392,7 @@ def build_columns(name: str, path, cols: Columns, clock_name: str, warnings: lis
     b = ColBuilder(name, path, cols, warnings, dropped)
     progress(0.9)
     b.devices()
-    b.api_cols()
-    b.kernel_cols()
+    both(b.api_cols, b.kernel_cols)
     b.ac.clear()
     k_api, k_by_flow = b.link(b.kern)
     b.copy_cols()

@@ -12,12 +12,19 @@ from ...model import Trace
 from ..base import TraceFormatError, check_cancel
 from .colbuild import build_columns
 from .colwalk import Declined, walk_columns
+from .fast import _pftscan
 
 log = logging.getLogger(__name__)
 
 
+# the column tables' C passes: an extension built from older sources lacks some, and
+# the record walk (which needs only ``walk``) reads the file then
+NEEDS = ("walk", "place_ints", "factorize", "flows", "ended")
+
+
 def enabled() -> bool:
-    return os.environ.get("HIPSCOPE_PFTRACE_COLUMNS", "1") != "0"
+    return os.environ.get("HIPSCOPE_PFTRACE_COLUMNS", "1") != "0" and \
+        all(hasattr(_pftscan, f) for f in NEEDS)
 
 
 def read_columns(name: str, path: Path, box: list, warnings: list[str], dropped: dict,

@@ -15,9 +15,9 @@ from collections import defaultdict
 import numpy as np
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
-from .fast import PROBLEMS, _pftscan, available, data_oneof
-from .proto import perfetto_pb2
-from .walk import Walk, track_descriptor_of
+from .fast import PROBLEMS, _pftscan, available, data_oneof, read_tracks
+from .proto import Buffer
+from .walk import Walk
 
 # mirrors SliceRec / AnnRec in _pftscan.h
 SLICE = np.dtype([("track", "<u8"), ("t0", "<i8"), ("t1", "<i8"), ("name", "<u4"),
@@ -72,7 +72,7 @@ class Columns:
 
     def names_of(self, ids: np.ndarray):
         """The strings ``ids`` as a dictionary array (as ``build_table`` encodes them)."""
-        from .colbuild import dict_array
+        from .colutil import dict_array
 
         return dict_array(ids.astype(np.int64), self.strings)
 
@@ -97,9 +97,10 @@ class Columns:
         w.slices = []
         _, clock_name = w.finish(warnings, dropped)
         sl = self.sl
-        keep = np.flatnonzero((sl["fg"] & 7) == 4)
+        keep, start, end = (np.empty(len(sl), np.int64) for _ in range(3))
+        n = _pftscan.ended(sl, keep, start, end)  # one pass over the records, in C
+        keep, start, end = keep[:n], start[:n], end[:n]
         conv = w.clock_offsets([]) if len(keep) else {}  # finish gave its warnings
-        start, end = sl["t0"][keep], sl["t1"][keep]
         if any(o for o in conv.values()):
             if any(not -(1 << 62) <= o < (1 << 62) for o in conv.values()):
                 raise Declined("clock offset beyond int64")
@@ -107,7 +108,7 @@ class Columns:
             for c, o in conv.items():
                 off[c] = o
             start, end = (_shift(t, off[sl[c][keep]]) for t, c in ((start, "c0"), (end, "c1")))
-        order = np.lexsort((keep, start))
+        order = np.argsort(start, kind="stable")  # ties: by begin order (keep ascends)
         self.rows = keep[order]
         self.start, self.end = start[order], end[order]
         return clock_name
@@ -122,7 +123,7 @@ def _shift(t: np.ndarray, o: np.ndarray) -> np.ndarray:
     return r
 
 
-def walk_columns(data: bytes, progress: ProgressFn = no_progress,
+def walk_columns(data: Buffer, progress: ProgressFn = no_progress,
                  cancelled: CancelledFn | None = None
                  ) -> tuple[Columns, int, int, str | None] | None:
     """(columns, whole packets, bytes used, framing problem) or None (declined)."""
@@ -138,11 +139,7 @@ def walk_columns(data: bytes, progress: ProgressFn = no_progress,
         return None
     n, used, problem, bad = got[:4]
     cols = Columns(got[4:])
-    track_desc = perfetto_pb2().TrackDescriptor
-    try:
-        for a, ln in cols.descs:
-            track_descriptor_of(track_desc.FromString(data[a:a + ln]), cols.tracks)
-    except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
+    if not read_tracks(data, cols.descs, cols.tracks):
         return None
     text = PROBLEMS.get(problem) if problem != 2 else \
         f"tag byte 0x{bad:02x} (field {bad >> 3}, wire type {bad & 7})"

@@ -16,8 +16,9 @@ from collections import defaultdict
 from typing import Any
 
 from ...model.progress import CancelledFn, ProgressFn, check_cancel, no_progress
-from .proto import perfetto_pb2
+from .proto import Buffer, perfetto_pb2
 from .walk import Walk, track_descriptor_of
+from .wire import oneof_bitmap, read_descriptors
 
 _pftscan: Any
 try:
@@ -37,19 +38,29 @@ def available() -> bool:
 
 
 def data_oneof() -> bytes:
-    """Bitmap of the field numbers of ``TracePacket``'s ``data`` oneof (from the
-    protobuf descriptor, so the C walk knows which fields replace the event)."""
+    """Bitmap of the field numbers of ``TracePacket``'s ``data`` oneof (so the C walk
+    knows which fields replace the event; :data:`.wire.DATA_ONEOF_FIELDS`)."""
     global _ONEOF
     if _ONEOF is None:
-        bits = bytearray(128)
-        for f in perfetto_pb2().TracePacket.DESCRIPTOR.oneofs_by_name["data"].fields:
-            if f.number < 1024:
-                bits[f.number >> 3] |= 1 << (f.number & 7)
-        _ONEOF = bytes(bits)
+        _ONEOF = oneof_bitmap()
     return _ONEOF
 
 
-def walk(data: bytes, progress: ProgressFn = no_progress,
+def read_tracks(data: Buffer, descs: list, tracks: dict) -> bool:
+    """The track descriptors ``(start, length)`` of ``data`` into ``tracks``: as plain
+    wire format, else with the protobuf classes; False where protobuf cannot decode one."""
+    if read_descriptors(data, descs, tracks):
+        return True
+    track_desc = perfetto_pb2().TrackDescriptor
+    try:
+        for a, ln in descs:
+            track_descriptor_of(track_desc.FromString(data[a:a + ln]), tracks)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
+        return False
+    return True
+
+
+def walk(data: Buffer, progress: ProgressFn = no_progress,
          cancelled: CancelledFn | None = None) -> tuple[Walk, int, int, str | None] | None:
     """(walk, whole packets, bytes used, framing problem) or None (declined); between
     chunks of packets it reports ``progress`` (0..0.8) and raises Cancelled."""
@@ -67,11 +78,7 @@ def walk(data: bytes, progress: ProgressFn = no_progress,
         return None
     (n, used, problem, bad, slices, open_slices, counters, clocks_used, snaps, primary,
      unresolved, skipped, n_begun, unmatched, hipscope_made, source_clock, descs) = got
-    track_desc = perfetto_pb2().TrackDescriptor
-    try:
-        for a, ln in descs:
-            track_descriptor_of(track_desc.FromString(data[a:a + ln]), w.tracks)
-    except Exception:  # noqa: BLE001 - protobuf's DecodeError: its path says where
+    if not read_tracks(data, descs, w.tracks):
         return None
     w.slices = slices
     w.open_slices = defaultdict(list, open_slices)

@@ -3,6 +3,7 @@ packet records, per-sequence interned state, track-name patterns, annotations.""
 
 from __future__ import annotations
 
+import mmap
 import re
 from typing import Any
 
@@ -12,6 +13,7 @@ from .._common import copy_direction
 from ...model.schema import DIRECTIONS
 
 EXTENSIONS = (".pftrace", ".perfetto-trace", ".pb", ".perfetto")
+Buffer = bytes | mmap.mmap  # a whole file: its bytes, or a memory map of it
 
 # TrackEvent.Type
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
@@ -58,7 +60,7 @@ def perfetto_pb2():
     return perfetto_trace_pb2
 
 
-def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+def read_varint(buf: Buffer | memoryview, pos: int, end: int) -> tuple[int, int]:
     """Decode a varint at ``pos``; (value, new_pos); new_pos = -1 when cut short."""
     result = shift = 0
     while pos < end:
@@ -73,7 +75,7 @@ def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     return result, -1
 
 
-def scan_packets(data: bytes) -> tuple[list[tuple[int, int]], int, str | None]:
+def scan_packets(data: Buffer) -> tuple[list[tuple[int, int]], int, str | None]:
     """Split a ``Trace`` into TracePacket (start, end) byte ranges.
 
     Returns (ranges, bytes_used, problem): ``problem`` is None for a clean file,

@@ -19,6 +19,7 @@ from .proto import (
     NESTED,
     SEQ_INCREMENTAL_STATE_CLEARED,
     SEQ_NEEDS_INCREMENTAL_STATE,
+    Buffer,
     Seq,
     decode_error,
     perfetto_pb2,
@@ -121,7 +122,7 @@ class Walk:
         self.source_clock = None
         self.unmatched_ends = 0
 
-    def run(self, path: Path, data: bytes, ranges: list, progress, cancelled) -> None:
+    def run(self, path: Path, data: Buffer, ranges: list, progress, cancelled) -> None:
         fromstring = perfetto_pb2().TracePacket.FromString
         DecodeError = decode_error()
         n_packets = len(ranges)
