@@ -5,7 +5,6 @@ short."""
 from __future__ import annotations
 
 import mmap
-import os
 import re
 from collections import deque
 from itertools import compress, repeat
@@ -16,7 +15,7 @@ from typing import Any
 import msgspec
 
 from .._json import error_byte, error_place, gc_paused
-from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
+from ..base import TraceFormatError, read_bytes_tolerant
 
 __all__ = [
     "API_CATS", "ARG_FIELDS", "CAT_ALIASES", "CHUNK_BYTES", "EMPTY_ARGS", "GPU_CATS",
@@ -298,27 +297,20 @@ def _release(buf, done: int, upto: int) -> int:
 
 
 def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> Top:
-    """The decoded file (gzip or plain JSON, which is decoded from a memory map)."""
+    """The decoded file (gzip or plain JSON). Read into memory, never memory-mapped: a
+    file truncated while a map of it is read kills the process (SIGBUS)."""
     try:
-        if is_gzip(path):
-            buf, gz_warn = read_bytes_tolerant(path)
-            if gz_warn:
-                warnings.append(gz_warn)
-            with gc_paused():
-                top = decode_chunked(buf)
-            return top if top is not None else decode(path, buf, warnings, dropped)
-        # plain JSON: decode straight from a memory map (no copy into the heap;
-        # nothing decoded keeps a reference into it)
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                raise TraceFormatError(path, "byte 0", "a JSON object with a "
-                                       "'traceEvents' list", "an empty file")
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                with gc_paused():
-                    top = decode_chunked(mm)
-                return top if top is not None else decode(path, mm, warnings, dropped)
+        buf, gz_warn = read_bytes_tolerant(path)
     except OSError as exc:
         raise TraceFormatError(path, None, "a readable file", str(exc)) from None
+    if gz_warn:
+        warnings.append(gz_warn)
+    if not buf:
+        raise TraceFormatError(path, "byte 0", "a JSON object with a 'traceEvents' list",
+                               "an empty file")
+    with gc_paused():
+        top = decode_chunked(buf)
+    return top if top is not None else decode(path, buf, warnings, dropped)
 
 
 def decode(path: Path, buf, warnings: list[str], dropped: dict[str, int]) -> Top:

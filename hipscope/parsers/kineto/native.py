@@ -10,7 +10,6 @@ odd types) reads exactly what the msgspec path reads."""
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections import deque
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ..base import TraceFormatError, is_gzip, read_bytes_tolerant
+from ..base import TraceFormatError, read_bytes_tolerant
 from .decode import _TOP_FIELDS, Top, _Args, _Ev, canonical_cat
 
 _kinscan: ModuleType | None
@@ -69,14 +68,12 @@ def load_native(path: Path) -> tuple[Any, ColEvents] | None:
     if scanner is None or os.environ.get("HIPSCOPE_KINSCAN", "1") == "0":
         return None
     try:
-        if is_gzip(path):
-            buf, gz_warn = read_bytes_tolerant(path)
-            return None if gz_warn else _from_scan(buf, _scan(scanner, buf, False))
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                return None
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return _from_scan(mm, _scan(scanner, mm, True))
+        # read, not memory-mapped: a file rewritten meanwhile (a profiler run again
+        # with the same output name truncates it) must not kill the process (SIGBUS)
+        buf, gz_warn = read_bytes_tolerant(path)
+        if gz_warn or not buf:
+            return None
+        return _from_scan(buf, _scan(scanner, buf, False))
     except (OSError, TraceFormatError, msgspec.DecodeError, msgspec.ValidationError,
             Declined):
         return None

@@ -20,16 +20,15 @@ per annotation name, the tables built with numpy in :mod:`.colbuild`), else
 (:mod:`.fast`); else (``HIPSCOPE_PFTRACE_C=0``, or anything the C walk declines) with
 the protobuf classes shipped in the ``perfetto`` package
 (``perfetto.protos.perfetto.trace.perfetto_trace_pb2``). The record walks fill the same
-:class:`~.walk.Walk` and share the table code; all three give the same Trace. A plain
-file is read by the C walk through a memory map. The sniff and the track descriptors are
+:class:`~.walk.Walk` and share the table code; all three give the same Trace. The file
+is read into memory, never memory-mapped: a file truncated while a map of it is read
+kills the process (SIGBUS). The sniff and the track descriptors are
 read as plain wire format (:mod:`.wire`), so the C paths import no protobuf.
 """
 
 
 from __future__ import annotations
 
-import mmap
-import os
 from pathlib import Path
 
 from ...model import Trace
@@ -45,27 +44,12 @@ from ..base import (
 )
 from .proto import EXTENSIONS, perfetto_pb2, read_varint, scan_packets
 from .colread import read_columns
-from .fast import available
 from .fast import walk as walk_fast
 from .tables import build
 from .walk import Walk
 from .wire import SNIFF_FIELDS, packet_fields
 
 __all__ = ["PftraceReader", "scan_packets"]
-
-
-def _mapped(path: Path) -> mmap.mmap | None:
-    """A read-only memory map of a plain (not gzip), non-empty file where the C walk is
-    there to read it in place (no copy of the whole file into the heap); else None."""
-    if not available() or is_gzip(path):
-        return None
-    try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                return None
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None  # read_input says what is wrong with the file
 
 
 def _wire_good(head: bytes, ranges: list) -> int | None:
@@ -158,9 +142,9 @@ class PftraceReader:
         """The column walk and numpy tables, else the record walk (C, else protobuf)."""
         warnings: list[str] = []
         dropped: dict[str, int] = {}
-        mapped = _mapped(path)
-        data: bytes | mmap.mmap = mapped if mapped is not None else read_input(path, warnings)
-        del mapped
+        # read, not memory-mapped: a file rewritten meanwhile (a profiler run again with
+        # the same output name truncates it) must not kill the process with SIGBUS
+        data: bytes = read_input(path, warnings)
         if not data:
             raise TraceFormatError(path, "byte 0", "a Perfetto Trace protobuf "
                                    "(TracePacket records, tag 0x0a)", "an empty file")
