@@ -5,7 +5,7 @@
  * traceEvents list is read in two threads (the second from an event start half-way
  * along, which the first half's own parse must reach exactly, else it reads on alone).
  *
- * scan(buffer, release, split) -> None (declined) or a tuple
+ * scan(buffer, split) -> None (declined) or a tuple
  *   (n_events, open, close, strings, raws, dense, sparse):
  *   - open/close: byte offsets of traceEvents' '[' and ']' (Python decodes the other
  *     top-level keys with msgspec);
@@ -25,8 +25,6 @@
  */
 #include "_kinscan.h"
 #include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------------ fields */
 static const char *const EV_KEYS[] = {"ph", "cat", "name", "pid", "tid", "ts", "dur",
@@ -150,18 +148,6 @@ static int new_event(S *s)
     return buf_put(&s->has_args, &zero, 1);
 }
 
-static void release_behind(S *s)
-{
-    if (!s->release)
-        return;
-    long page = sysconf(_SC_PAGESIZE);
-    size_t upto = (size_t)(s->p - s->base) / (size_t)page * (size_t)page;
-    if (upto >= s->released + (32u << 20)) {
-        madvise((void *)(s->base + s->released), upto - s->released, MADV_DONTNEED);
-        s->released = upto;
-    }
-}
-
 /* events from s->p (an event's '{') to the list's ']'; 1: stopped where an event
  * begins exactly at stop */
 static int event_run(S *s, const unsigned char *stop)
@@ -174,8 +160,6 @@ static int event_run(S *s, const unsigned char *stop)
         if (members(s, EV_KEYS, N_EV, on_event_key) < 0)
             return FAIL;
         s->n++;
-        if ((s->n & 0xFFFF) == 0)
-            release_behind(s);
         WS(s);
         if (s->p >= s->end)
             return FAIL;
@@ -286,12 +270,9 @@ static int events(S *s)
     S *t = q ? (S *)calloc(1, sizeof(S)) : NULL;
     pthread_t th;
     if (t) {
-        long page = sysconf(_SC_PAGESIZE);
         t->base = s->base;
         t->p = q;
         t->end = s->end;
-        t->release = s->release;
-        t->released = ((size_t)(q - s->base) + (size_t)page) / (size_t)page * (size_t)page;
         t->cloc = s->cloc;
         if (pthread_create(&th, NULL, second_half, t) != 0) {
             free(t);
@@ -442,9 +423,8 @@ static void free_state(S *s)
 static PyObject *scan(PyObject *self, PyObject *args)
 {
     Py_buffer view;
-    int release = 0;
     Py_ssize_t split = 64 << 20;
-    if (!PyArg_ParseTuple(args, "y*|pn", &view, &release, &split))
+    if (!PyArg_ParseTuple(args, "y*|n", &view, &split))
         return NULL;
     S *s = (S *)calloc(1, sizeof(S));
     if (!s) {
@@ -453,8 +433,6 @@ static PyObject *scan(PyObject *self, PyObject *args)
     }
     s->base = s->p = (const unsigned char *)view.buf;
     s->end = s->base + view.len;
-    long page = sysconf(_SC_PAGESIZE);
-    s->release = release && page > 0 && ((uintptr_t)view.buf % (uintptr_t)page) == 0;
     s->cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     s->split = split;
     Py_ssize_t open = -1, close = -1;
@@ -479,9 +457,8 @@ static PyObject *scan(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buffer, release=False, split=64 MiB) -> None (declined) or (n, open, close, "
-     "strings, raws, dense, sparse); release: drop the pages of a memory map behind the "
-     "cursor; split: a traceEvents list longer than this is read in two threads"},
+     "scan(buffer, split=64 MiB) -> None (declined) or (n, open, close, strings, raws, "
+     "dense, sparse); split: a traceEvents list longer than this is read in two threads"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kinscan",

@@ -56,8 +56,6 @@ typedef struct {
     Buf str[N_STR], dkind[N_DENSE], dval[N_DENSE], has_args;
     Sparse sp[N_SPARSE];
     int32_t n;
-    int release;
-    size_t released;
     locale_t cloc;
     Py_ssize_t split; /* lists longer than this are read in two threads */
     int rc;

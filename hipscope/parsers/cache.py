@@ -255,7 +255,9 @@ def read_through(reader: str | None, path: Path, read: Callable[[], Trace]) -> T
                            "written?); the figures may not include its latest data", what)
         return tr
     cache_jobs.forget(key)
-    if cache_jobs.enabled() and _fits(tr):
+    if not _fits(tr):
+        return tr
+    if cache_jobs.enabled():
         meta = json.dumps(tr.meta, default=str).encode()      # as read, before the key
         cache_jobs.start(key, lambda: store(key, tr, meta))
         tr.meta["cache_key"] = key    # analyses saved before it lands wait (cache_jobs)
@@ -391,7 +393,7 @@ def _store_entry(root: Path, key: str, trace: Trace, meta: bytes | None) -> None
         except OSError:
             if (dest / MANIFEST).is_file():
                 return                # another process stored it first (C8): keep theirs
-            discard(dest)            # a leftover without a manifest
+            discard(dest)             # a leftover without a manifest
             os.replace(tmp, dest)
         tmp = None
     finally:

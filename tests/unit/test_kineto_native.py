@@ -229,7 +229,7 @@ def test_the_halves_of_a_split_list_join_up(tmp_path):
     """Two threads read halves; the columns equal a one-thread scan's, by row."""
     p = write_kineto_json(tmp_path / "gen.json", 2000, name_pad=50)
     raw = p.read_bytes()
-    one, two = SCAN.scan(raw, False, 1 << 40), SCAN.scan(raw, False, 1024)
+    one, two = SCAN.scan(raw, 1 << 40), SCAN.scan(raw, 1024)
     assert one[0] == two[0] == len(_json_events(p))
     for f in ("ph", "cat", "name"):
         s1, s2 = one[3], two[3]
@@ -299,7 +299,7 @@ def test_damaged_bytes_never_crash_the_scanner(tmp_path):
     rng = random.Random(14)
     declined = read = 0
     for b in _mutations(raw, rng, 3000):
-        res = SCAN.scan(b, False, rng.choice([64, 1 << 40]))  # in-process: a crash fails all
+        res = SCAN.scan(b, rng.choice([64, 1 << 40]))  # in-process: a crash fails all
         if res is None:
             declined += 1
         else:

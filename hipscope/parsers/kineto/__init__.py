@@ -24,7 +24,7 @@ from pathlib import Path
 from ...model import Trace
 from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_text, register
-from .decode import load
+from .decode import load, read_text
 from .native import Declined, load_native
 from .ranks import rank_files, read_folder
 from .tables import build
@@ -91,21 +91,22 @@ class KinetoReader:
                                        f"{type(exc).__name__}: {exc}") from exc
 
     def _read(self, path: Path, progress, cancelled) -> Trace:
-        trace = read_native(path, progress, cancelled)
+        box = [read_text(path)]           # read once for both paths
+        trace = read_native(path, progress, cancelled, box)
         if trace is not None:
             return trace
         warnings: list[str] = []
         dropped: dict[str, int] = {}
-        top = load(path, warnings, dropped)
+        top = load(path, warnings, dropped, box.pop() if box else None)
         progress(0.55)
         check_cancel(cancelled)
         return build(path, top, warnings, dropped, progress, cancelled)
 
 
-def read_native(path: Path, progress, cancelled) -> Trace | None:
+def read_native(path: Path, progress, cancelled, box: list | None = None) -> Trace | None:
     """The trace from the C scanner's columns; None when it is not built or declines
-    the file (then the msgspec path reads it)."""
-    got = load_native(path)
+    the file (then the msgspec path reads it). ``box``: as :func:`.native.load_native`."""
+    got = load_native(path, box)
     if got is None:
         return None
     top, events = got

@@ -4,7 +4,6 @@ short."""
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections import deque
 from itertools import compress, repeat
@@ -240,9 +239,9 @@ def decode_chunked(buf) -> Top | None:
     """The strict typed decode, ``CHUNK_BYTES`` of traceEvents at a time: split after
     an event's closing ``},`` at a line end, each piece decoded as a list of events (a
     piece that does not end at an event's end cannot parse), the keys before and after
-    the list decoded with the first and last piece. A memory map's pages are released
-    as they are consumed. None when the file is not laid out so, or any piece fails:
-    the caller then decodes it whole (and reports what is wrong). A top-level key
+    the list decoded with the first and last piece. None when the file is not laid out
+    so, or any piece fails: the caller then decodes it whole (and reports what is
+    wrong). A top-level key
     given both before and after traceEvents keeps its later value, as a whole decode
     does, unless that value is null."""
     key = buf.find(b'"traceEvents"')
@@ -255,7 +254,7 @@ def decode_chunked(buf) -> Top | None:
             return None
         events: list = []
         seen: dict = {}
-        pos, released, n = open_ + 1, 0, len(buf)
+        pos, n = open_ + 1, len(buf)
         piece = bytearray(b"[") + bytearray(CHUNK_BYTES + (1 << 20))  # reused: no faults
         with memoryview(buf) as view, memoryview(piece) as out:
             while True:
@@ -270,7 +269,6 @@ def decode_chunked(buf) -> Top | None:
                 _intern(evs, seen)
                 events.extend(evs)
                 pos = sep + 2
-                released = _release(buf, released, pos)
             del piece
             tail = msgspec.json.decode(b'{"traceEvents":[' + bytes(view[pos:]), type=Top)
         _intern(tail.traceEvents, seen)
@@ -282,27 +280,19 @@ def decode_chunked(buf) -> Top | None:
     return Top(traceEvents=events, **fields)
 
 
-def _release(buf, done: int, upto: int) -> int:
-    """Drop a memory map's pages below ``upto`` from memory (they are read, and the
-    file keeps them); returns the new low mark."""
-    if not isinstance(buf, mmap.mmap):
-        return done
-    end = upto // mmap.PAGESIZE * mmap.PAGESIZE
-    if end > done:
-        try:
-            buf.madvise(mmap.MADV_DONTNEED, done, end - done)
-        except (OSError, AttributeError, ValueError):
-            return done
-    return max(done, end)
-
-
-def load(path: Path, warnings: list[str], dropped: dict[str, int]) -> Top:
-    """The decoded file (gzip or plain JSON). Read into memory, never memory-mapped: a
-    file truncated while a map of it is read kills the process (SIGBUS)."""
+def read_text(path: Path) -> tuple[bytes, str | None]:
+    """The file's text (un-gzipped) and the gzip warning, if any. Read into memory, never
+    memory-mapped: a file truncated while a map of it is read kills the process (SIGBUS)."""
     try:
-        buf, gz_warn = read_bytes_tolerant(path)
+        return read_bytes_tolerant(path)
     except OSError as exc:
         raise TraceFormatError(path, None, "a readable file", str(exc)) from None
+
+
+def load(path: Path, warnings: list[str], dropped: dict[str, int],
+         text: tuple[bytes, str | None] | None = None) -> Top:
+    """The decoded file (gzip or plain JSON); ``text``: :func:`read_text`'s, when read."""
+    buf, gz_warn = text if text is not None else read_text(path)
     if gz_warn:
         warnings.append(gz_warn)
     if not buf:

@@ -55,25 +55,24 @@ class Declined(Exception):
 SPLIT_BYTES = 64 << 20   # a longer traceEvents list is scanned in two threads
 
 
-def _scan(scanner: ModuleType, buf, release: bool):
-    with memoryview(buf) as view:
-        return scanner.scan(view, release, SPLIT_BYTES)
-
-
-def load_native(path: Path) -> tuple[Any, ColEvents] | None:
+def load_native(path: Path, box: list | None = None) -> tuple[Any, ColEvents] | None:
     """(top-level keys, events) of a Kineto file read by the C scanner; None when it is
     not built, switched off (``HIPSCOPE_KINSCAN=0``), declines the file, or the file
-    cannot be opened (the msgspec path then says why)."""
+    cannot be opened (the msgspec path then says why). ``box``: ``[(bytes, gzip
+    warning)]`` as ``read_bytes_tolerant`` gave them, emptied once the scanner took the
+    text (so the bytes go before the tables are built); else the file is read here."""
     scanner = _kinscan
     if scanner is None or os.environ.get("HIPSCOPE_KINSCAN", "1") == "0":
         return None
     try:
-        # read, not memory-mapped: a file rewritten meanwhile (a profiler run again
-        # with the same output name truncates it) must not kill the process (SIGBUS)
-        buf, gz_warn = read_bytes_tolerant(path)
+        buf, gz_warn = box[0] if box else read_bytes_tolerant(path)
         if gz_warn or not buf:
             return None
-        return _from_scan(buf, _scan(scanner, buf, False))
+        with memoryview(buf) as view:
+            res = scanner.scan(view, SPLIT_BYTES)
+        if res is not None and box:
+            box.clear()
+        return _from_scan(buf, res)
     except (OSError, TraceFormatError, msgspec.DecodeError, msgspec.ValidationError,
             Declined):
         return None
