@@ -3,7 +3,6 @@ packet records, per-sequence interned state, track-name patterns, annotations.""
 
 from __future__ import annotations
 
-import mmap
 import re
 from typing import Any
 
@@ -13,7 +12,7 @@ from .._common import copy_direction
 from ...model.schema import DIRECTIONS
 
 EXTENSIONS = (".pftrace", ".perfetto-trace", ".pb", ".perfetto")
-Buffer = bytes | mmap.mmap  # a whole file: its bytes, or a memory map of it
+Buffer = bytes  # a whole file, read into memory (a map of it dies of SIGBUS if it is cut)
 
 # TrackEvent.Type
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4

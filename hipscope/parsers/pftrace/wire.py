@@ -10,8 +10,9 @@ perfetto_trace.proto (the tests check them against the protobuf descriptors).
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Iterator
+
+from .proto import Buffer, read_varint
 
 # TracePacket's ``data`` oneof (a bitmap for the C walk: which fields replace the event)
 DATA_ONEOF_FIELDS = (
@@ -32,26 +33,22 @@ _TD_NAMES = (2, 10, 13)
 _TD_UNREAD = frozenset({6, 7, 18})
 
 
-Buffer = bytes | mmap.mmap  # a whole file: its bytes, or a memory map of it
-
-
 class Bad(Exception):
     """Not wire format this module reads (the caller takes the protobuf classes)."""
 
 
 def varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
-    """(value, next position); Bad when cut short or beyond 64 bits."""
-    result = shift = 0
-    while pos < end:
-        b = buf[pos]
-        pos += 1
-        if shift == 63 and b > 1:
-            raise Bad("varint beyond 64 bits")
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-    raise Bad("varint cut short")
+    """(value, next position) (:func:`.proto.read_varint`); Bad when cut short or
+    beyond 64 bits."""
+    try:
+        value, pos = read_varint(buf, pos, end)
+    except ValueError:
+        raise Bad("varint beyond 64 bits") from None
+    if pos < 0:
+        raise Bad("varint cut short")
+    if value >> 64:
+        raise Bad("varint beyond 64 bits")
+    return value, pos
 
 
 def fields(buf: Buffer, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
