@@ -22,8 +22,8 @@ the protobuf classes shipped in the ``perfetto`` package
 (``perfetto.protos.perfetto.trace.perfetto_trace_pb2``). The record walks fill the same
 :class:`~.walk.Walk` and share the table code; all three give the same Trace. The file
 is read into memory, never memory-mapped: a file truncated while a map of it is read
-kills the process (SIGBUS). The sniff and the track descriptors are
-read as plain wire format (:mod:`.wire`), so the C paths import no protobuf.
+kills the process (SIGBUS). The sniff and the track descriptors are read as plain wire
+format (:mod:`.wire`), so the C paths import no protobuf.
 """
 
 
