@@ -2,10 +2,11 @@
 
 ``read_typed`` reads chosen integer and text columns of a CSV file in one pass with the
 C scanner ``_csvscan`` (built with the package; see setup.py): the file is cut at
-newlines into pieces of ~16 MB, the rows of each piece are counted, then the pieces are
-read again and parsed from several threads (the scanner releases the GIL; each thread
-reuses one buffer) straight into slices of one numpy array per column; text columns
-come back dictionary-encoded. A file that gets shorter meanwhile is left to pyarrow.
+newlines into pieces of ~16 MB, and several threads (the scanner releases the GIL; each
+thread reuses one buffer) read each piece once, count its rows, and parse it straight
+into slices of one numpy array per column, at the rows where the pieces before it end
+(:class:`_Placement`); text columns come back dictionary-encoded. A file that gets
+shorter meanwhile is left to pyarrow.
 
 It returns ``None`` (and the caller uses the general pyarrow reader) whenever the file
 is not plain: newlines inside quotes, quotes inside unquoted text, CR-LF line ends, a field count
@@ -131,6 +132,78 @@ def _pieces(reader: _Reader, start: int, size: int) -> list[tuple[int, int]]:
     return out
 
 
+class _Abandoned(Exception):
+    """A piece before this one failed: its rows have no place."""
+
+
+class _Placement:
+    """Where each piece's rows go, settled in piece order as the pieces are counted
+    (each piece is read once: counted, then parsed from the same buffer): piece i's
+    rows start where piece i-1's end. The columns are made when the first piece is
+    counted, with room for the rows the file would have at that piece's rows per byte
+    and a quarter more (room never written is never touched: no memory). A piece
+    past the room is parsed into arrays of its own, joined to the rest at the end."""
+
+    def __init__(self, npieces: int, kinds: bytes, data_bytes: int):
+        self.kinds, self.data_bytes = kinds, data_bytes
+        self.offsets: list[int | None] = [0] + [None] * npieces
+        self.cond = threading.Condition()
+        self.abandoned = False
+        self.cols: dict[int, np.ndarray] = {}
+        self.room = 0
+        self.own: dict[int, dict[int, np.ndarray]] = {}     # piece -> its own arrays
+
+    def outs(self, i: int, n: int, nbytes: int) -> list[np.ndarray | None]:
+        """Piece ``i`` (``n`` rows at most, ``nbytes`` long): the slices it parses into,
+        once the pieces before it are placed (the pool takes pieces in order)."""
+        with self.cond:
+            while self.offsets[i] is None and not self.abandoned:
+                self.cond.wait()
+            if self.abandoned:
+                raise _Abandoned
+            lo = self.offsets[i]
+            assert lo is not None
+            if i == 0:
+                self._make_room(n, nbytes)
+            self.offsets[i + 1] = lo + n
+            self.cond.notify_all()
+        if lo + n <= self.room:
+            return [self.cols[c][lo:lo + n] if c in self.cols else None
+                    for c in range(len(self.kinds))]
+        own = {c: np.empty(n, dtype=_DTYPE[k]) for c, k in enumerate(self.kinds) if k}
+        with self.cond:
+            self.own[i] = own
+        return [own.get(c) for c in range(len(self.kinds))]
+
+    def _make_room(self, n: int, nbytes: int) -> None:
+        # a row has a byte per field at least (its commas and newline): no more room
+        # than that (empty lines past it go to the pieces' own arrays)
+        most = self.data_bytes // max(1, len(self.kinds))
+        self.room = max(n, min(most, int(n / max(nbytes, 1) * self.data_bytes * 1.25) + 1024))
+        try:
+            self.cols = {c: np.empty(self.room, dtype=_DTYPE[k])
+                         for c, k in enumerate(self.kinds) if k}
+        except MemoryError:         # no address space for the room: every piece its own
+            self.room = 0
+            self.cols = {c: np.empty(0, dtype=_DTYPE[k]) for c, k in enumerate(self.kinds) if k}
+
+    def abandon(self) -> None:
+        with self.cond:
+            self.abandoned = True
+            self.cond.notify_all()
+
+    def columns(self) -> dict[int, np.ndarray]:
+        """The whole columns: the room's filled part, then the pieces past it."""
+        total = self.offsets[-1]
+        assert total is not None
+        if not self.own:
+            return {c: a[:total] for c, a in self.cols.items()}
+        first = min(self.own)
+        lo = self.offsets[first]
+        return {c: np.concatenate([a[:lo], *(self.own[i][c] for i in sorted(self.own))])
+                for c, a in self.cols.items()}
+
+
 def _read(path: Path, size: int, fields: list[str], types: dict[str, pa.DataType],
           kinds: bytes) -> pa.Table | None:
     scan = _csvscan
@@ -150,27 +223,30 @@ def _read(path: Path, size: int, fields: list[str], types: dict[str, pa.DataType
             # when a quoted field comes before it; left to pyarrow
             return None
 
-        def count(piece: tuple[int, int]) -> int:
-            a, b = piece
-            return scan.count_newlines(reader.read(a, b), 0, b - a)
+        place = _Placement(len(pieces), kinds, size - pieces[0][0])
+
+        def work(i: int):
+            (a, b) = pieces[i]
+            try:
+                buf = reader.read(a, b)
+                n = scan.count_newlines(buf, 0, b - a)
+                if i == len(pieces) - 1 and last != b"\n":
+                    n += 1                       # a last line without its newline
+                outs = place.outs(i, n, b - a)
+                res = scan.parse(buf, 0, b - a, kinds, outs, n)
+            except BaseException:
+                place.abandon()                  # the pieces after it stop waiting
+                raise
+            return n, (f"{res} (piece from byte {a})" if isinstance(res, str) else res)
 
         with ThreadPoolExecutor(_threads()) as ex:
-            counts = list(ex.map(count, pieces))
-            if last != b"\n":
-                counts[-1] += 1                  # a last line without its newline
-            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            total = int(offsets[-1])
-            cols = {i: np.empty(total, dtype=_DTYPE[k]) for i, k in enumerate(kinds) if k}
-
-            def parse(i: int):
-                (a, b), lo, n = pieces[i], int(offsets[i]), counts[i]
-                outs = [cols[c][lo:lo + n] if c in cols else None for c in range(len(kinds))]
-                res = scan.parse(reader.read(a, b), 0, b - a, kinds, outs, n)
-                return f"{res} (piece from byte {a})" if isinstance(res, str) else res
-
-            results = list(ex.map(parse, range(len(pieces))))
+            done = list(ex.map(work, range(len(pieces))))
     finally:
         reader.close()
+    counts = [n for n, _res in done]
+    results = [res for _n, res in done]
+    offsets = np.asarray(place.offsets, dtype=np.int64)
+    cols = place.columns()
     for i, res in enumerate(results):
         if isinstance(res, str):
             log.debug("%s: fast CSV path declined (%s)", path, res)

@@ -265,6 +265,28 @@ def test_empty_lines_are_skipped_in_every_piece(tmp_path):
         assert_same(t, pyarrow_read(p, fields, TYPES3))
 
 
+@pytest.mark.parametrize("first_rows", [b'"%s",1,%d\n', b'"k%s",1,%d\n'], ids=["long-first",
+                                                                           "same-length"])
+def test_rows_past_the_room_the_first_piece_made_are_kept_in_order(tmp_path, first_rows):
+    """Each piece is read once: counted, then parsed into the columns at the rows the
+    pieces before it end on. The columns get room for the file at the first piece's
+    rows per byte; when later rows are shorter (more of them per byte), the pieces
+    past that room are parsed into arrays of their own and joined on: the same
+    table, in the file's order."""
+    long_name = "x" * 300
+    text = HEAD + b"".join(first_rows % ((long_name if b'"%s"' in first_rows else "").encode()
+                                         , i) for i in range(200))
+    text += b"".join(b'"s%d",2,%d\n' % (i % 7, 1000 + i) for i in range(20000))
+    p = _write(tmp_path, text)
+    fields = ["Name", "Agent", "Start"]
+    for piece in (4096, 70000):
+        with forced(piece):
+            t = _fastcsv.read_typed(p, fields, TYPES3)
+        assert t is not None and t.num_rows == 20200
+        assert t.column("Start").to_pylist() == list(range(200)) + list(range(1000, 21000))
+        assert_same(t, pyarrow_read(p, fields, TYPES3))
+
+
 def test_a_file_cut_short_while_it_is_read_is_left_to_pyarrow(tmp_path, monkeypatch):
     # another program rewrites the file mid-read: a short read, no crash, no half table
     p = _write(tmp_path, HEAD + b'"k",1,1\n' * 5000)
