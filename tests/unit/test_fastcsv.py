@@ -181,6 +181,28 @@ def test_generated_files_are_read_as_pyarrow_reads_them_or_declined(tmp_path_fac
         pytest.fail(f"the fast path declined a plain file: {text!r}")
 
 
+@pytest.mark.parametrize("zeros", [0, 1, 5, 19, 30])
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_integers_with_leading_zeros_past_19_digits(tmp_path, zeros, sign):
+    """Only the significant digits count toward the 19 an int64 can hold: a value with
+    many leading zeros is read (as pyarrow reads it), 20 significant digits are left to
+    pyarrow (which rejects them)."""
+    values = ["0", "7", "9223372036854775807", "1234567890123456789", "12345678901234567890",
+              "99999999999999999999"]
+    for v in values:
+        text = f"{sign}{'0' * zeros}{v}"
+        p = _write(tmp_path, b"a,b\n" + b"".join(b"%s,1\n" % text.encode() for _ in range(3)))
+        with forced(8):
+            fast = _fastcsv.read_typed(p, ["a", "b"], {"a": pa.int64(), "b": pa.int64()})
+        ref = pyarrow_read(p, ["a", "b"], {"a": pa.int64(), "b": pa.int64()})
+        assert (fast is None) == (ref is None), text
+        if ref is not None:
+            assert fast.column("a").to_pylist() == [int(text)] * 3
+            assert_same(fast, ref)
+        else:
+            assert len(v) > 19, text
+
+
 SEED = SAMPLES / "rocprofv3-csv/sdk-docs-2025-08-rocm7.0/kernel_trace.csv"
 
 
