@@ -38,14 +38,15 @@ def _report(argv: list[str]) -> int:
     report_ops.add_arguments(p)
     args = p.parse_args(report_ops.normalize_argv(argv))
     from ..parsers import cache_jobs
+    from . import warm
 
+    warm.start()          # what the analyses import, imported while the trace is read
     # the cache entry of a first open is written while the analyses run
     with cache_jobs.in_background():
         return _report_of(args)
 
 
 def _report_of(args: argparse.Namespace) -> int:
-    from ..analysis.report import build_report, format_text
     from ..parsers import Cancelled, TraceFormatError, open_trace
     from ..parsers.base import UnknownReader
     from . import report_ops
@@ -57,6 +58,8 @@ def _report_of(args: argparse.Namespace) -> int:
         return 2
     except Cancelled:
         return 130
+    from ..analysis.report import build_report, format_text
+
     rep = build_report(trace, top=args.top)
     if args.counters:
         from ..analysis.counters import counter_outliers

@@ -330,3 +330,18 @@ def nullable(values: np.ndarray, invalid: int = -1) -> pa.Array:
     """An integer numpy array as a pyarrow array where ``invalid`` marks a null."""
     values = np.asarray(values)
     return from_numpy(values, values == invalid)
+
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` (sorted distinct values); integers of a range up to about
+    their count go through a count table: one pass, no sort or hash (and no import
+    of numpy.ma, which numpy's unique does on first use: ~0.03 s)."""
+    v = np.asarray(values)
+    if len(v) and v.dtype.kind in "iu":
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo <= max(1 << 16, len(v)) and hi < 1 << 62:
+            if 0 <= lo and hi <= max(1 << 16, len(v)):
+                return np.flatnonzero(np.bincount(v)).astype(v.dtype)
+            return (np.flatnonzero(np.bincount(v.astype(np.int64) - lo)) + lo).astype(v.dtype)
+    return np.unique(v)

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..model import SPECS, Trace
-from ..model.table import SchemaError, to_numpy
+from ..model.table import SchemaError, distinct, to_numpy
 
 _KNOWN_META = {"format", "sources", "clock"}
 
@@ -57,7 +57,7 @@ def _check_refs(trace: Trace) -> None:
             if col not in table.data.column_names:
                 continue
             vals = to_numpy(table.column(col).drop_null())
-            unknown = set(np.unique(vals).tolist()) - dev_idx
+            unknown = set(distinct(vals).tolist()) - dev_idx
             if unknown:
                 raise SchemaError(f"{name}.{col}: devices {sorted(unknown)[:5]} not in devices")
     _check_index(trace.kernels.column("api_index"), len(trace.api), "kernels.api_index")

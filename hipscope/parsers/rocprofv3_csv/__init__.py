@@ -32,9 +32,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...model import Trace
+from ...model.table import distinct
 from .._common import warn_no_kernels
 from ..base import Cancelled, CancelledFn, ProgressFn, TraceFormatError, check_cancel, register
 from .assemble import assemble
@@ -183,8 +182,8 @@ class RocprofV3CsvReader:
         for tbl in (part.kernels, part.counters):
             if tbl is not None and tbl.get("agent") is not None:
                 _c, cats = dict_parts(tbl["agent"])
-                codes = np.unique(_c[_c >= 0])
-                part.gpu_texts.update(cats[i] for i in codes.tolist())
+                codes = distinct(_c)
+                part.gpu_texts.update(cats[i] for i in codes[codes >= 0].tolist())
         return part
 
     @staticmethod

@@ -30,7 +30,9 @@ class _Numbering:
         if lo >= 0 and hi < (1 << 16) and ndev * (hi + 1) <= (1 << 22):
             # fast path (the common case): small printed ids, no nulls; int32 throughout
             nraw = hi + 1
-            combined = dev.astype(np.int32) * np.int32(nraw) + raw.astype(np.int32, copy=False)
+            combined = dev.astype(np.int32)                  # a copy: worked in place
+            combined *= np.int32(nraw)
+            combined += raw.astype(np.int32, copy=False)
             present = np.bincount(combined, minlength=ndev * nraw) > 0
             lut = (np.cumsum(present) - 1).astype(np.int32)
             uniq = np.nonzero(present)[0]
