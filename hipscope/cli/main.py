@@ -172,5 +172,17 @@ def _dispatch(argv: list[str]) -> int:
     return _gui(argv)
 
 
+def entry() -> None:
+    """The ``hipscope`` program: :func:`main`, then the exit without a last collection
+    of every object (``gc.freeze``): the process ends and the system takes its memory
+    back at once, while collecting a report's trace first took ~0.05 s (2M kernels).
+    Every file is closed and every store joined by then. Tests call :func:`main`."""
+    import gc
+
+    rc = main()
+    gc.freeze()
+    sys.exit(rc)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

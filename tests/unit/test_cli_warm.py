@@ -62,3 +62,21 @@ def test_distinct_is_numpys_unique(dtype):
 def test_distinct_of_other_values_is_numpys_unique():
     for v in (np.array([2.5, -1.0, 2.5]), np.array(["b", "a", "b"])):
         assert np.array_equal(distinct(v), np.unique(v))
+
+
+def test_the_program_exits_without_collecting_every_object_first():
+    # hipscope (the console script, python -m hipscope and -m hipscope.cli.main) runs
+    # main() and then freezes the collector: the kernel takes the memory back at exit
+    probe = ("import gc, sys; from hipscope.cli import main as m\n"
+             "sys.argv = ['hipscope', 'report', '--json', '--no-cache', " + repr(str(CSV)) + "]\n"
+             "try:\n    m.entry()\nexcept SystemExit as e:\n"
+             "    print('RC', e.code, gc.get_freeze_count() > 0, file=sys.stderr)")
+    got = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert "RC 0 True" in got.stderr
+    assert json.loads(got.stdout)["kernel_count"] > 0
+    for args in (["-m", "hipscope"], ["-m", "hipscope.cli.main"]):
+        run = subprocess.run([sys.executable, *args, "report", "--json", "--no-cache", str(CSV)],
+                             cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["kernel_count"] > 0
