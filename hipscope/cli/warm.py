@@ -1,7 +1,9 @@
 """Modules `hipscope report` needs after the trace is read, imported on a thread while
 it is read: the parse threads run without the GIL, so the main thread would only wait;
 done after the read instead, the same imports hold up the first analysis (~0.05 s,
-one core). ``numpy.ma`` is among them: numpy's ``unique`` imports it on first use.
+one core). ``numpy.ma`` is among them (numpy's ``unique`` imports it on first use), and
+``pyarrow.compute`` (~0.05 s; the modules on a CSV read's path import it lazily:
+hipscope/model/lazy.py).
 Importing twice is harmless (the main thread waits for a module being imported), and
 a module that fails to import here fails again, with its message, where it is used."""
 
@@ -11,7 +13,7 @@ import importlib
 import threading
 
 MODULES = (
-    "numpy.ma",
+    "pyarrow.compute", "numpy.ma",
     "hipscope.analysis.report", "hipscope.analysis.persist", "hipscope.analysis.idle",
     "hipscope.analysis.concurrency", "hipscope.analysis.stats",
     "hipscope.analysis.queue_delay", "hipscope.analysis.sanity", "hipscope.analysis.graphs",

@@ -80,3 +80,15 @@ def test_the_program_exits_without_collecting_every_object_first():
                              cwd=ROOT, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["kernel_count"] > 0
+
+
+def test_pyarrow_compute_is_imported_on_first_use():
+    probe = ("import sys, hipscope.model, hipscope.parsers.rocprofv3_csv, hipscope.analysis.links\n"
+             "before = 'pyarrow.compute' in sys.modules\n"
+             "from hipscope.model.lazy import pc\n"
+             "import pyarrow as pa\n"
+             "s = pc.sum(pa.array([1, 2, 3])).as_py()\n"
+             "print(before, s, 'pyarrow.compute' in sys.modules)")
+    got = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert got.stdout.split() == ["False", "6", "True"]
