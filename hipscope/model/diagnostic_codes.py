@@ -11,6 +11,7 @@ checked to be coded or matched here. First match wins; codes are in docs/readers
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["PATTERNS", "code_of", "where_of"]
@@ -92,12 +93,15 @@ PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("telemetry.outside_trace", "warning", r"telemetry samples lie outside the trace"),
 )
 
-_COMPILED = tuple((code, sev, re.compile(p)) for code, sev, p in PATTERNS)
+@functools.cache
+def _compiled() -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+    """The patterns compiled, on first use (~0.01 s: not at every start-up)."""
+    return tuple((code, sev, re.compile(p)) for code, sev, p in PATTERNS)
 
 
 def code_of(message: str) -> tuple[str, str] | None:
     """(code, severity) of a plain warning, or None when no pattern knows it."""
-    for code, sev, pat in _COMPILED:
+    for code, sev, pat in _compiled():
         if pat.search(message):
             return code, sev
     return None
