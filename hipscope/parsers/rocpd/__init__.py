@@ -41,10 +41,18 @@ from pathlib import Path
 from ...model import Trace, merge_traces
 from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
 from ..base import TraceFormatError, check_cancel, register
-from .db import Db, db_files, is_rocpd, table_names
-from .tables import read_db
+from .sniff import db_files, is_rocpd, table_names
 
 __all__ = ["RocpdReader", "is_rocpd"]
+
+# the sniff needs only .sniff; .db and .tables (the reading stack) are imported to read
+_LAZY = {"Db": ".db", "read_db": ".tables"}
+
+
+def __getattr__(name: str):
+    from .._lazy import lazy_attr
+
+    return lazy_attr(__name__, _LAZY, name)
 
 @register
 class RocpdReader:
@@ -99,6 +107,9 @@ class RocpdReader:
 
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
+        from .db import Db
+        from .tables import read_db
+
         # quick_check runs while the views are read
         return read_sqlite_input(path, "rocpd", "database", Db,
                                  lambda db: read_db(self.name, db, progress, cancelled))
