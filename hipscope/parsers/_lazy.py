@@ -10,12 +10,13 @@ keeps working.
 from __future__ import annotations
 
 import importlib
+import sys
 
 
-def lazy_attr(package: str, names: dict[str, str], name: str):
-    """``name`` of ``package`` from the module ``names[name]`` (relative to the package),
-    imported now; AttributeError for any other name, as a module would raise."""
+def lazy_attr(module: str, names: dict[str, str], name: str):
+    """``name`` of ``module`` from the module ``names[name]`` (relative to ``module``'s
+    package), imported now; AttributeError for any other name, as a module would raise."""
     where = names.get(name)
     if where is None:
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(where, package), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(where, sys.modules[module].__package__), name)
