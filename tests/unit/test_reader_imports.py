@@ -31,6 +31,8 @@ OTHER_STACKS = (
     "hipscope.parsers.kineto.tables",
     "hipscope.parsers.nsys.db", "hipscope.parsers.nsys.export", "hipscope.parsers.nsys.tables",
     "hipscope.parsers.jax.decode", "hipscope.parsers.jax.tables", "hipscope.parsers.jax.xplane",
+    "hipscope.parsers._ncu_read", "hipscope.parsers._ncu_summary", "hipscope.parsers._ncu_tables",
+    "hipscope.parsers._compute_read",
 )
 
 _OPEN = """
@@ -75,6 +77,8 @@ from hipscope.parsers.nsys.db import KERNEL, nsys_confidence
 from hipscope.parsers.pftrace import _protobuf_good, _wire_good, colread, fast, scan_packets
 from hipscope.parsers.rocpd import Db, is_rocpd, read_db
 from hipscope.parsers.rocpd.db import db_files, table_names
+from hipscope.parsers.ncu_csv import DURATION_METRICS, UNIT_NS, NcuCsvReader
+from hipscope.parsers.rocprof_compute import RocprofComputeReader, RocprofComputeReading
 import hipscope.parsers.nsys as nsys
 try:
     nsys.no_such_name
@@ -82,10 +86,13 @@ try:
 except AttributeError as exc:
     missing = str(exc)
 print(json.dumps({"nsys_read_export": read_export.__module__, "db": Db.__module__,
-                  "csv_reader": LegacyRocprofCsvReader.__module__, "missing": missing}))
+                  "csv_reader": LegacyRocprofCsvReader.__module__, "missing": missing,
+                  "compute": issubclass(RocprofComputeReading, RocprofComputeReader),
+                  "ncu_ns": UNIT_NS["us"]}))
 """
     got = _fresh(code)
     assert got == {"nsys_read_export": "hipscope.parsers.nsys.export",
                    "db": "hipscope.parsers.rocpd.db",
                    "csv_reader": "hipscope.parsers.legacy_rocprof.results_csv",
-                   "missing": "module 'hipscope.parsers.nsys' has no attribute 'no_such_name'"}
+                   "missing": "module 'hipscope.parsers.nsys' has no attribute 'no_such_name'",
+                   "compute": True, "ncu_ns": 1000.0}
