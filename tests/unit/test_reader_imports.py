@@ -20,7 +20,7 @@ CSV = SAMPLES / "rocprofv3-csv" / "sdk-docs-2025-08-rocm7.0" / "kernel_trace.csv
 
 # modules of the reading stacks of the readers other than rocprofv3_csv
 OTHER_STACKS = (
-    "msgspec",
+    "msgspec", "sqlite3", "hipscope.parsers._sqlite",
     "hipscope.parsers.rocprofv3_json.process", "hipscope.parsers.rocprofv3_json.records",
     "hipscope.parsers.rocpd.db", "hipscope.parsers.rocpd.tables",
     "hipscope.parsers.pftrace.colread", "hipscope.parsers.pftrace.fast",

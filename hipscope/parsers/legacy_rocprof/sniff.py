@@ -2,7 +2,8 @@
 
 Opening any trace sniffs it with every reader; these need only the first bytes of a
 file (or an SQLite schema, or a folder's names), so they live here and the package
-imports ``results_*`` (numpy tables, msgspec) only when it reads.
+imports ``results_*`` (numpy tables, msgspec) only when it reads, and sqlite3 only
+for a file with the SQLite header.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import csv
 import re
 from pathlib import Path
 
-from .._sqlite import SQL_ERRORS, connect_ro, schema_columns
 from ..base import head_bytes, head_text
 
 STATS_HEADER = {"name", "calls", "totaldurationns", "averagens", "percentage"}
@@ -53,6 +53,8 @@ def sniff_csv(path: Path) -> float:
 def sqlite_tables(path: Path) -> dict[str, list[str]]:
     """Table -> columns, also for a schema SQLite cannot parse (so that the sniffer
     still knows the file and the reader can say what is wrong with it)."""
+    from .._sqlite import connect_ro, schema_columns
+
     con = connect_ro(path)
     try:
         return schema_columns(con)
@@ -63,6 +65,8 @@ def sqlite_tables(path: Path) -> dict[str, list[str]]:
 def sniff_db(path: Path) -> float:
     if path.is_dir() or head_bytes(path, 16) != _SQLITE:
         return 0.0
+    from .._sqlite import SQL_ERRORS  # sqlite3: only for a file with the SQLite header
+
     try:
         tables = sqlite_tables(path)
     except SQL_ERRORS:

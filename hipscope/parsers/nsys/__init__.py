@@ -23,8 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...model import Trace
-from .._sqlite import SQL_ERRORS, connect_ro, is_sqlite, read_sqlite_input, schema_names
 from ..base import register
+from ..reading import is_sqlite
 from .sniff import nsys_confidence
 
 __all__ = ["NsysReader"]
@@ -52,6 +52,8 @@ class NsysReader:
         path = Path(path)
         if not path.is_file() or not is_sqlite(path):
             return 0.0
+        from .._sqlite import SQL_ERRORS, connect_ro, schema_names  # an SQLite file
+
         try:
             conn = connect_ro(path)
             try:
@@ -63,6 +65,7 @@ class NsysReader:
         return nsys_confidence(names)
 
     def read(self, path, progress, cancelled) -> Trace:
+        from .._sqlite import read_sqlite_input
         from .db import NsysDb
         from .export import read_export
 

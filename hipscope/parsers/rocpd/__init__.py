@@ -39,8 +39,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...model import Trace, merge_traces
-from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
 from ..base import TraceFormatError, check_cancel, register
+from ..reading import is_sqlite
 from .sniff import db_files, is_rocpd, table_names
 
 __all__ = ["RocpdReader", "is_rocpd"]
@@ -71,6 +71,8 @@ class RocpdReader:
                 return 0.0
         if not is_sqlite(path):
             return 0.0
+        from .._sqlite import SQL_ERRORS
+
         try:
             names = table_names(path)
         except SQL_ERRORS:
@@ -107,6 +109,7 @@ class RocpdReader:
 
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
+        from .._sqlite import read_sqlite_input
         from .db import Db
         from .tables import read_db
 

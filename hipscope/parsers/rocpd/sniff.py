@@ -1,17 +1,20 @@
 """Telling rocpd databases (and folders of them) apart, without the reading stack.
 
 Every open sniffs with every reader; these read only the SQLite header and
-``sqlite_master``, so the package imports :mod:`.db` and :mod:`.tables` only to read.
+``sqlite_master``, so the package imports :mod:`.db` and :mod:`.tables` only to read,
+and sqlite3 only for a file with the SQLite header.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .._sqlite import SQL_ERRORS, connect_ro, is_sqlite, schema_names
+from ..reading import is_sqlite
 
 
 def table_names(path: Path) -> set[str]:
+    from .._sqlite import connect_ro, schema_names  # sqlite3: only for SQLite files
+
     conn = connect_ro(path)
     try:
         return set(schema_names(conn))
@@ -23,6 +26,8 @@ def is_rocpd(path: Path) -> bool:
     """SQLite magic and rocpd_ tables/views (cheap: reads sqlite_master only)."""
     if not path.is_file() or not is_sqlite(path):
         return False
+    from .._sqlite import SQL_ERRORS
+
     try:
         names = table_names(path)
     except SQL_ERRORS:
