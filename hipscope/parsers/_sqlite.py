@@ -29,18 +29,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .base import TraceFormatError
+from .reading import SQLITE_MAGIC, is_sqlite  # noqa: F401 - their names here too
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 SQL_ERRORS = (sqlite3.Error, UnicodeDecodeError)
-
-
-def is_sqlite(path: Path) -> bool:
-    """Whether ``path`` is a file that starts with the SQLite 3 header."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 def ro_uri(path: str | os.PathLike) -> str:

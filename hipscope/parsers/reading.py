@@ -40,6 +40,19 @@ def head_text(path: Path, n: int = 4096) -> str:
     return head_bytes(path, n).decode("utf-8", errors="replace")
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is a file that starts with the SQLite 3 header (no sqlite3 import:
+    every open sniffs with the SQLite readers)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def is_gzip(path: Path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(2) == b"\x1f\x8b"

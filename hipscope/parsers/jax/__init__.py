@@ -15,12 +15,11 @@ import zlib
 from pathlib import Path
 
 from ...model import Trace
-from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_bytes, register
-from .decode import load
 from .folder import run_files, the_trace_file
-from .tables import build
-from .xplane import load_xspace
+
+# the sniff needs only the first bytes and .folder; the decoders and the table builder
+# (.decode, .xplane, .tables) are imported when a file is read
 
 _PLANE_NAME = re.compile(r'"name"\s*:\s*"/(?:host:[A-Za-z_-]+|device:[A-Za-z_]+:\d+)"')
 _PROCESS_NAME = re.compile(r'"process_name"')
@@ -75,6 +74,11 @@ class JaxReader:
 
 def _read(path: Path, progress, cancelled, xspace: bool = False) -> Trace:
     """One trace-viewer JSON or XSpace file; anything unexpected as one sentence."""
+    from .._json import gc_paused
+    from .decode import load
+    from .tables import build
+    from .xplane import load_xspace
+
     with gc_paused():
         try:
             warnings: list[str] = []

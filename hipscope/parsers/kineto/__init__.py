@@ -22,12 +22,11 @@ import re
 from pathlib import Path
 
 from ...model import Trace
-from .._json import gc_paused
 from ..base import Cancelled, TraceFormatError, check_cancel, head_text, register
-from .decode import load, read_text
-from .native import Declined, load_native
 from .ranks import rank_files, read_folder
-from .tables import build
+
+# the sniff needs only .ranks (a folder's rank files); msgspec, the C scanner and the
+# table builder (.decode, .native, .tables) are imported when a file is read
 
 
 @register
@@ -77,6 +76,8 @@ class KinetoReader:
         return self._read_file(path, progress, cancelled)
 
     def _read_file(self, path: Path, progress, cancelled) -> Trace:
+        from .._json import gc_paused
+
         # millions of small objects: no cyclic GC passes while reading
         with gc_paused():
             try:
@@ -91,6 +92,9 @@ class KinetoReader:
                                        f"{type(exc).__name__}: {exc}") from exc
 
     def _read(self, path: Path, progress, cancelled) -> Trace:
+        from .decode import load, read_text
+        from .tables import build
+
         box = [read_text(path)]           # read once for both paths
         trace = read_native(path, progress, cancelled, box)
         if trace is not None:
@@ -106,6 +110,9 @@ class KinetoReader:
 def read_native(path: Path, progress, cancelled, box: list | None = None) -> Trace | None:
     """The trace from the C scanner's columns; None when it is not built or declines
     the file (then the msgspec path reads it). ``box``: as :func:`.native.load_native`."""
+    from .native import Declined, load_native
+    from .tables import build
+
     got = load_native(path, box)
     if got is None:
         return None

@@ -64,13 +64,21 @@ from pathlib import Path
 
 from ...model import Trace
 from ..base import CancelledFn, ProgressFn, TraceFormatError, head_bytes, register
-from .folder import read_folder, sniff_folder
-from .results_csv import LegacyRocprofCsvReader
-from .results_db import LegacyRocprofDbReader
-from .results_json import LegacyRocprofJsonReader
+from .sniff import sniff_csv, sniff_db, sniff_folder, sniff_json
 
 __all__ = ["LegacyRocprofReader", "LegacyRocprofCsvReader", "LegacyRocprofDbReader",
            "LegacyRocprofJsonReader"]
+
+# the sniff needs only .sniff; the readers of each kind (numpy tables, msgspec) are
+# imported when a file is read, and still reachable here by their names
+_LAZY = {"LegacyRocprofCsvReader": ".results_csv", "LegacyRocprofDbReader": ".results_db",
+         "LegacyRocprofJsonReader": ".results_json", "read_folder": ".folder"}
+
+
+def __getattr__(name: str):
+    from .._lazy import lazy_attr
+
+    return lazy_attr(__name__, _LAZY, name)
 
 # --------------------------------------------------------------------------- the registered reader
 
@@ -88,10 +96,14 @@ class LegacyRocprofReader:
     def sniff(self, path: Path) -> float:
         if path.is_dir():
             return sniff_folder(path)
-        return max(LegacyRocprofCsvReader().sniff(path), LegacyRocprofJsonReader().sniff(path),
-                   LegacyRocprofDbReader().sniff(path))
+        return max(sniff_csv(path), sniff_json(path), sniff_db(path))
 
     def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
+        from .folder import read_folder
+        from .results_csv import LegacyRocprofCsvReader
+        from .results_db import LegacyRocprofDbReader
+        from .results_json import LegacyRocprofJsonReader
+
         path = Path(path)
         if path.is_dir():
             return read_folder(path, progress, cancelled)

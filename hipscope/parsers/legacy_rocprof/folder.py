@@ -9,14 +9,8 @@ from ..base import CancelledFn, ProgressFn
 from .results_csv import LegacyRocprofCsvReader, stats_only_error
 from .results_db import LegacyRocprofDbReader
 from .results_json import LegacyRocprofJsonReader
+from .sniff import sniff_folder  # noqa: F401 - its name here before sniff.py
 
-def sniff_folder(path: Path) -> float:
-    names = {p.name for p in path.iterdir() if p.is_file()}
-    if names & {"results.db", "results.json", "results.csv"}:
-        return 0.9
-    if any(n.startswith("results") and n.endswith("stats.csv") for n in names):
-        return 0.5
-    return 0.0
 
 
 def read_folder(path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:

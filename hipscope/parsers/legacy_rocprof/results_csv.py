@@ -3,7 +3,6 @@ properties and the counters after the identity columns."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from ..base import (
     ProgressFn,
     TraceFormatError,
     check_cancel,
-    head_text,
 )
 from .common import (
     NO_CLOCK,
@@ -40,6 +38,8 @@ from .common import (
     side_info,
     strip_quotes,
 )
+from .sniff import STATS_HEADER, sniff_csv
+from .sniff import csv_header as _sniff_csv_header
 
 IDENTITY = {
     "index", "kernelname", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr",
@@ -225,17 +225,6 @@ def assemble_kernels(path: Path, k: dict[str, Any], info, meta) -> dict[str, Any
     return out
 
 
-def _sniff_csv_header(text: str) -> set[str]:
-    line = text.lstrip("\ufeff").split("\n", 1)[0].rstrip("\r")
-    try:
-        return {f.strip().lower() for f in next(csv.reader([line]))}
-    except (csv.Error, StopIteration):
-        return set()
-
-
-STATS_HEADER = {"name", "calls", "totaldurationns", "averagens", "percentage"}
-
-
 def stats_only_error(path: Path) -> TraceFormatError:
     return TraceFormatError(
         path, None,
@@ -252,18 +241,7 @@ class LegacyRocprofCsvReader:
     directories = True
 
     def sniff(self, path: Path) -> float:
-        if path.is_dir():
-            from .folder import sniff_folder
-
-            return sniff_folder(path)
-        if path.suffix.lower() != ".csv":
-            return 0.0
-        fields = _sniff_csv_header(head_text(path, 8192))
-        if {"index", "kernelname"} <= fields and (fields & {"gpu-id", "beginns", "grd", "obj"}):
-            return 0.95
-        if fields == STATS_HEADER:
-            return 0.3   # claimed only to explain that a summary is not a trace
-        return 0.0
+        return sniff_csv(path)
 
     def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
         path = Path(path)

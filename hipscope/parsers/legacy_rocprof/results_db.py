@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ...model import Trace, build_table, link_by_correlation
 from .._common import copy_directions, nesting_depth, warn_no_kernels
-from .._sqlite import SQL_ERRORS, connect_ro, error_text, open_checked, schema_columns
+from .._sqlite import SQL_ERRORS, error_text, open_checked, schema_columns
 from ..base import (
     CancelledFn,
     ProgressFn,
@@ -35,17 +35,8 @@ from .common import (
     size_from_args,
     strip_quotes,
 )
+from .sniff import sniff_db
 from .results_csv import assemble_kernels, counters_table, kernels_from_columns
-
-def _sqlite_tables(path: Path) -> dict[str, list[str]]:
-    """Table -> columns, also for a schema SQLite cannot parse (so that the sniffer
-    still knows the file and the reader can say what is wrong with it)."""
-    con = connect_ro(path)
-    try:
-        return schema_columns(con)
-    finally:
-        con.close()
-
 
 class LegacyRocprofDbReader:
     name = "legacy-rocprof"
@@ -55,20 +46,7 @@ class LegacyRocprofDbReader:
     directories = False
 
     def sniff(self, path: Path) -> float:
-        if path.is_dir() or head_bytes(path, 16) != b"SQLite format 3\x00":
-            return 0.0
-        try:
-            tables = _sqlite_tables(path)
-        except SQL_ERRORS:
-            return 0.0
-        if any(t.startswith("rocpd") for t in tables):
-            return 0.0
-        legacy = [t for t in ("KERN", "OPS", "HIP", "HSA", "COPY", "rocTX") if t in tables]
-        if "KERN" in tables and "KernelName" in tables["KERN"]:
-            return 0.95
-        if any("BeginNs" in tables[t] for t in legacy):
-            return 0.9
-        return 0.0
+        return sniff_db(path)
 
     def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
         path = Path(path)

@@ -20,7 +20,6 @@ from ..base import (
     ProgressFn,
     TraceFormatError,
     check_cancel,
-    head_text,
 )
 from .common import (
     build_devices,
@@ -33,6 +32,7 @@ from .common import (
     size_from_args,
     strip_quotes,
 )
+from .sniff import sniff_json
 
 Num = Union[int, float, str, None]
 
@@ -128,12 +128,7 @@ class LegacyRocprofJsonReader:
     directories = False
 
     def sniff(self, path: Path) -> float:
-        if path.is_dir():
-            return 0.0
-        head = head_text(path, 512)
-        if re.match(r'^\s*\{\s*"traceEvents"\s*:\s*\[\s*\{\s*\}', head):
-            return 0.95
-        return 0.0
+        return sniff_json(path)
 
     def read(self, path: Path, progress: ProgressFn, cancelled: CancelledFn) -> Trace:
         path = Path(path)

@@ -32,8 +32,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...model import Trace
-from .._common import read_input
-from .._json import gc_paused
 from ..base import (
     Cancelled,
     check_cancel,
@@ -43,11 +41,10 @@ from ..base import (
     register,
 )
 from .proto import EXTENSIONS, perfetto_pb2, read_varint, scan_packets
-from .colread import read_columns
-from .fast import walk as walk_fast
-from .tables import build
-from .walk import Walk
 from .wire import SNIFF_FIELDS, packet_fields
+
+# the sniff needs only .proto's framing and .wire; the walks and tables (.colread,
+# .fast, .walk, .tables) are imported when a file is read
 
 __all__ = ["PftraceReader", "scan_packets"]
 
@@ -127,6 +124,8 @@ class PftraceReader:
 
     # ------------------------------------------------------------------ read
     def read(self, path, progress, cancelled) -> Trace:
+        from .._json import gc_paused
+
         path = Path(path)
         try:
             with gc_paused():  # millions of small lists and dicts: no collector passes
@@ -140,6 +139,12 @@ class PftraceReader:
 
     def _read(self, path: Path, progress, cancelled) -> Trace:
         """The column walk and numpy tables, else the record walk (C, else protobuf)."""
+        from .._common import read_input
+        from .colread import read_columns
+        from .fast import walk as walk_fast
+        from .tables import build
+        from .walk import Walk
+
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         # read, not memory-mapped: a file rewritten meanwhile (a profiler run again with

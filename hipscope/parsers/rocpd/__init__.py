@@ -39,12 +39,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...model import Trace, merge_traces
-from .._sqlite import SQL_ERRORS, is_sqlite, read_sqlite_input
 from ..base import TraceFormatError, check_cancel, register
-from .db import Db, db_files, is_rocpd, table_names
-from .tables import read_db
+from ..reading import is_sqlite
+from .sniff import db_files, is_rocpd, table_names
 
 __all__ = ["RocpdReader", "is_rocpd"]
+
+# the sniff needs only .sniff; .db and .tables (the reading stack) are imported to read
+_LAZY = {"Db": ".db", "read_db": ".tables"}
+
+
+def __getattr__(name: str):
+    from .._lazy import lazy_attr
+
+    return lazy_attr(__name__, _LAZY, name)
 
 @register
 class RocpdReader:
@@ -63,6 +71,8 @@ class RocpdReader:
                 return 0.0
         if not is_sqlite(path):
             return 0.0
+        from .._sqlite import SQL_ERRORS
+
         try:
             names = table_names(path)
         except SQL_ERRORS:
@@ -99,6 +109,10 @@ class RocpdReader:
 
     # ------------------------------------------------------------------
     def _read_one(self, path: Path, progress, cancelled) -> Trace:
+        from .._sqlite import read_sqlite_input
+        from .db import Db
+        from .tables import read_db
+
         # quick_check runs while the views are read
         return read_sqlite_input(path, "rocpd", "database", Db,
                                  lambda db: read_db(self.name, db, progress, cancelled))

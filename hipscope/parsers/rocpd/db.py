@@ -27,48 +27,17 @@ from .._sqlite import (
     adbc_modules,
     connect_ro,
     error_text,
-    is_sqlite,
     ro_uri,
     schema_names,
     switched_on,
 )
 from ..base import TraceFormatError
+from .sniff import db_files, is_rocpd, table_names
 
 __all__ = ["LEGACY_TABLES", "Db", "as_int", "as_str", "db_files", "distinct_rows",
            "is_rocpd", "masked", "table_names"]
 
 LEGACY_TABLES = {"KERN", "HIP", "OPS", "HSA", "COPY"}
-
-
-def table_names(path: Path) -> set[str]:
-    conn = connect_ro(path)
-    try:
-        return set(schema_names(conn))
-    finally:
-        conn.close()
-
-
-def is_rocpd(path: Path) -> bool:
-    """SQLite magic and rocpd_ tables/views (cheap: reads sqlite_master only)."""
-    if not path.is_file() or not is_sqlite(path):
-        return False
-    try:
-        names = table_names(path)
-    except SQL_ERRORS:
-        return False
-    return "rocpd_metadata" in names or any(n.startswith("rocpd_") for n in names)
-
-
-def db_files(folder: Path) -> list[Path]:
-    """The rocpd databases of a folder, each once (a link to one already listed, or a
-    second name of it, would double every count)."""
-    out, seen = [], set()
-    for p in sorted(p for p in folder.iterdir() if p.suffix == ".db" and is_rocpd(p)):
-        st = p.stat()
-        if (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            out.append(p)
-    return out
 
 
 class Db:

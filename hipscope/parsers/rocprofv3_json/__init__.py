@@ -27,16 +27,14 @@ same process.
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
-import msgspec
-
 from ...model import Trace, merge_traces
-from .._common import finish_meta, new_meta
 from ..base import TraceFormatError, check_cancel, head_text, read_bytes_tolerant, register
-from .process import process
-from .records import decode
+
+# the reading stack (msgspec, .records, .process) is imported by read(): opening a
+# trace of another format registers this reader and sniffs with it, nothing more
+
 
 @register
 class RocprofV3JsonReader:
@@ -55,6 +53,10 @@ class RocprofV3JsonReader:
         return 0.0
 
     def read(self, path, progress, cancelled) -> Trace:
+        import zlib
+
+        import msgspec
+
         path = Path(path)
         try:
             return self._read(path, progress, cancelled)
@@ -71,6 +73,10 @@ class RocprofV3JsonReader:
 
     # ------------------------------------------------------------------
     def _read(self, path: Path, progress, cancelled) -> Trace:
+        from .._common import finish_meta, new_meta
+        from .process import process
+        from .records import decode
+
         warnings: list[str] = []
         dropped: dict[str, int] = {}
         data, warn = read_bytes_tolerant(path)
