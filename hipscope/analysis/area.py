@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..model import Trace
 from ..model.intervals import union_length
-from ..model.lazy import pc
 from ..model.progress import CancelledFn, check_cancel, never_cancelled
 
 AREA_TABLES = ("kernels", "api", "copies", "markers")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..model import Trace
-from ..model.lazy import pc
 from .source_args import SourceIndex
 
 # host ranges that count as ops (the Python stack, python_function, does not)

@@ -38,9 +38,7 @@ def _report(argv: list[str]) -> int:
     report_ops.add_arguments(p)
     args = p.parse_args(report_ops.normalize_argv(argv))
     from ..parsers import cache_jobs
-    from . import warm
 
-    warm.start()          # what the analyses import, imported while the trace is read
     # the cache entry of a first open is written while the analyses run
     with cache_jobs.in_background():
         return _report_of(args)

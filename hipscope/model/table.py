@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from .lazy import pc
 from .schema import SPECS, TableSpec
 
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..model.diagnostics import coded
-from ..model.lazy import pc
 from ..model.table import from_numpy
 from .base import TraceFormatError
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ...model.lazy import pc
 from ...model import Trace, build_table
 from ...model.table import from_numpy, string_array, to_numpy
 from .._common import finish_meta, group_key, nesting_depth, new_meta, number_per_device

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ...model.lazy import pc
 from ...model import link_by_correlation
 from ...model.table import from_numpy, to_numpy
 from .columns import has_values, Load, np_column

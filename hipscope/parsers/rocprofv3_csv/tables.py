@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ...model.lazy import pc
 from ...model.table import from_numpy, valid_mask
 from .._common import copy_direction
 from .agents import AgentInfo
