@@ -26,9 +26,10 @@ Loader = Callable[[list[Path], Callable[[float], None], Callable[[], bool]], obj
 def default_loader(paths, progress, cancelled):
     """Read the trace; files of a run folder get the run's telemetry as samples."""
     from ..launchers.samples import attach_telemetry, run_folder_of
-    from ..parsers import open_trace
+    from ..parsers import cache_jobs, open_trace
 
-    trace = open_trace(paths, progress, cancelled, use_cache=True)
+    with cache_jobs.in_background(wait=False):    # the timeline is drawn meanwhile
+        trace = open_trace(paths, progress, cancelled, use_cache=True)
     folder = run_folder_of(paths)
     return trace if folder is None else attach_telemetry(trace, folder)
 

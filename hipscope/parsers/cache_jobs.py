@@ -7,7 +7,8 @@ the store to a thread. Analysis results saved meanwhile (``analysis/persist``) a
 queued and written once the entry is in place, or dropped when it could not be stored;
 a read of the same key waits for its store; leaving the block waits for every store
 (and queued write) started in it, so what a caller finds on disk afterwards is what a
-store in line would have left. Outside the block stores stay in line.
+store in line would have left (the app's loader leaves without waiting: the timeline
+is prepared while the entry is written). Outside the block stores stay in line.
 """
 
 from __future__ import annotations
@@ -118,11 +119,14 @@ def flush() -> None:
 
 
 @contextlib.contextmanager
-def in_background() -> Iterator[None]:
-    """Stores started in this block run on threads; leaving it waits for them all."""
+def in_background(wait: bool = True) -> Iterator[None]:
+    """Stores started in this block run on threads; leaving it waits for them all
+    (``wait=False``: it does not; the app goes on to draw the trace while its entry is
+    written, and the store's thread, not a daemon, still ends before the process)."""
     token = _ON.set(True)
     try:
         yield
     finally:
         _ON.reset(token)
-        flush()
+        if wait:
+            flush()

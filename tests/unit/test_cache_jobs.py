@@ -120,3 +120,22 @@ def test_prefetch_raises_what_a_call_would(monkeypatch):
     with pytest.raises(Cancelled):
         svc.prefetch(["concurrency", "kernel_stats"], cancelled=lambda: True)
     assert svc.peek("concurrency") is None
+
+
+def test_the_app_loader_does_not_wait_for_the_store(monkeypatch):
+    # in_background(wait=False) (the app's loader): the block ends with the store still
+    # running when it is held back; a read of the same trace waits for it, and the
+    # entry it leaves is whole
+    from hipscope.app.trace_tab import default_loader
+
+    gate = threading.Event()
+    real = cache.store
+    monkeypatch.setattr(cache, "store", lambda *a, **k: gate.wait(60) and real(*a, **k))
+    tr = default_loader([LINKED], lambda _f: None, lambda: False)
+    key = tr.meta["cache_key"]
+    job = cache_jobs.job_of(key)
+    assert job is not None and not job._done.is_set()          # still storing
+    gate.set()
+    again = open_trace(LINKED, use_cache=True)      # waits for the store, then hits it
+    assert again.meta.get("cached")
+    assert len(again.kernels) == len(tr.kernels)
