@@ -332,7 +332,6 @@ def nullable(values: np.ndarray, invalid: int = -1) -> pa.Array:
     return from_numpy(values, values == invalid)
 
 
-
 def distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` (sorted distinct values); integers of a range up to about
     their count go through a count table: one pass, no sort or hash (and no import
@@ -340,8 +339,9 @@ def distinct(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values)
     if len(v) and v.dtype.kind in "iu":
         lo, hi = int(v.min()), int(v.max())
-        if hi - lo <= max(1 << 16, len(v)) and hi < 1 << 62:
-            if 0 <= lo and hi <= max(1 << 16, len(v)):
-                return np.flatnonzero(np.bincount(v)).astype(v.dtype)
-            return (np.flatnonzero(np.bincount(v.astype(np.int64) - lo)) + lo).astype(v.dtype)
+        span = max(1 << 16, len(v))
+        if hi - lo <= span and hi < 1 << 62:
+            base = 0 if 0 <= lo and hi <= span else lo     # a table from 0 when it is small
+            counts = np.bincount(v.astype(np.int64) - base if base else v)
+            return (np.flatnonzero(counts) + base).astype(v.dtype)
     return np.unique(v)

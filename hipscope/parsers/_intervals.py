@@ -128,13 +128,12 @@ def drop_bad_intervals(trace: Trace, path: str | os.PathLike | None = None) -> T
         masks = _bad_rows(tables[name])
         if masks is None:
             continue
-        bad = masks["past"] | masks["negative"] | masks["backwards"]
-        if bad.any():
-            keeps[name] = ~bad
-            text = f"{prefix}dropped {_count_text(name, masks)}"
-            warnings.append(coded("times.end_before_start", text, where) if masks["backwards"].any()
-                            else coded("times.out_of_range", text, where))
-            dropped[f"{name} with impossible times"] = int(bad.sum())
+        bad = masks["past"] | masks["negative"] | masks["backwards"]   # some row: not None
+        keeps[name] = ~bad
+        text = f"{prefix}dropped {_count_text(name, masks)}"
+        warnings.append(coded("times.end_before_start", text, where) if masks["backwards"].any()
+                        else coded("times.out_of_range", text, where))
+        dropped[f"{name} with impossible times"] = int(bad.sum())
     if keeps:
         tables = _apply(tables, keeps, warnings, prefix)
     far = _far_warning(tables, prefix)
