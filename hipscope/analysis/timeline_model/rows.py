@@ -3,6 +3,8 @@ domains by depth, counters, telemetry), built once per (trace, grouping)."""
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,15 +70,32 @@ def int_column(table, name: str, fill: int = -1) -> np.ndarray:
     return table.numpy(name, fill=fill).astype(_I64, copy=False)
 
 
+def _ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's place among the distinct keys (int16 when they are fewer than 32768:
+    a stable sort of the places is then numpy's radix sort) and those keys in order."""
+    if len(keys) == 0:
+        return np.zeros(0, np.int16), np.zeros(0, _I64)
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo <= max(1 << 16, 2 * len(keys)):     # a table over the range
+        off = keys - lo
+        seen = np.zeros(hi - lo + 1, bool)
+        seen[off] = True
+        uniq = np.flatnonzero(seen) + lo
+        place = (np.cumsum(seen) - 1)[off]
+    else:
+        uniq = np.unique(keys)
+        place = np.searchsorted(uniq, keys)
+    return place.astype(np.int16 if len(uniq) < 32768 else _I64, copy=False), uniq
+
+
 def _partition(keys: np.ndarray, start: np.ndarray):
     """Order sorting by (key, start) and the ``(key, lo, hi)`` runs of that order."""
     order = np.argsort(start, kind="stable")
-    order = order[np.argsort(keys[order], kind="stable")]
-    ks = keys[order]
-    cuts = np.flatnonzero(ks[1:] != ks[:-1]) + 1
-    los = np.r_[0, cuts] if len(ks) else np.zeros(0, np.int64)
-    his = np.r_[cuts, len(ks)] if len(ks) else np.zeros(0, np.int64)
-    return order, [(int(ks[lo]), int(lo), int(hi)) for lo, hi in zip(los, his)]
+    place, uniq = _ranks(keys)
+    order = order[np.argsort(place[order], kind="stable")]
+    counts = np.bincount(place, minlength=len(uniq))     # every key occurs: no empty run
+    his = np.cumsum(counts)
+    return order, list(zip(uniq.tolist(), (his - counts).tolist(), his.tolist()))
 
 
 class _Builder:
@@ -109,8 +128,18 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     b = _Builder(trace, grouping, cancelled)
     for t in EVENT_TABLES:
         b.track_of[t] = np.full(len(getattr(trace, t)), -1, dtype=np.int16)
-    _gpu_rows(b)
-    _host_rows(b)
+    if _in_parallel(trace):      # the host rows on a thread beside the GPU rows
+        hb = _Builder(trace, grouping, cancelled)
+        hb.track_of = {t: np.full(len(getattr(trace, t)), -1, dtype=np.int16)
+                       for t in ("api", "markers")}
+        with ThreadPoolExecutor(1, thread_name_prefix="hipscope-host-rows") as pool:
+            host = pool.submit(_host_rows, hb)
+            _gpu_rows(b)
+            host.result()
+        _adopt(b, hb)
+    else:
+        _gpu_rows(b)
+        _host_rows(b)
     _counter_rows(b)
     _sample_rows(b)
     _merge_single_children(b)
@@ -124,6 +153,28 @@ def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> Timeli
     labels = {t: [short_name(n or "") for n in names[t]] for t in EVENT_TABLES}
     return TimelineModel(b.rows, int(tr[0]), int(tr[1]), names, codes, b.track_of,
                          len(trace.kernels), grouping, labels)
+
+
+PARALLEL_MIN = 200_000     # GPU and host events each, for the two sides on two threads
+
+
+def _in_parallel(trace: Trace) -> bool:
+    return ((os.cpu_count() or 1) >= 2
+            and len(trace.kernels) + len(trace.copies) >= PARALLEL_MIN
+            and len(trace.api) + len(trace.markers) >= PARALLEL_MIN)
+
+
+def _adopt(b: _Builder, hb: _Builder) -> None:
+    """Append ``hb``'s rows (built on their own) to ``b``'s as if ``b`` had built them."""
+    off = len(b.rows)
+    for r in hb.rows:
+        r.parent = r.parent + off if r.parent >= 0 else -1
+        r.children = [c + off for c in r.children]
+        r.members = [c + off for c in r.members]
+        b.rows.append(r)
+    for t, rows in hb.track_of.items():
+        mine = b.track_of[t]
+        b.track_of[t] = np.where(rows >= 0, rows.astype(_I64) + off, mine).astype(mine.dtype)
 
 
 def _merge_single_children(b: _Builder) -> None:
@@ -208,6 +259,11 @@ def _dense(ids: np.ndarray) -> np.ndarray:
     return np.where(ids < 0, -1, inv).astype(_I64)
 
 
+def _bits(ids: np.ndarray) -> int:
+    """Bits that hold ``ids + 1`` (ids >= -1)."""
+    return max(int(ids.max()) + 1, 1).bit_length() if len(ids) else 1
+
+
 def _gpu_rows(b: _Builder) -> None:
     tr = b.trace
     k, c = tr.kernels, tr.copies
@@ -216,16 +272,22 @@ def _gpu_rows(b: _Builder) -> None:
     kstart, kend = int_column(k, "start", 0), int_column(k, "end", 0)
     queue, stream = int_column(k, "queue"), int_column(k, "stream")
     by_queue = b.grouping == "queue" and k.has("queue")
-    # key = device(16) | queue(24) | stream(24), each shifted +1 so -1 (null) -> 0
+    # key = device | queue | stream, each shifted +1 so -1 (null) -> 0, in as few bits
+    # as they need (a small key range is ranked through a table, not a sort)
     qk = _dense(queue) if by_queue else np.full(len(k), -1, _I64)
     stream = _dense(stream)
-    key = ((kdev + 1) << 48) | ((qk + 1) << 24) | (stream + 1)
+    qb, sb = _bits(qk), _bits(stream)
+    key = ((kdev + 1) << (qb + sb)) | ((qk + 1) << sb) | (stream + 1)
     order, runs = _partition(key, kstart)
+
+    def split(kk: int) -> tuple[int, int, int]:
+        return ((kk >> (qb + sb)) - 1, ((kk >> sb) & ((1 << qb) - 1)) - 1,
+                (kk & ((1 << sb) - 1)) - 1)
     corder, cruns = _partition(cdev, int_column(c, "start", 0))
     cstart, cend = int_column(c, "start", 0), int_column(c, "end", 0)
     shared = _stream_queue_map(tr)
     for kk, _lo, _hi in runs:   # which streams share each queue, from the kernels too
-        d, q, s = (kk >> 48) - 1, ((kk >> 24) & 0xFFFFFF) - 1, (kk & 0xFFFFFF) - 1
+        d, q, s = split(kk)
         if q >= 0 and s >= 0:
             shared.setdefault((d, q), set()).add(s)
     for d in devices:
@@ -235,9 +297,9 @@ def _gpu_rows(b: _Builder) -> None:
         g = b.add(Row(f"gpu/{d}", label, 0, "group", device=d))
         queue_rows: dict[int, int] = {}
         for kk, lo, hi in runs:
-            if (kk >> 48) - 1 != d:
+            kd, q, s = split(kk)
+            if kd != d:
                 continue
-            q, s = ((kk >> 24) & 0xFFFFFF) - 1, (kk & 0xFFFFFF) - 1
             parent = g
             if by_queue and q >= 0:
                 if q not in queue_rows:
@@ -296,28 +358,38 @@ def _marker_depth_rows(b: _Builder, sel: np.ndarray, key: str, label: str,
                 order, lo, hi, parent, start, end)
 
 
+def _calls_by_thread(pid: np.ndarray, tid: np.ndarray, start: np.ndarray
+                     ) -> dict[int, dict[int, np.ndarray]]:
+    """pid -> tid -> that thread's API calls in start order (one partition of them all)."""
+    pp, pu = _ranks(pid)
+    tp, tu = _ranks(tid)
+    order, runs = _partition(pp.astype(_I64) * max(len(tu), 1) + tp, start)
+    out: dict[int, dict[int, np.ndarray]] = {}
+    for key, lo, hi in runs:
+        p, t = divmod(key, len(tu))
+        out.setdefault(int(pu[p]), {})[int(tu[t])] = order[lo:hi]
+    return out
+
+
 def _host_rows(b: _Builder) -> None:
     tr = b.trace
     a, m = tr.api, tr.markers
-    apid, atid = int_column(a, "pid"), int_column(a, "tid")
     mpid, mtid = int_column(m, "pid"), int_column(m, "tid")
     host_m = np.ones(len(m), bool) if not m.has("device") else ~m.valid("device")
-    procs = sorted(set(np.unique(apid).tolist()) | set(np.unique(mpid[host_m]).tolist()))
     if len(a) == 0 and not host_m.any():
         return
     astart, aend = int_column(a, "start", 0), int_column(a, "end", 0)
+    calls = _calls_by_thread(int_column(a, "pid"), int_column(a, "tid"), astart)
+    procs = sorted(set(calls) | set(np.unique(mpid[host_m]).tolist()))
     for p in procs:
         g = b.add(Row(f"host/{p}", f"Process {p}" if p >= 0 else "Host", 0, "group"))
-        sel_a = np.flatnonzero(apid == p)
+        threads = calls.get(p, {})
         sel_m = np.flatnonzero((mpid == p) & host_m)
-        tids = sorted(set(np.unique(atid[sel_a]).tolist()) |
-                      set(np.unique(mtid[sel_m]).tolist()))
-        for t in tids:
+        for t in sorted(set(threads) | set(np.unique(mtid[sel_m]).tolist())):
             tl = f"Thread {t}" if t >= 0 else "Thread (id not recorded)"
             th = b.add(Row(f"host/{p}/t{t}", tl, 0, "group"), g)
-            asel = sel_a[atid[sel_a] == t]
-            if len(asel):      # API calls first: they carry the launch arrows
-                o = asel[np.argsort(astart[asel], kind="stable")]
+            o = threads.get(t)
+            if o is not None:      # API calls first: they carry the launch arrows
                 depth = np.clip(nesting_depth(astart[o], aend[o]), 0, 15)
                 dorder, runs = _partition(depth, astart[o])
                 for dd, lo, hi in runs:
