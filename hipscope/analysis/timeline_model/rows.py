@@ -99,10 +99,11 @@ def _partition(keys: np.ndarray, start: np.ndarray):
 
 
 class _Builder:
-    def __init__(self, trace: Trace, grouping: str, cancelled=None):
+    def __init__(self, trace: Trace, grouping: str, cancelled, tables):
         self.trace, self.grouping = trace, grouping
         self.rows: list[Row] = []
-        self.track_of: dict[str, np.ndarray] = {}
+        self.track_of: dict[str, np.ndarray] = {    # row per event of ``tables``
+            t: np.full(len(getattr(trace, t)), -1, dtype=np.int16) for t in tables}
         self.cancelled = cancelled or (lambda: False)
 
     def add(self, row: Row, parent: int = -1) -> int:
@@ -125,13 +126,9 @@ class _Builder:
 
 def build_model(trace: Trace, grouping: str = "queue", cancelled=None) -> TimelineModel:
     """Rows of a trace for the timeline (run in a worker for big traces)."""
-    b = _Builder(trace, grouping, cancelled)
-    for t in EVENT_TABLES:
-        b.track_of[t] = np.full(len(getattr(trace, t)), -1, dtype=np.int16)
+    b = _Builder(trace, grouping, cancelled, EVENT_TABLES)
     if _in_parallel(trace):      # the host rows on a thread beside the GPU rows
-        hb = _Builder(trace, grouping, cancelled)
-        hb.track_of = {t: np.full(len(getattr(trace, t)), -1, dtype=np.int16)
-                       for t in ("api", "markers")}
+        hb = _Builder(trace, grouping, cancelled, ("api", "markers"))
         with ThreadPoolExecutor(1, thread_name_prefix="hipscope-host-rows") as pool:
             host = pool.submit(_host_rows, hb)
             _gpu_rows(b)
@@ -255,8 +252,7 @@ def _dense(ids: np.ndarray) -> np.ndarray:
     """Ids that fit the 24-bit fields of a row key (huge handles are ranked)."""
     if len(ids) == 0 or ids.max() < (1 << 24) - 2:
         return ids
-    u, inv = np.unique(ids, return_inverse=True)
-    return np.where(ids < 0, -1, inv).astype(_I64)
+    return np.where(ids < 0, -1, _ranks(ids)[0]).astype(_I64)
 
 
 def _bits(ids: np.ndarray) -> int:
