@@ -11,6 +11,12 @@ that cannot be written is a logged warning, never an error. Values are encoded a
 JSON plus raw numpy arrays at aligned offsets (no pickle); only the result types listed
 in ``_classes`` are rebuilt, never an arbitrary class. Big results (the timeline's
 level-of-detail arrays) load as read-only views of the file's memory map.
+
+In the app (:func:`write_behind`) a result is written on a thread after it is handed
+back: the first frame does not wait for its own 0.5 GB to reach the disk. The arrays
+written are the value's own, made read-only (as a reopened trace gets them); a load
+of the same file waits for its write; the threads are not daemons (the process ends
+after its writes).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import logging
 import mmap
 import os
 import tempfile
+import threading
 import zlib
 from hashlib import blake2b
 from pathlib import Path
@@ -37,6 +44,52 @@ log = logging.getLogger(__name__)
 ANALYSIS_VERSION = 2
 MAGIC = b"HSAN2\n"
 _MAX_HEADER = 4096
+
+
+_BEHIND = False
+_PENDING: dict[Path, threading.Thread] = {}
+_PENDING_LOCK = threading.Lock()
+
+
+def write_behind(on: bool = True) -> None:
+    """Write results saved from now on on threads, after ``save`` returned (the app;
+    the command line writes in line). Off again: later saves write in line."""
+    global _BEHIND
+    _BEHIND = on
+
+
+def flush() -> None:
+    """Wait for every result being written behind."""
+    with _PENDING_LOCK:
+        threads = list(_PENDING.values())
+    for t in threads:
+        t.join()
+
+
+def _wait_for(p: Path) -> None:
+    with _PENDING_LOCK:
+        t = _PENDING.get(p)
+    if t is not None and t is not threading.current_thread():
+        t.join()
+
+
+def _behind(p: Path, write: Any) -> None:
+    """Run ``write`` (the file ``p``) on its own thread, after any earlier one of p."""
+    def run() -> None:
+        if earlier is not None:
+            earlier.join()
+        try:
+            write()
+        finally:
+            with _PENDING_LOCK:
+                if _PENDING.get(p) is me:
+                    del _PENDING[p]
+
+    with _PENDING_LOCK:
+        earlier = _PENDING.get(p)
+        me = _PENDING[p] = threading.Thread(target=run, name="hipscope-analysis-write",
+                                            daemon=False)
+    me.start()
 
 
 class NotStorable(TypeError):
@@ -140,10 +193,14 @@ def _pad(n: int) -> int:
     return -n % ALIGN
 
 
-def parts(value: Any) -> list[Any]:
-    """The payload of ``value`` as pieces to write in order (bytes and array buffers)."""
+def parts(value: Any, freeze: bool = False) -> list[Any]:
+    """The payload of ``value`` as pieces to write in order (bytes and array buffers);
+    ``freeze``: its arrays are made read-only (written later, they must not change)."""
     arrays = _Arrays()
     tree = encode(value, arrays)
+    if freeze:
+        for a in arrays.items:
+            a.flags.writeable = False
     items = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays.items]
     table, at = [], 0
     for a in items:
@@ -200,6 +257,7 @@ class DiskStore:
         """(value,) when a verified result is on disk, else None. ``mapped``: its
         arrays stay read-only views of the file's memory map (read when touched)."""
         p = self._path(rkey)
+        _wait_for(p)
         try:
             fh = p.open("rb")
         except OSError:
@@ -216,30 +274,33 @@ class DiskStore:
 
     def save(self, rkey: tuple, value: Any) -> bool:
         try:
-            pieces = parts(value)
+            pieces = parts(value, freeze=_BEHIND)
         except NotStorable:
             return False
         except Exception as exc:  # noqa: BLE001 - a value the codec chokes on: not kept
             log.warning("analysis cache: cannot encode %s (%s); not kept", rkey[0], exc)
             return False
-        crc, size = 0, 0
-        for piece in pieces:
-            crc, size = zlib.crc32(piece, crc), size + len(piece)
-        head = json.dumps({"key": self.key, "size": size, "crc32": crc}).encode()
-        head += b" " * (-(len(MAGIC) + len(head) + 1) % ALIGN) + b"\n"  # arrays aligned
         from ..parsers import cache_jobs
 
-        write = functools.partial(self._write, self._path(rkey), [MAGIC + head, *pieces],
-                                  rkey[0])
+        p = self._path(rkey)
+        write = functools.partial(self._write, p, pieces, rkey[0])
         job = cache_jobs.job_of(self.key)     # the entry is still being stored: queued
         if job is not None:
             job.defer(write)
             return not job.failed()
+        if _BEHIND:
+            _behind(p, write)
+            return True
         return write()
 
     def _write(self, p: Path, pieces: list[Any], name: str) -> bool:
         try:
-            _write_atomic(p, pieces)
+            crc, size = 0, 0
+            for piece in pieces:
+                crc, size = zlib.crc32(piece, crc), size + len(piece)
+            head = json.dumps({"key": self.key, "size": size, "crc32": crc}).encode()
+            head += b" " * (-(len(MAGIC) + len(head) + 1) % ALIGN) + b"\n"  # aligned
+            _write_atomic(p, [MAGIC + head, *pieces])
             return True
         except Exception as exc:  # noqa: BLE001 - a cache problem never fails an analysis
             log.warning("analysis cache %s: cannot store %s (%s)", self.folder, name, exc)

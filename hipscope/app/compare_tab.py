@@ -76,9 +76,12 @@ class CompareTab(LoadingTab):
             return
 
         def job(progress, cancelled):
+            from ..parsers import cache_jobs
+
             out = {}
             for k, (i, g) in enumerate(todo):
                 out[i] = loader(g, lambda f, k=k: progress((k + f) / len(todo)), cancelled)
+                cache_jobs.release(getattr(out[i], "meta", {}).get("cache_key"))  # stored now
             return out
 
         h = runner.submit(f"compare-load:{id(self)}", job)

@@ -9,6 +9,11 @@ a read of the same key waits for its store; leaving the block waits for every st
 (and queued write) started in it, so what a caller finds on disk afterwards is what a
 store in line would have left (the app's loader leaves without waiting: the timeline
 is prepared while the entry is written). Outside the block stores stay in line.
+
+``held=True`` (the app's trace tabs): the stores started in the block wait until
+:func:`release` of their key (the tab drew its first frame: on two cores the rows
+of that frame and a store side by side each take half the machine), a read or
+:func:`flush` that needs them, or ``HOLD_MAX_S``.
 """
 
 from __future__ import annotations
@@ -20,16 +25,23 @@ from collections.abc import Callable, Iterator
 
 _ON: contextvars.ContextVar[bool] = contextvars.ContextVar("hipscope_cache_background",
                                                             default=False)
+_HELD: contextvars.ContextVar[bool] = contextvars.ContextVar("hipscope_cache_held",
+                                                              default=False)
 _LOCK = threading.Lock()
 _JOBS: dict[str, Job] = {}
+
+HOLD_MAX_S = 20.0     # a held store begins after this long even when nobody released it
 
 
 class Job:
     """One store of the entry ``key`` on its own thread."""
 
-    def __init__(self, key: str, work: Callable[[], bool]):
+    def __init__(self, key: str, work: Callable[[], bool], held: bool = False):
         self.key = key
         self.ok = False
+        self._go = threading.Event()        # set: the store may begin
+        if not held:
+            self._go.set()
         self._done = threading.Event()
         self._later: list[Callable[[], object]] = []
         self._thread = threading.Thread(target=self._run, args=(work,), daemon=False,
@@ -51,12 +63,19 @@ class Job:
     def failed(self) -> bool:
         return self._done.is_set() and not self.ok
 
+    def release(self) -> None:
+        """Let a held store begin now."""
+        self._go.set()
+
     def wait(self) -> bool:
-        """Whether the entry was stored, once its store (and queued writes) ended."""
+        """Whether the entry was stored, once its store (and queued writes) ended (a
+        held store begins at once: someone needs it)."""
+        self._go.set()
         self._thread.join()
         return self.ok
 
     def _run(self, work: Callable[[], bool]) -> None:
+        self._go.wait(HOLD_MAX_S)
         ok = False
         try:
             ok = bool(work())
@@ -75,8 +94,9 @@ def enabled() -> bool:
 
 
 def start(key: str, work: Callable[[], bool]) -> Job:
-    """Run ``work`` (the store of ``key``: True when the entry landed) on a thread."""
-    job = Job(key, work)
+    """Run ``work`` (the store of ``key``: True when the entry landed) on a thread;
+    held until :func:`release` inside ``in_background(held=True)``."""
+    job = Job(key, work, held=_HELD.get())
     with _LOCK:
         _JOBS[key] = job
     job.begin()
@@ -90,6 +110,22 @@ def job_of(key: str) -> Job | None:
     if job is not None and job.ok:
         return None                   # stored: writes go straight to the entry
     return job
+
+
+def release(key: object) -> None:
+    """Let the held store of ``key`` begin (no-op for any other key)."""
+    with _LOCK:
+        job = _JOBS.get(key) if isinstance(key, str) else None
+    if job is not None:
+        job.release()
+
+
+def release_all() -> None:
+    """Let every held store begin (the app is closing)."""
+    with _LOCK:
+        jobs = list(_JOBS.values())
+    for job in jobs:
+        job.release()
 
 
 def forget(key: str) -> None:
@@ -119,14 +155,16 @@ def flush() -> None:
 
 
 @contextlib.contextmanager
-def in_background(wait: bool = True) -> Iterator[None]:
+def in_background(wait: bool = True, held: bool = False) -> Iterator[None]:
     """Stores started in this block run on threads; leaving it waits for them all
     (``wait=False``: it does not; the app goes on to draw the trace while its entry is
-    written, and the store's thread, not a daemon, still ends before the process)."""
-    token = _ON.set(True)
+    written, and the store's thread, not a daemon, still ends before the process);
+    ``held``: the stores wait for :func:`release` (see the module's docstring)."""
+    token, held_token = _ON.set(True), _HELD.set(held)
     try:
         yield
     finally:
+        _HELD.reset(held_token)
         _ON.reset(token)
         if wait:
             flush()

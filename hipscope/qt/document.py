@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from ..analysis.context import TraceAnalyses, analyses_of
 from ..model.trace import Trace
 from ..model.view_state import ViewState
+from ..parsers import cache_jobs
 from .bridge import ObservableBridge
 from .tasks import TaskRunner, TaskScope
 
@@ -78,12 +79,20 @@ class Document(QObject):
     def _after_first_frame(self) -> None:
         if self.tasks.closed:            # the tab closed before its first frame
             return
+        self._release_store()
         self.tasks.release()
         if self.trace is not None:
             self.trace_loaded.emit(self.trace)
 
+    def _release_store(self) -> None:
+        """The trace's cache entry, held while the first frame is made (the app's
+        loader), is stored from now on."""
+        if self.trace is not None:
+            cache_jobs.release(self.trace.meta.get("cache_key"))
+
     def shutdown(self, msecs: int = 10_000) -> bool:
         """Cancel every panel's work and wait for the workers (the tab is closing)."""
+        self._release_store()
         return self.tasks.shutdown(msecs)
 
     @property
@@ -104,6 +113,7 @@ class Document(QObject):
             self.view_state.set_window(tr[0], tr[1])
         self.trace_to_draw.emit(trace)
         if not self._frame_view:
+            self._release_store()
             self.trace_loaded.emit(trace)
 
     def reveal(self, selection) -> None:

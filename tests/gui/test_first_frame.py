@@ -163,3 +163,35 @@ def test_trace_loaded_waits_for_the_frame_of_a_big_trace(qtbot, in_worker):
         v.document.set_trace(make_tiny_trace(200))
         assert got == []                       # not before the timeline drew it
     assert got and got[0] > 0
+
+
+def test_the_traces_cache_entry_is_stored_after_its_first_frame(qtbot, monkeypatch,
+                                                                in_worker):
+    # the app's loader holds the store: on two cores it would halve the frame's rows
+    from hipscope.app.head_start import default_loader
+    from hipscope.parsers import cache, cache_jobs
+    from tests.conftest import DATA
+
+    v = _timeline(qtbot, shown=True)
+    seen: list = []
+    began = threading.Event()
+    real = cache.store
+
+    def store(*a, **k):
+        seen.append(v.document.frame_drawn)
+        began.set()
+        return real(*a, **k)
+
+    monkeypatch.setattr(cache, "store", store)
+    monkeypatch.setattr(cache_jobs, "HOLD_MAX_S", 600)
+    tr = default_loader([DATA / "gpu" / "launch_bound.json.gz"], lambda f: None,
+                        lambda: False)
+    try:
+        assert not began.wait(0.3)               # held while nothing is drawn
+        with qtbot.waitSignal(v.prepared, timeout=20_000):
+            v.document.set_trace(tr)
+        qtbot.waitUntil(began.is_set, timeout=20_000)
+        assert seen == [True]                    # it began once the frame was up
+    finally:
+        cache_jobs.release_all()
+        cache_jobs.flush()

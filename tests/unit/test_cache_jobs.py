@@ -139,3 +139,63 @@ def test_the_app_loader_does_not_wait_for_the_store(monkeypatch):
     again = open_trace(LINKED, use_cache=True)      # waits for the store, then hits it
     assert again.meta.get("cached")
     assert len(again.kernels) == len(tr.kernels)
+
+
+@pytest.fixture
+def recorded_stores(monkeypatch):
+    """cache.store records that it began (and runs as usual)."""
+    began = threading.Event()
+    real = cache.store
+
+    def store(*a, **k):
+        began.set()
+        return real(*a, **k)
+
+    monkeypatch.setattr(cache, "store", store)
+    return began
+
+
+def test_a_held_store_begins_at_its_release(recorded_stores):
+    # the app's trace tabs: the entry is stored once the tab drew the trace
+    with cache_jobs.in_background(wait=False, held=True):
+        tr = open_trace(LINKED, use_cache=True)
+    key = tr.meta["cache_key"]
+    assert not recorded_stores.wait(0.5)             # held
+    cache_jobs.release(key)
+    assert recorded_stores.wait(10)
+    cache_jobs.flush()
+    assert (_entry(key)).is_dir() and cache_jobs.job_of(key) is None
+
+
+def test_a_read_of_a_held_entry_does_not_wait_for_the_release(recorded_stores,
+                                                             monkeypatch):
+    monkeypatch.setattr(cache_jobs, "HOLD_MAX_S", 600)
+    with cache_jobs.in_background(wait=False, held=True):
+        tr = open_trace(LINKED, use_cache=True)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open_trace(LINKED, use_cache=True)))
+    reader.start()
+    reader.join(60)                     # it needs the entry: the store goes now
+    try:
+        assert got and recorded_stores.is_set() and got[0].meta.get("cached")
+        assert got[0].meta["cache_key"] == tr.meta["cache_key"]
+    finally:
+        cache_jobs.release_all()
+
+
+def test_a_held_store_nobody_releases_begins_after_the_longest_hold(recorded_stores,
+                                                                    monkeypatch):
+    monkeypatch.setattr(cache_jobs, "HOLD_MAX_S", 0.3)
+    with cache_jobs.in_background(wait=False, held=True):
+        open_trace(LINKED, use_cache=True)
+    assert recorded_stores.wait(10)
+    cache_jobs.flush()
+
+
+def test_flush_and_release_all_let_held_stores_go(recorded_stores):
+    with cache_jobs.in_background(wait=False, held=True):
+        tr = open_trace(LINKED, use_cache=True)
+    cache_jobs.release_all()
+    assert recorded_stores.wait(10)
+    cache_jobs.flush()
+    assert cache_jobs.job_of(tr.meta["cache_key"]) is None
