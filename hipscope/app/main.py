@@ -44,10 +44,30 @@ def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = F
     every tab has loaded and drawn, save the window to that PNG (and what it shows
     to the same name with ``.json``, app/screen_state.py) and return 0; print the
     error and return 2 when a trace could not be opened."""
+    from ..analysis import persist
+    from ..parsers import cache_jobs
+    from .head_start import HeadStart, default_loader
+
+    persist.write_behind(True)     # the first frame does not wait for its cache file
+    head = (HeadStart([Path(paths[0])], default_loader)     # read while Qt starts
+            if len(paths) == 1 and not compare and not ranks else None)
+    try:
+        return _run(head, paths, screenshot, compare, ranks)
+    finally:
+        if head is not None:
+            head.cancel()
+        cache_jobs.release_all()     # entries held for a first frame: stored now, while
+        cache_jobs.flush()           # the interpreter still runs their thread pools
+        persist.flush()
+
+
+def _run(head, paths: list[Path], screenshot: Path | None, compare: bool, ranks: bool
+         ) -> int:
     from .main_window import MainWindow
 
     app = _application()
-    window = MainWindow(persist=screenshot is None)
+    window = MainWindow(persist=screenshot is None,
+                        loader=head.loader if head is not None else None)
     if screenshot is not None:
         window.resize(*SCREENSHOT_SIZE)
     window.show()

@@ -4,7 +4,6 @@ timeline and one panel per registered PanelSpec (the window shows them in its do
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -16,22 +15,12 @@ from ..qt.panels import panel_specs
 from ..qt.tasks import TaskHandle, TaskRunner
 from ..qt.timeline_api import RangeStats, Timeline
 from ..views.diagnostics import DiagnosticBanner, DocumentDiagnostics, RangeMarkers
+from .head_start import Loader, default_loader
 from .loading_tab import LoadingTab
 
 log = logging.getLogger(__name__)
 
-Loader = Callable[[list[Path], Callable[[float], None], Callable[[], bool]], object]
-
-
-def default_loader(paths, progress, cancelled):
-    """Read the trace; files of a run folder get the run's telemetry as samples."""
-    from ..launchers.samples import attach_telemetry, run_folder_of
-    from ..parsers import cache_jobs, open_trace
-
-    with cache_jobs.in_background(wait=False):    # the timeline is drawn meanwhile
-        trace = open_trace(paths, progress, cancelled, use_cache=True)
-    folder = run_folder_of(paths)
-    return trace if folder is None else attach_telemetry(trace, folder)
+__all__ = ["Loader", "TraceTab", "default_loader", "make_timeline"]
 
 
 def make_timeline(document: Document, parent: QWidget) -> QWidget:
