@@ -64,5 +64,13 @@ class CancelAfter:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Never touch the user's real cache from tests."""
+    """Never touch the user's real cache from tests; no store a test began (held for a
+    first frame, or written behind) lands in the next test's cache."""
     monkeypatch.setenv("HIPSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    yield
+    from hipscope.analysis import persist
+    from hipscope.parsers import cache_jobs
+
+    cache_jobs.release_all()
+    cache_jobs.flush()
+    persist.flush()

@@ -93,3 +93,12 @@ class HeadStart:
                 self._taken = True
                 self._cancel.set()
                 self._value = None
+
+
+def head_start(paths: list[Path], compare: bool = False, ranks: bool = False
+               ) -> HeadStart | None:
+    """The head start for the app's command line: one trace opened plainly (not a
+    comparison or a job's ranks); None otherwise."""
+    if len(paths) != 1 or compare or ranks:
+        return None
+    return HeadStart([Path(paths[0])], default_loader)

@@ -10,6 +10,7 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
+from .head_start import HeadStart, head_start
 from .settings import Settings
 from .theme import apply_theme, dark_palette, wants_dark
 
@@ -37,20 +38,21 @@ def _application() -> QApplication:
 
 
 def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = False,
-            ranks: bool = False) -> int:
+            ranks: bool = False, head: HeadStart | None = None) -> int:
     """Open the main window with ``paths`` (one tab each; with ``compare``: one
     comparison tab of them all, the first is A; with ``ranks``: one Ranks tab of the
     job they make up). With ``screenshot``: wait until
     every tab has loaded and drawn, save the window to that PNG (and what it shows
     to the same name with ``.json``, app/screen_state.py) and return 0; print the
-    error and return 2 when a trace could not be opened."""
+    error and return 2 when a trace could not be opened. ``head``: the read of
+    ``paths`` already started (:func:`.head_start.head_start`); else it starts here,
+    while Qt and the window are built."""
     from ..analysis import persist
     from ..parsers import cache_jobs
-    from .head_start import HeadStart, default_loader
 
     persist.write_behind(True)     # the first frame does not wait for its cache file
-    head = (HeadStart([Path(paths[0])], default_loader)     # read while Qt starts
-            if len(paths) == 1 and not compare and not ranks else None)
+    if head is None:
+        head = head_start(paths, compare, ranks)
     try:
         return _run(head, paths, screenshot, compare, ranks)
     finally:

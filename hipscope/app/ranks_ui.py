@@ -7,20 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QMessageBox
 
 from ..parsers.kineto.ranks import rank_files
 from ..qt.ranks import Analyse
-from ..views.ranks import RanksTab
 from .trace_tab import TraceTab
+
+if TYPE_CHECKING:
+    from ..views.ranks import RanksTab
 
 
 def open_ranks(w, paths: Sequence[str | Path], options: dict[str, Any] | None = None,
                analyse: Analyse | None = None) -> RanksTab:
     """A Ranks tab for a job's rank traces (files, folders or globs), analysed in the
     window's job runner; ``options`` go to the engine (``workers``, ``scheduler``)."""
+    from ..views.ranks import RanksTab  # its charts (pyqtgraph): not at start-up
+
     tab = RanksTab(paths, w.commands, options, analyse, w.tabs)
     w.add_tab(tab, "Ranks\n" + "\n".join(tab.job_paths))
     tab.start_load(w.runner)

@@ -110,13 +110,17 @@ def _gui(argv: list[str]) -> int:
         paths.append(demo_trace_path())
     if args.compare and len(paths) < 2:
         p.error("--compare needs two or more traces")
+    from ..app.head_start import head_start
+
+    head = head_start(paths, args.compare, args.ranks)     # reading while Qt loads
     try:
         from ..app.main import run_app
     except ImportError:  # the GUI is not there yet: print the report instead
+        if head is not None:
+            head.cancel()
         return _report([str(x) for x in paths]) if paths else 0
-    if args.compare:
-        return run_app(paths, screenshot=args.screenshot, compare=True)
-    return run_app(paths, screenshot=args.screenshot, ranks=args.ranks)
+    return run_app(paths, screenshot=args.screenshot, compare=args.compare,
+                   ranks=args.ranks, head=head)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -120,11 +120,14 @@ def release(key: object) -> None:
         job.release()
 
 
+def _jobs() -> list[Job]:
+    with _LOCK:
+        return list(_JOBS.values())
+
+
 def release_all() -> None:
     """Let every held store begin (the app is closing)."""
-    with _LOCK:
-        jobs = list(_JOBS.values())
-    for job in jobs:
+    for job in _jobs():
         job.release()
 
 
@@ -144,8 +147,7 @@ def wait(key: str) -> None:
 
 def flush() -> None:
     """Wait for every background store and its queued writes."""
-    with _LOCK:
-        jobs = list(_JOBS.values())
+    jobs = _jobs()
     for job in jobs:
         job.wait()
     with _LOCK:

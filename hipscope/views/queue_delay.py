@@ -10,8 +10,9 @@ definitions in docs/analysis.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,8 +32,10 @@ from ..analysis.idle import CATEGORIES
 from ..model.view_state import Selection
 from ..qt.document import Document
 from .panel import WorkerPanel
-from .plot_style import follow_theme
 from .tables.format import fmt_duration, fmt_time
+
+if TYPE_CHECKING:
+    from . import delay_plots as dp
 
 KIND_TEXT = {"from_api_start": "from API start", "from_api_end": "from API end",
              "from_dispatch": "from dispatch (legacy rocprof)"}
@@ -44,22 +47,6 @@ N_WORST = 25
 EMPTY_TEXT = ("Queue delay needs kernels linked to the host calls that launched them "
               "(correlation ids), e.g. rocprofv3 --kernel-trace --hip-runtime-trace, a PyTorch "
               "profiler trace, or legacy rocprof with timestamps.")
-
-
-class _DecadeAxis(pg.AxisItem):
-    """A y axis in log10(ns) units labelled as durations."""
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph name)
-        return [fmt_duration(10 ** v) for v in values]
-
-
-class _TimeAxis(pg.AxisItem):
-    """An x axis in ns relative to the trace start, labelled as times."""
-
-    span = 1.0
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802
-        return [fmt_time(v, self.span) for v in values]
 
 
 class QueueDelayView(WorkerPanel):
@@ -87,24 +74,8 @@ class QueueDelayView(WorkerPanel):
         self.headline.setWordWrap(True)
         self.idle_label = QLabel()
         self.idle_label.setTextFormat(Qt.TextFormat.RichText)
-        # x in log10(ns): decades evenly spaced, labelled as durations
-        self.hist_plot = pg.PlotWidget(axisItems={"bottom": _DecadeAxis("bottom")})
-        self.hist_plot.setLabel("bottom", "queue delay (log scale)")
-        self.hist_plot.setLabel("left", "kernels")
-        self.hist_plot.addLegend(offset=(-10, 10))
-        follow_theme(self.hist_plot)            # the app's theme, also after a switch
-        self.hist_plot.setMouseEnabled(x=False, y=False)
-        self.time_axis = _TimeAxis("bottom")
-        self.density_plot = pg.PlotWidget(axisItems={"left": _DecadeAxis("left"),
-                                                     "bottom": self.time_axis})
-        self.density_plot.setLabel("left", "queue delay (log scale)")
-        follow_theme(self.density_plot)
-        self.density_plot.setMouseEnabled(x=False, y=False)
-        self.density_image = pg.ImageItem()
-        self.density_plot.addItem(self.density_image)
-        self.median_curve = pg.PlotCurveItem(pen=pg.mkPen("#ff5028", width=1.5))
-        self.density_plot.addItem(self.median_curve)
-        self.density_image.setColorMap(pg.colormap.get("viridis"))
+        self._plots: dp.DelayPlots | None = None     # built with the first linked data
+        self._hist_box, self._density_box = self._box(), self._box()
         self.table = QTableWidget(0, 5)
         self.table.setHorizontalHeaderLabels(["Delay", "Kernel", "Stream", "Start", "Launch"])
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -122,9 +93,9 @@ class QueueDelayView(WorkerPanel):
         controls.addWidget(self.group_combo)
         controls.addStretch(1)
         plots = QSplitter(Qt.Orientation.Horizontal)
-        plots.addWidget(self._titled("Distribution", self.hist_plot))
+        plots.addWidget(self._titled("Distribution", self._hist_box))
         plots.addWidget(self._titled("Over the visible window (kernels per cell; red: median)",
-                                     self.density_plot))
+                                     self._density_box))
         split = QSplitter(Qt.Orientation.Horizontal)     # the table beside: all its rows show
         split.addWidget(plots)
         split.addWidget(self._titled(f"Worst {N_WORST} launches (click: show in timeline)",
@@ -143,6 +114,38 @@ class QueueDelayView(WorkerPanel):
         self._set_pages(EMPTY_TEXT, content)
         self.kind_combo.currentIndexChanged.connect(self._request_data)
         self.group_combo.currentIndexChanged.connect(self._request_data)
+
+    @staticmethod
+    def _box() -> QWidget:
+        box = QWidget()
+        QVBoxLayout(box).setContentsMargins(0, 0, 0, 0)
+        return box
+
+    def _ensure_plots(self) -> dp.DelayPlots:
+        """The plots (pyqtgraph, loaded here: after the first frame, not at start-up)."""
+        if self._plots is None:
+            from . import delay_plots
+
+            self._plots = delay_plots.build()
+            self._hist_box.layout().addWidget(self._plots.hist)
+            self._density_box.layout().addWidget(self._plots.density)
+        return self._plots
+
+    @property
+    def hist_plot(self):
+        return self._ensure_plots().hist
+
+    @property
+    def density_plot(self):
+        return self._ensure_plots().density
+
+    @property
+    def density_image(self):
+        return self._ensure_plots().image
+
+    @property
+    def median_curve(self):
+        return self._ensure_plots().median
 
     @staticmethod
     def _titled(title: str, w: QWidget) -> QWidget:
@@ -223,8 +226,7 @@ class QueueDelayView(WorkerPanel):
             nonpos = vd.hist.nonpositive[g]
             if nonpos:
                 name += f" (+{nonpos} ≤ 0)"
-            self.hist_plot.plot(np.log10(edges), c, stepMode="center", pen=pg.mkPen(colour, width=2),
-                                name=name)
+            self._ensure_plots().step(np.log10(edges), c, colour, name)
 
     def _show_worst(self, vd: dv.DelayViewData) -> None:
         trace = self.document.trace
@@ -270,18 +272,19 @@ class QueueDelayView(WorkerPanel):
             return
         base = self.document.full_range()[0]
         x0, x1 = dens.t_edges[0] - base, dens.t_edges[-1] - base
-        self.time_axis.span = max(1.0, x1 - x0)
+        plots = self._ensure_plots()
+        plots.time_axis.span = max(1.0, x1 - x0)
         ly = np.log10(dens.d_edges)
         counts = dens.counts
         # empty cells transparent; colour by log(1 + count) so sparse outliers show
         img = np.where(counts > 0, np.log1p(counts), np.nan)
         top = float(np.nanmax(img)) if np.isfinite(img).any() else 1.0
-        self.density_image.setImage(img, levels=(0.0, max(top, 1e-9)))
-        self.density_image.setRect(QRectF(x0, ly[0], x1 - x0, ly[-1] - ly[0]))
+        plots.image.setImage(img, levels=(0.0, max(top, 1e-9)))
+        plots.image.setRect(QRectF(x0, ly[0], x1 - x0, ly[-1] - ly[0]))
         xc = (dens.t_edges[:-1] + dens.t_edges[1:]) / 2 - base
         med = np.where(dens.median > 0, dens.median, np.nan)
         with np.errstate(invalid="ignore"):
-            self.median_curve.setData(xc, np.log10(med), connect="finite")  # gaps stay gaps
+            plots.median.setData(xc, np.log10(med), connect="finite")  # gaps stay gaps
         self.density_plot.setXRange(x0, x1, padding=0)
         self.density_plot.setYRange(ly[0], ly[-1], padding=0)
         self.density_ready.emit()

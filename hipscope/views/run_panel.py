@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QFontDatabase, QPalette, QTextCharFormat, \
     QTextCursor
@@ -28,7 +28,9 @@ from PySide6.QtWidgets import (
 
 from ..launchers.base import RunState
 from ..qt.runs import MAX_LINE_CHARS, METRICS, RunSession, TelemetryBuffer, fmt_seconds
-from .plot_style import follow_theme
+
+if TYPE_CHECKING:
+    import pyqtgraph as pg
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,10 @@ class TelemetryCharts(QWidget):
     WINDOW_S = 120.0
 
     def __init__(self, buffer: TelemetryBuffer, parent=None):
+        import pyqtgraph as pg          # with a run's panel, not at the app's start-up
+
+        from .plot_style import follow_theme
+
         super().__init__(parent)
         self.buffer = buffer
         pal = self.palette()
@@ -107,6 +113,8 @@ class TelemetryCharts(QWidget):
             for key, _title, _unit, scale in METRICS:
                 c = self.curves.get((key, g))
                 if c is None:
+                    import pyqtgraph as pg
+
                     c = self.plots[key].plot(pen=pg.mkPen(colour, width=1.5),
                                              connect="finite")
                     self.curves[(key, g)] = c

@@ -17,9 +17,8 @@ from __future__ import annotations
 import logging
 import shlex
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtGui import QColor, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -49,7 +48,6 @@ from .launch_dialog import LaunchDialog
 from .tuner_parts import (
     CONF_COLOURS,
     STATUS_TEXT,
-    ABChart,
     esc,
     experiment_text,
     fill_figures,
@@ -218,7 +216,10 @@ class TunerPanel(QWidget):
         self.progress.setTextVisible(True)
         self.run_label = QLabel()
         self.result_label = self._rich(QLabel())
-        self.chart = ABChart()
+        self._chart = None
+        self._chart_box = QWidget()             # the chart goes in at the first test shown
+        QVBoxLayout(self._chart_box).setContentsMargins(0, 0, 0, 0)
+        self._chart_box.setVisible(False)
         self.compare_label = self._rich(QLabel())
         self.compare_label.linkActivated.connect(self._on_compare_activated)
         self.apply_button = QPushButton("Apply…")
@@ -242,7 +243,7 @@ class TunerPanel(QWidget):
         v.addLayout(row)
         v.addWidget(self.run_label)
         v.addWidget(self.result_label)
-        v.addWidget(self.chart, 10)
+        v.addWidget(self._chart_box, 10)
         v.addStretch(1)                       # takes the space while the chart is hidden
         v.addLayout(bottom)
         return pane
@@ -278,6 +279,16 @@ class TunerPanel(QWidget):
         if error:
             self.status_label.setText(error)
         return not error
+
+    @property
+    def chart(self):
+        """The A/B chart of the test shown (built at the first one: pyqtgraph)."""
+        if self._chart is None:
+            from .ab_chart import ABChart
+
+            self._chart = ABChart(self._chart_box)
+            self._chart_box.layout().addWidget(self._chart)
+        return self._chart
 
     @staticmethod
     def _rich(lab: QLabel) -> QLabel:
@@ -322,7 +333,7 @@ class TunerPanel(QWidget):
             it.setToolTip(1, f"Estimated gain: {p.estimate_text()}\n{p.formula}")
             it.setToolTip(2, p.confidence.why)
             it.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            it.setForeground(2, pg.mkColor(CONF_COLOURS[p.confidence.level]))
+            it.setForeground(2, QColor(CONF_COLOURS[p.confidence.level]))
             self.tree.addTopLevelItem(it)
             self._show_record_in_tree(self.state.experiment(p.id))
         self.tree.blockSignals(False)
@@ -437,7 +448,7 @@ class TunerPanel(QWidget):
         self.run_label.setText(esc(rec.message or "") if rec is not None else "")
         self.run_label.setVisible(bool(rec is not None and rec.message))
         result = rec.result if rec is not None and rec.status == "finished" else None
-        self.chart.setVisible(bool(rec is not None and rec.runs))
+        self._chart_box.setVisible(bool(rec is not None and rec.runs))
         if rec is not None and rec.runs:
             self.chart.show_runs(rec.runs)
         self.result_label.setText(result_html(result) if result is not None else

@@ -51,6 +51,7 @@ def test_a_theme_switch_leaves_no_old_colours(qtbot, window, first, then):
         if key in w.docks:
             w.docks[key].show()
     qtbot.waitUntil(lambda: QApplication.instance().property("hipscope_theme") == first)
+    assert tab.panels["tuner"].chart is not None        # built at the first test shown
     w.theme_actions[then].trigger()
     assert QApplication.instance().property("hipscope_theme") == then
     QApplication.sendPostedEvents()                     # the palette changes are posted
