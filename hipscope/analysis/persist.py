@@ -51,11 +51,13 @@ _PENDING: dict[Path, threading.Thread] = {}
 _PENDING_LOCK = threading.Lock()
 
 
-def write_behind(on: bool = True) -> None:
+def write_behind(on: bool = True) -> bool:
     """Write results saved from now on on threads, after ``save`` returned (the app;
-    the command line writes in line). Off again: later saves write in line."""
+    the command line writes in line). Off again: later saves write in line. Returns
+    the setting it replaced (the app puts it back when it ends)."""
     global _BEHIND
-    _BEHIND = on
+    was, _BEHIND = _BEHIND, on
+    return was
 
 
 def flush() -> None:

@@ -50,7 +50,7 @@ def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = F
     from ..analysis import persist
     from ..parsers import cache_jobs
 
-    persist.write_behind(True)     # the first frame does not wait for its cache file
+    was_behind = persist.write_behind(True)   # the first frame does not wait for its file
     if head is None:
         head = head_start(paths, compare, ranks)
     try:
@@ -61,6 +61,7 @@ def run_app(paths: list[Path], screenshot: Path | None = None, compare: bool = F
         cache_jobs.release_all()     # entries held for a first frame: stored now, while
         cache_jobs.flush()           # the interpreter still runs their thread pools
         persist.flush()
+        persist.write_behind(was_behind)     # an in-process caller (a test) gets it back
 
 
 def _run(head, paths: list[Path], screenshot: Path | None, compare: bool, ranks: bool

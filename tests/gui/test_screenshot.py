@@ -36,6 +36,9 @@ def _visible_windows():
 def test_screenshot_in_process(qapp, qtbot, tmp_path):
     out = tmp_path / "shot.png"
     assert main(["--demo", "--screenshot", str(out)]) == 0
+    from hipscope.analysis import persist
+
+    assert persist.write_behind(False) is False     # the app put its setting back
     img = QImage(str(out))
     assert not img.isNull() and img.width() >= 800 and img.height() >= 600
     qtbot.waitUntil(lambda: not _visible_windows())       # the window is gone
