@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import QMessageBox
 
 from ..parsers.kineto.ranks import rank_files
-from ..qt.ranks import Analyse
 from .trace_tab import TraceTab
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:       # the rank engine and its charts load when a Ranks tab opens
+    from ..qt.ranks import Analyse
     from ..views.ranks import RanksTab
 
 

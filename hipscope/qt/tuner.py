@@ -15,7 +15,6 @@ import shlex
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from ..tuner import experiment as tx
 from ..tuner.proposals import Proposal
 from ..tuner.state import TunerState
 from .bridge import ObservableBridge
@@ -109,6 +108,8 @@ class TunerController(QObject):
         if p is None or not ok:
             log.info("cannot test %s: %s", pid, why)
             return
+        from ..tuner import experiment as tx  # the sweep machinery: at the first test
+
         spec = tx.experiment_sweep(p, self.state.program, repeats=self.repeats)
         total = spec.max_runs()
         self.state.update_experiment(p.id, status="running", progress=0.0, result=None,
@@ -122,6 +123,7 @@ class TunerController(QObject):
 
         def work(progress, cancelled):
             from ..model.progress import Cancelled
+            from ..tuner import experiment as tx
             from ..tuner.sweep import SweepError, run_sweep
 
             runner = tx.experiment_runner(p, program, cancelled)

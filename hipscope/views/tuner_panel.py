@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
 
 from ..qt.document import Document
 from ..qt.tuner import TunerController
-from ..tuner import experiment as tx
 from ..tuner.proposals import Proposal, Ref
 from ..tuner.state import ExperimentRecord, TunerState
 from .launch_dialog import LaunchDialog
@@ -299,6 +298,7 @@ class TunerPanel(QWidget):
     # ---- proposals -----------------------------------------------------------------
     def _on_document_trace_loaded(self, trace) -> None:
         from ..parsers.run_provenance import run_spec
+        from ..tuner import experiment as tx  # after the first frame, not at start-up
 
         if self.state.program is None:     # the run's spec: Test works in one click
             self.state.set_program(run_spec(trace.meta.get("run"))
@@ -478,6 +478,8 @@ class TunerPanel(QWidget):
         p = self.state.proposal(pid) if pid else None
         if p is None or self.state.program is None or not p.experiment.automatic:
             return None
+        from ..tuner import experiment as tx
+
         spec = tx.applied_spec(p, self.state.program)
         QGuiApplication.clipboard().setText(tx.shell_line(spec))
         self.run_label.setText("Copied the command line with the change to the clipboard.")

@@ -147,3 +147,37 @@ def test_cached_rows_equal_fresh_ones_on_every_real_sample(sample):
     assert analyses_of(tr).computed == {}
     _same(cached, fresh)
     _same(cached, coloured_model(tr, "queue", "name"))
+
+
+def test_the_tab_loader_preloads_a_reopened_traces_first_frame_once():
+    """The app's loader reads a cached trace's first-frame rows from disk on its own
+    thread (app/head_start.py); the timeline's prepare then takes those rows (no second
+    read, nothing computed), equal to rows built here; the next call reads its own."""
+    from hipscope.app.head_start import default_loader
+
+    open_trace(LINKED, use_cache=True)
+    _first_frame(open_trace(LINKED, use_cache=True))   # both the trace and its rows kept
+    tr = default_loader([LINKED], lambda f: None, lambda: False)
+    svc = analyses_of(tr)
+    assert tr.meta.get("cached") and svc.loaded == {"timeline_frame": 1}
+    taken = _first_frame(tr)
+    assert svc.loaded == {"timeline_frame": 1} and svc.computed == {}
+    _same(taken, coloured_model(tr, "queue", "name"))
+    again = _first_frame(tr)                   # handed once: a fresh model of its own
+    assert svc.loaded == {"timeline_frame": 2} and again[0] is not taken[0]
+
+
+def test_preload_reads_only_what_is_on_disk():
+    from hipscope.app.head_start import default_loader
+
+    tr = default_loader([LINKED], lambda f: None, lambda: False)     # first open: no rows
+    svc = analyses_of(tr)
+    assert svc.loaded == {} and svc.computed == {}
+    assert svc.preload("timeline_frame", "queue", "name") is False   # computes nothing
+    assert svc.computed == {}
+    analyses_of(open_trace(LINKED, use_cache=True)).queue_delays()     # kept on disk
+    r = analyses_of(open_trace(LINKED, use_cache=True))
+    assert r.preload("queue_delays") is True         # a result kept in memory: served
+    assert r.loaded["queue_delays"] == 1
+    r.queue_delays()
+    assert r.loaded["queue_delays"] == 1 and r.computed == {}

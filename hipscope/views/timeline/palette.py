@@ -8,6 +8,7 @@ turns (coverage, key) per pixel column into colours with one gather.
 from __future__ import annotations
 
 import colorsys
+import functools
 
 import numpy as np
 
@@ -93,6 +94,33 @@ def name_rgb(key: int) -> tuple[int, int, int]:
     return int(r * 255), int(g * 255), int(b * 255)
 
 
+def _hue_part(m1: np.ndarray, m2: np.ndarray, hue: np.ndarray) -> np.ndarray:
+    hue = np.mod(hue, 1.0)
+    rise = m1 + (m2 - m1) * hue * 6.0
+    fall = m1 + (m2 - m1) * (2.0 / 3.0 - hue) * 6.0
+    return np.where(hue < 1.0 / 6.0, rise,
+                    np.where(hue < 0.5, m2, np.where(hue < 2.0 / 3.0, fall, m1)))
+
+
+@functools.lru_cache(maxsize=1)
+def name_table() -> np.ndarray:
+    """``name_rgb`` of every 12-bit key, (4096, 3) float, read-only: the same
+    arithmetic as :func:`colorsys.hls_to_rgb` on whole arrays (equal to the last bit;
+    tests/unit/test_palette.py), once per process instead of 4096 Python calls for
+    every palette (two per timeline before its first frame)."""
+    key = np.arange(4096, dtype=np.int64)
+    h = ((key * 2654435761) & 0xFFFFFFFF) / 2**32
+    light = np.where(key & 1, 0.56, 0.64)
+    sat = np.where(key & 2, 0.55, 0.68)
+    m2 = np.where(light <= 0.5, light * (1.0 + sat), light + sat - light * sat)
+    m1 = 2.0 * light - m2
+    rgb = np.stack([_hue_part(m1, m2, h + 1.0 / 3.0), _hue_part(m1, m2, h),
+                    _hue_part(m1, m2, h - 1.0 / 3.0)], axis=1)
+    out = np.trunc(rgb * 255).astype(float)
+    out.flags.writeable = False
+    return out
+
+
 def ramp_rgb(x: np.ndarray, ramp: np.ndarray = _RAMP) -> np.ndarray:
     """x in 0..1 -> (n, 3) RGB along the ramp."""
     pos = np.clip(x, 0, 1) * (len(ramp) - 1)
@@ -112,7 +140,7 @@ class Palette:
     def __init__(self, mode: str):
         self.mode = mode
         if mode == "name":
-            rgb = np.array([name_rgb(k) for k in range(4096)] + list(DISTINCT), float)
+            rgb = np.vstack([name_table(), np.array(DISTINCT, float)])
         elif mode == "class":
             rgb = np.array(CLASS_RGB, float)
         elif mode == "delta":
