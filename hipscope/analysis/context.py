@@ -68,20 +68,13 @@ class TraceAnalyses:
         if key in self._values:
             return self._values[key]
         fn, persist, memo = _RESULTS[name]
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.RLock())
-        with lock:
+        with self._lock_of(key):
             if key in self._values:
                 return self._values[key]
             found = self._once.pop(key, None)        # counted when it was preloaded
+            if found is None and persist:
+                found = self._from_disk(key, memo)
             if found is not None:
-                return found[0]
-            found = (self.store.load(key, mapped=not memo)
-                     if persist and self.store is not None else None)
-            if found is not None:
-                self.loaded[name] += 1
-                if memo:
-                    self._values[key] = found[0]
                 return found[0]
             check_cancel(cancelled)
             value = fn(self, *params, cancelled=cancelled)
@@ -100,22 +93,29 @@ class TraceAnalyses:
         the first frame's rows this way while the window is still being built."""
         key = (name, *params)
         _fn, persist, memo = _RESULTS[name]
-        if not persist or self.store is None or key in self._values:
+        if not persist or key in self._values:
             return key in self._values
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.RLock())
-        with lock:
+        with self._lock_of(key):
             if key in self._values or key in self._once:
                 return True
-            found = self.store.load(key, mapped=not memo)
-            if found is None:
-                return False
-            self.loaded[name] += 1
+            found = self._from_disk(key, memo)
+            if found is not None and not memo:
+                self._once[key] = found
+            return found is not None
+
+    def _lock_of(self, key: Hashable) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.RLock())
+
+    def _from_disk(self, key: tuple, memo: bool) -> tuple[Any] | None:
+        """(value,) of ``key`` from the disk cache, counted in ``loaded`` and kept in
+        memory when ``memo``; None when the trace has no store or no such result."""
+        found = self.store.load(key, mapped=not memo) if self.store is not None else None
+        if found is not None:
+            self.loaded[key[0]] += 1
             if memo:
                 self._values[key] = found[0]
-            else:
-                self._once[key] = found
-            return True
+        return found
 
     def prefetch(self, names: Sequence[str], cancelled: CancelledFn | None = None) -> None:
         """Compute the results ``names`` (none with parameters) on up to ``WORKERS``

@@ -7,7 +7,6 @@ turns (coverage, key) per pixel column into colours with one gather.
 
 from __future__ import annotations
 
-import colorsys
 import functools
 
 import numpy as np
@@ -87,11 +86,8 @@ def packed(rgb: tuple[int, int, int]) -> int:
 
 def name_rgb(key: int) -> tuple[int, int, int]:
     """Colour of a name key (12-bit hash): hue from the hash, two light/sat variants."""
-    h = ((key * 2654435761) & 0xFFFFFFFF) / 2**32     # spread neighbouring hashes
-    light = 0.56 if key & 1 else 0.64
-    sat = 0.55 if key & 2 else 0.68
-    r, g, b = colorsys.hls_to_rgb(h, light, sat)
-    return int(r * 255), int(g * 255), int(b * 255)
+    r, g, b = name_table()[key].tolist()
+    return int(r), int(g), int(b)
 
 
 def _hue_part(m1: np.ndarray, m2: np.ndarray, hue: np.ndarray) -> np.ndarray:
@@ -104,12 +100,13 @@ def _hue_part(m1: np.ndarray, m2: np.ndarray, hue: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def name_table() -> np.ndarray:
-    """``name_rgb`` of every 12-bit key, (4096, 3) float, read-only: the same
-    arithmetic as :func:`colorsys.hls_to_rgb` on whole arrays (equal to the last bit;
+    """The colour of every 12-bit name key, (4096, 3) float, read-only: the hue from
+    the key's spread hash, two lightness and two saturation variants, turned to RGB by
+    :func:`colorsys.hls_to_rgb`'s arithmetic on whole arrays (equal to the last bit:
     tests/unit/test_palette.py), once per process instead of 4096 Python calls for
     every palette (two per timeline before its first frame)."""
     key = np.arange(4096, dtype=np.int64)
-    h = ((key * 2654435761) & 0xFFFFFFFF) / 2**32
+    h = ((key * 2654435761) & 0xFFFFFFFF) / 2**32     # spread neighbouring hashes
     light = np.where(key & 1, 0.56, 0.64)
     sat = np.where(key & 2, 0.55, 0.68)
     m2 = np.where(light <= 0.5, light * (1.0 + sat), light + sat - light * sat)
